@@ -1,0 +1,49 @@
+# Cluster Atlas. `make run` to try it, `make test` to test it; both create .venv first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test lint format venv demo migrate worker beat bench clean
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+venv: $(VENV)/.installed
+
+migrate: venv
+	$(PY) manage.py migrate --no-input
+
+demo: migrate
+	$(PY) manage.py demo
+
+run: demo
+	@echo "Cluster Atlas on http://$(HOST):$(PORT)/ (user: admin, password: admin)"
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+test: venv
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: venv
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+worker: venv
+	$(VENV)/bin/celery -A config worker --loglevel=INFO
+
+beat: venv
+	$(VENV)/bin/celery -A config beat --loglevel=INFO
+
+bench: venv
+	for b in bench/*.py; do $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) var staticfiles .pytest_cache

@@ -1,0 +1,310 @@
+"""The physical truth: what the agents on the servers report.
+
+Identity: a server is its SMBIOS system UUID, else its machine-id, else its hostname (see
+`inventory.identity`). A GPU is its NVML UUID, wherever it sits; a MIG device is its UUID.
+Rows are never deleted by a report: a GPU the last report no longer shows becomes `lost`.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from .choices import ChangeKind, GpuStatus, NicKind, ReportStatus, ServerState
+
+
+class Server(models.Model):
+    """A physical machine, or a VM on one, as its agent describes it."""
+
+    identity = models.CharField(
+        max_length=300, unique=True, help_text="uuid:<system uuid>, machine-id:<id> or hostname:<name>"
+    )
+    system_uuid = models.CharField(max_length=64, null=True, blank=True, db_index=True)
+    machine_id = models.CharField(max_length=64, null=True, blank=True, db_index=True)
+    hostname = models.CharField(max_length=253, db_index=True)
+    fqdn = models.CharField(max_length=253, blank=True, default="")
+    addresses = models.JSONField(default=list, blank=True)
+
+    vendor = models.CharField(max_length=128, blank=True, default="")
+    product = models.CharField(max_length=128, blank=True, default="")
+    serial = models.CharField(max_length=128, blank=True, default="")
+    cpu_model = models.CharField(max_length=200, blank=True, default="")
+    cpu_sockets = models.PositiveIntegerField(null=True, blank=True)
+    cpu_cores = models.PositiveIntegerField(null=True, blank=True)
+    cpu_threads = models.PositiveIntegerField(null=True, blank=True)
+    memory_total_bytes = models.BigIntegerField(null=True, blank=True)
+    numa_nodes = models.PositiveIntegerField(null=True, blank=True)
+    os_name = models.CharField(max_length=200, blank=True, default="")
+    kernel = models.CharField(max_length=200, blank=True, default="")
+
+    driver_version = models.CharField(max_length=64, blank=True, default="")
+    cuda_version = models.CharField(max_length=64, blank=True, default="")
+    nvml_version = models.CharField(max_length=64, blank=True, default="")
+    nvml_error = models.TextField(blank=True, default="")
+    agent_version = models.CharField(max_length=64, blank=True, default="")
+    agent_source = models.CharField(max_length=32, blank=True, default="")
+    nvswitch_count = models.PositiveIntegerField(null=True, blank=True)
+    pci_gpus = models.JSONField(
+        default=list, blank=True, help_text="NVIDIA GPU functions on the PCI bus, with their driver"
+    )
+    pci_gpu_count = models.PositiveIntegerField(
+        null=True, blank=True, help_text="GPUs on the PCI bus not passed through to a VM"
+    )
+    warnings = models.JSONField(default=list, blank=True)
+
+    is_virtual = models.BooleanField(default=False)
+    hypervisor = models.CharField(max_length=64, blank=True, default="")
+    physical_host = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="virtual_machines"
+    )
+    physical_host_manual = models.BooleanField(
+        default=False, help_text="physical_host was set by a person; agents do not change it"
+    )
+    guests = models.JSONField(default=list, blank=True, help_text="VMs this host reports")
+
+    # Set by people (API, admin, CSV), never by agents.
+    rack = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    rack_position = models.PositiveIntegerField(null=True, blank=True)
+
+    first_seen = models.DateTimeField(default=timezone.now)
+    last_seen = models.DateTimeField(null=True, blank=True, db_index=True)
+    last_report = models.ForeignKey(
+        "Report", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    last_report_hash = models.CharField(max_length=64, blank=True, default="")
+
+    class Meta:
+        ordering = ["hostname", "id"]
+
+    def __str__(self) -> str:
+        return self.hostname
+
+    @property
+    def state(self) -> str:
+        """online / stale / offline from last_seen; list queries annotate the same rule."""
+        return server_state_at(self.last_seen, timezone.now())
+
+
+def server_state_at(last_seen, now) -> str:
+    if last_seen is None:
+        return ServerState.NEVER
+    age = (now - last_seen).total_seconds()
+    if age <= settings.ATLAS_SERVER_STALE_AFTER_S:
+        return ServerState.ONLINE
+    if age <= settings.ATLAS_SERVER_OFFLINE_AFTER_S:
+        return ServerState.STALE
+    return ServerState.OFFLINE
+
+
+class Gpu(models.Model):
+    """A GPU, identified by its UUID: it keeps its row and history when moved between servers."""
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="gpus")
+    index = models.PositiveSmallIntegerField()
+    uuid = models.CharField(max_length=96, unique=True)
+    uuid_synthetic = models.BooleanField(default=False)
+    status = models.CharField(max_length=16, choices=GpuStatus.choices, default=GpuStatus.OK)
+    error = models.TextField(blank=True, default="")
+
+    serial = models.CharField(max_length=128, blank=True, default="", db_index=True)
+    name = models.CharField(max_length=128, blank=True, default="", db_index=True)
+    board_part_number = models.CharField(max_length=128, blank=True, default="")
+    architecture = models.CharField(max_length=64, blank=True, default="")
+    compute_capability = models.CharField(max_length=16, blank=True, default="")
+    pci_bus_id = models.CharField(max_length=32, blank=True, default="")
+    memory_total_bytes = models.BigIntegerField(null=True, blank=True)
+    power_limit_w = models.FloatField(null=True, blank=True)
+    vbios_version = models.CharField(max_length=64, blank=True, default="")
+    numa_node = models.IntegerField(null=True, blank=True)
+    cpu_affinity = models.CharField(max_length=128, blank=True, default="")
+    persistence_mode = models.BooleanField(null=True, blank=True)
+
+    mig_mode_current = models.BooleanField(null=True, blank=True)
+    mig_mode_pending = models.BooleanField(null=True, blank=True)
+    ecc_mode_current = models.BooleanField(null=True, blank=True)
+    ecc_errors_corrected = models.BigIntegerField(null=True, blank=True)
+    ecc_errors_uncorrected = models.BigIntegerField(null=True, blank=True)
+    retired_pages = models.PositiveIntegerField(null=True, blank=True)
+    retired_pages_pending = models.BooleanField(null=True, blank=True)
+    remapped_rows_correctable = models.PositiveIntegerField(null=True, blank=True)
+    remapped_rows_uncorrectable = models.PositiveIntegerField(null=True, blank=True)
+    remapped_rows_pending = models.BooleanField(null=True, blank=True)
+    remapped_rows_failure = models.BooleanField(null=True, blank=True)
+    nvlinks = models.JSONField(default=list, blank=True)
+
+    first_seen = models.DateTimeField(default=timezone.now)
+    last_seen = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["server_id", "index"]
+        indexes = [models.Index(fields=["server", "status"])]
+
+    def __str__(self) -> str:
+        return f"GPU {self.index} {self.uuid}"
+
+    @property
+    def mig_enabled(self) -> bool:
+        return bool(self.mig_mode_current)
+
+    @property
+    def nvlink_inactive_count(self) -> int:
+        return sum(1 for link in self.nvlinks or [] if not link.get("active"))
+
+
+class MigDevice(models.Model):
+    """A MIG instance (GPU instance + compute instance) of one GPU. Never a node."""
+
+    gpu = models.ForeignKey(Gpu, on_delete=models.CASCADE, related_name="mig_devices")
+    uuid = models.CharField(max_length=128, unique=True)
+    uuid_synthetic = models.BooleanField(default=False)
+    gpu_instance_id = models.PositiveIntegerField()
+    compute_instance_id = models.PositiveIntegerField()
+    profile = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    memory_bytes = models.BigIntegerField(null=True, blank=True)
+    sm_count = models.PositiveIntegerField(null=True, blank=True)
+    placement_start = models.PositiveIntegerField(null=True, blank=True)
+    placement_size = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["gpu_id", "gpu_instance_id", "compute_instance_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["gpu", "gpu_instance_id", "compute_instance_id"], name="mig_device_gi_ci"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.profile or 'MIG'} GI {self.gpu_instance_id} CI {self.compute_instance_id}"
+
+
+class Nic(models.Model):
+    """A network adapter; switch and port are set by people or LLDP, not NVML."""
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="nics")
+    name = models.CharField(max_length=64)
+    netdev = models.CharField(max_length=64, blank=True, default="")
+    kind = models.CharField(max_length=16, choices=NicKind.choices, blank=True, default="")
+    mac = models.CharField(max_length=64, blank=True, default="")
+    pci_bus_id = models.CharField(max_length=32, blank=True, default="")
+    numa_node = models.IntegerField(null=True, blank=True)
+    speed_mbps = models.PositiveIntegerField(null=True, blank=True)
+    state = models.CharField(max_length=32, blank=True, default="")
+    addresses = models.JSONField(default=list, blank=True)
+    switch = models.CharField(max_length=128, blank=True, default="", db_index=True)
+    switch_port = models.CharField(max_length=64, blank=True, default="")
+
+    class Meta:
+        ordering = ["server_id", "name"]
+        constraints = [models.UniqueConstraint(fields=["server", "name"], name="nic_server_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Link(models.Model):
+    """An interconnect path inside one server: GPU to GPU, or GPU to NIC.
+
+    link_class is what `nvidia-smi topo -m` prints: NV<n> (n bonded NVLinks), PIX, PXB, PHB,
+    NODE, SYS. Each GPU pair is stored once, with gpu_a the lower index.
+    """
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="links")
+    gpu_a = models.ForeignKey(Gpu, on_delete=models.CASCADE, related_name="+")
+    gpu_b = models.ForeignKey(Gpu, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    nic = models.ForeignKey(Nic, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    link_class = models.CharField(max_length=8)
+    nvlink_count = models.PositiveSmallIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["server_id", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(Q(gpu_b__isnull=False) & Q(nic__isnull=True))
+                | (Q(gpu_b__isnull=True) & Q(nic__isnull=False)),
+                name="link_has_one_far_end",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.gpu_a_id}-{self.gpu_b_id or self.nic_id} {self.link_class}"
+
+
+class AgentToken(models.Model):
+    """A credential that may only post reports, bound to the first server identity it reports.
+
+    Only a SHA-256 of the key is stored; the key is shown once, when created.
+    """
+
+    name = models.CharField(max_length=200, blank=True, default="")
+    key_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=12, help_text="first characters, to recognise a token")
+    identity = models.CharField(
+        max_length=300, null=True, blank=True, unique=True,
+        help_text="the server identity this token is bound to; cleared by an admin to re-bind",
+    )
+    server = models.ForeignKey(
+        Server, null=True, blank=True, on_delete=models.SET_NULL, related_name="agent_tokens"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.name or 'agent token'} ({self.prefix}…)"
+
+
+class Report(models.Model):
+    """A raw agent report as received; applied to the inventory by `report_apply`."""
+
+    token = models.ForeignKey(
+        AgentToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="reports"
+    )
+    identity = models.CharField(max_length=300, db_index=True)
+    server = models.ForeignKey(
+        Server, null=True, blank=True, on_delete=models.SET_NULL, related_name="reports"
+    )
+    payload = models.JSONField()
+    content_hash = models.CharField(max_length=64)
+    size_bytes = models.PositiveIntegerField(default=0)
+    received_at = models.DateTimeField(default=timezone.now)
+    applied_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(
+        max_length=16, choices=ReportStatus.choices, default=ReportStatus.PENDING
+    )
+    error = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["status", "received_at"])]
+
+    def __str__(self) -> str:
+        return f"report {self.pk} ({self.status})"
+
+
+class ChangeEvent(models.Model):
+    """Something about a server's hardware that changed between two reports."""
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="changes")
+    gpu = models.ForeignKey(
+        Gpu, null=True, blank=True, on_delete=models.SET_NULL, related_name="changes"
+    )
+    report = models.ForeignKey(
+        Report, null=True, blank=True, on_delete=models.SET_NULL, related_name="changes"
+    )
+    kind = models.CharField(max_length=32, choices=ChangeKind.choices, db_index=True)
+    summary = models.CharField(max_length=500)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["server", "-created_at"])]
+
+    def __str__(self) -> str:
+        return self.summary
