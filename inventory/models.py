@@ -19,7 +19,9 @@ class Server(models.Model):
     """A physical machine, or a VM on one, as its agent describes it."""
 
     identity = models.CharField(
-        max_length=300, unique=True, help_text="uuid:<system uuid>, machine-id:<id> or hostname:<name>"
+        max_length=300,
+        unique=True,
+        help_text="uuid:<system uuid>, machine-id:<id> or hostname:<name>",
     )
     system_uuid = models.CharField(max_length=64, null=True, blank=True, db_index=True)
     machine_id = models.CharField(max_length=64, null=True, blank=True, db_index=True)
@@ -62,7 +64,6 @@ class Server(models.Model):
     physical_host_manual = models.BooleanField(
         default=False, help_text="physical_host was set by a person; agents do not change it"
     )
-    guests = models.JSONField(default=list, blank=True, help_text="VMs this host reports")
 
     # Set by people (API, admin, CSV), never by agents.
     rack = models.CharField(max_length=64, blank=True, default="", db_index=True)
@@ -212,7 +213,9 @@ class Link(models.Model):
 
     server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="links")
     gpu_a = models.ForeignKey(Gpu, on_delete=models.CASCADE, related_name="+")
-    gpu_b = models.ForeignKey(Gpu, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    gpu_b = models.ForeignKey(
+        Gpu, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
     nic = models.ForeignKey(Nic, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     link_class = models.CharField(max_length=8)
     nvlink_count = models.PositiveSmallIntegerField(null=True, blank=True)
@@ -231,6 +234,37 @@ class Link(models.Model):
         return f"{self.gpu_a_id}-{self.gpu_b_id or self.nic_id} {self.link_class}"
 
 
+class Guest(models.Model):
+    """A VM a hypervisor's agent lists (libvirt); its uuid is the VM's SMBIOS system UUID."""
+
+    host = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="guests")
+    uuid = models.CharField(max_length=64, db_index=True)
+    name = models.CharField(max_length=128, blank=True, default="")
+    state = models.CharField(max_length=64, blank=True, default="")
+
+    class Meta:
+        ordering = ["host_id", "name"]
+        constraints = [models.UniqueConstraint(fields=["host", "uuid"], name="guest_host_uuid")]
+
+    def __str__(self) -> str:
+        return self.name or self.uuid
+
+
+class Revision(models.Model):
+    """A counter per data set ("inventory", "nodes") that moves when that data changes.
+
+    Higher layers compare it with what they last processed (reconciliation, fleet figures),
+    so 25,000 reports a minute coalesce into one reconcile instead of 25,000.
+    """
+
+    name = models.CharField(max_length=32, primary_key=True)
+    value = models.BigIntegerField(default=0)
+    changed_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.name}@{self.value}"
+
+
 class AgentToken(models.Model):
     """A credential that may only post reports, bound to the first server identity it reports.
 
@@ -241,7 +275,10 @@ class AgentToken(models.Model):
     key_hash = models.CharField(max_length=64, unique=True)
     prefix = models.CharField(max_length=12, help_text="first characters, to recognise a token")
     identity = models.CharField(
-        max_length=300, null=True, blank=True, unique=True,
+        max_length=300,
+        null=True,
+        blank=True,
+        unique=True,
         help_text="the server identity this token is bound to; cleared by an admin to re-bind",
     )
     server = models.ForeignKey(

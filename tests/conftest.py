@@ -1,1 +1,79 @@
-"""Shared fixtures. Tiers that need a real service fail in CI (CI=true) and skip elsewhere."""
+"""Shared fixtures.
+
+Tiers that need a real service (PostgreSQL, Redis, Slurm, Chromium) skip with a message
+naming what to install, except in CI (CI=true), where a missing service fails the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from config.celery import app as celery_app
+
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def require(condition: bool, message: str) -> None:
+    """Skip (or, in CI, fail) a test whose real component is missing."""
+    if condition:
+        return
+    if IN_CI:
+        pytest.fail(f"CI requires it: {message}")
+    pytest.skip(message)
+
+
+@pytest.fixture(autouse=True)
+def _tasks_in_process():
+    """Unit and API tests run Celery tasks in-process; the integration tier uses a real worker."""
+    before = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = True
+    yield
+    celery_app.conf.task_always_eager = before
+
+
+@pytest.fixture
+def agent_token(db):
+    from inventory.services import agent_token_create
+
+    token, key = agent_token_create(name="test")
+    return key
+
+
+@pytest.fixture
+def user(db, django_user_model):
+    return django_user_model.objects.create_user("reader", password="reader-password")
+
+
+@pytest.fixture
+def staff(db, django_user_model):
+    return django_user_model.objects.create_user("staff", password="staff-password", is_staff=True)
+
+
+@pytest.fixture
+def api(user):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+@pytest.fixture
+def post_report(client, django_capture_on_commit_callbacks):
+    """POST a report dict as an agent would (on-commit tasks run); returns the response."""
+
+    def post(report, key, **extra):
+        body = report if isinstance(report, (bytes, str)) else json.dumps(report)
+        with django_capture_on_commit_callbacks(execute=True):
+            return client.post(
+                "/api/v1/reports/",
+                data=body,
+                content_type="application/json",
+                HTTP_AUTHORIZATION=f"Token {key}",
+                **extra,
+            )
+
+    return post

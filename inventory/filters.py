@@ -1,0 +1,106 @@
+"""django-filter sets of the inventory API and pages."""
+
+from __future__ import annotations
+
+import django_filters
+from django.db.models import Exists, OuterRef, Q, QuerySet
+
+from .choices import GpuStatus, ServerState
+from .models import Gpu, MigDevice, Server
+
+
+class ServerFilter(django_filters.FilterSet):
+    search = django_filters.CharFilter(
+        method="filter_search",
+        help_text="hostname, FQDN, GPU model, MIG profile, rack, cluster or node name, or a state",
+    )
+    hostname = django_filters.CharFilter(field_name="hostname", lookup_expr="icontains")
+    model = django_filters.CharFilter(method="filter_model", help_text="GPU model (substring)")
+    state = django_filters.ChoiceFilter(field_name="state_value", choices=ServerState.choices)
+    mig = django_filters.BooleanFilter(field_name="mig_enabled", help_text="has a MIG-enabled GPU")
+    rack = django_filters.CharFilter(field_name="rack")
+    cluster = django_filters.CharFilter(method="filter_cluster", help_text="bound to a node of it")
+    is_virtual = django_filters.BooleanFilter()
+    has_gpus = django_filters.BooleanFilter(method="filter_has_gpus")
+
+    class Meta:
+        model = Server
+        fields = ["search", "hostname", "model", "state", "mig", "rack", "cluster", "is_virtual"]
+
+    def filter_model(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        gpus = Gpu.objects.filter(server=OuterRef("pk"), name__icontains=value).exclude(
+            status=GpuStatus.LOST
+        )
+        return queryset.filter(Exists(gpus))
+
+    def filter_has_gpus(self, queryset: QuerySet, name: str, value: bool) -> QuerySet:
+        return queryset.filter(gpu_count__gt=0) if value else queryset.filter(gpu_count=0)
+
+    def filter_cluster(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return queryset.filter(_cluster_q(value, exact=True))
+
+    def filter_search(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        value = value.strip()
+        if not value:
+            return queryset
+        lowered = value.lower()
+        q = Q(hostname__icontains=value) | Q(fqdn__icontains=value) | Q(rack__iexact=value)
+        q |= Q(Exists(Gpu.objects.filter(server=OuterRef("pk"), name__icontains=value)))
+        q |= Q(Exists(MigDevice.objects.filter(gpu__server=OuterRef("pk"), profile__iexact=value)))
+        q |= _cluster_q(value, exact=False)
+        if lowered in ServerState.values:
+            q |= Q(state_value=lowered)
+        if lowered == "mig":
+            q |= Q(mig_enabled=True)
+        return queryset.filter(q)
+
+
+def _cluster_q(value: str, *, exact: bool) -> Q:
+    """Servers bound to a scheduler node of that cluster (or with that node name).
+
+    The node tables belong to the clusters app, a layer above; the lookup goes through the
+    reverse relation by name, so this layer imports nothing from it.
+    """
+    from django.apps import apps
+
+    if not apps.is_installed("clusters") or not _has_relation("nodes"):
+        return Q(pk__in=[])
+    if exact:
+        return Q(nodes__cluster__name=value)
+    return Q(nodes__cluster__name__iexact=value) | Q(nodes__name__iexact=value)
+
+
+def _has_relation(name: str) -> bool:
+    return any(f.name == name for f in Server._meta.get_fields())
+
+
+class GpuFilter(django_filters.FilterSet):
+    search = django_filters.CharFilter(method="filter_search")
+    server = django_filters.NumberFilter(field_name="server_id")
+    model = django_filters.CharFilter(field_name="name", lookup_expr="icontains")
+    mig_enabled = django_filters.BooleanFilter(field_name="mig_mode_current")
+    status = django_filters.ChoiceFilter(choices=GpuStatus.choices)
+    uuid = django_filters.CharFilter(field_name="uuid", lookup_expr="iexact")
+    serial = django_filters.CharFilter(field_name="serial")
+
+    class Meta:
+        model = Gpu
+        fields = ["search", "server", "model", "mig_enabled", "status", "uuid", "serial"]
+
+    def filter_search(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return queryset.filter(
+            Q(name__icontains=value)
+            | Q(uuid__icontains=value)
+            | Q(serial__iexact=value)
+            | Q(server__hostname__icontains=value)
+        )
+
+
+class MigDeviceFilter(django_filters.FilterSet):
+    server = django_filters.NumberFilter(field_name="gpu__server_id")
+    gpu = django_filters.NumberFilter(field_name="gpu_id")
+    profile = django_filters.CharFilter(field_name="profile", lookup_expr="iexact")
+
+    class Meta:
+        model = MigDevice
+        fields = ["server", "gpu", "profile"]

@@ -1,0 +1,95 @@
+"""Reads of the inventory that span relations, each a fixed number of queries."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import (
+    Case,
+    CharField,
+    Count,
+    Exists,
+    IntegerField,
+    OuterRef,
+    Prefetch,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from .choices import GpuStatus, ServerState
+from .models import ChangeEvent, Gpu, Link, MigDevice, Server
+
+
+def _count(queryset: QuerySet, outer: str = "server") -> Coalesce:
+    counted = (
+        queryset.filter(**{outer: OuterRef("pk")})
+        .order_by()
+        .values(outer)
+        .annotate(n=Count("*"))
+        .values("n")
+    )
+    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+
+
+def server_state_expression(now=None) -> Case:
+    """SQL for the online/stale/offline rule of `Server.state`, so lists can filter on it."""
+    now = now or timezone.now()
+    return Case(
+        When(last_seen__isnull=True, then=Value(ServerState.NEVER)),
+        When(
+            last_seen__gte=now - timedelta(seconds=settings.ATLAS_SERVER_STALE_AFTER_S),
+            then=Value(ServerState.ONLINE),
+        ),
+        When(
+            last_seen__gte=now - timedelta(seconds=settings.ATLAS_SERVER_OFFLINE_AFTER_S),
+            then=Value(ServerState.STALE),
+        ),
+        default=Value(ServerState.OFFLINE),
+        output_field=CharField(),
+    )
+
+
+def server_list() -> QuerySet[Server]:
+    """Servers with state, GPU count (lost GPUs excluded), MIG device count and MIG flag."""
+    live_gpus = Gpu.objects.exclude(status=GpuStatus.LOST)
+    return Server.objects.select_related("physical_host").annotate(
+        state_value=server_state_expression(),
+        gpu_count=_count(live_gpus),
+        lost_gpu_count=_count(Gpu.objects.filter(status=GpuStatus.LOST)),
+        mig_device_count=_count(MigDevice.objects.all(), "gpu__server"),
+        mig_enabled=Exists(live_gpus.filter(server=OuterRef("pk"), mig_mode_current=True)),
+    )
+
+
+def server_detail() -> QuerySet[Server]:
+    """One server with everything its page and API show, prefetched."""
+    return server_list().prefetch_related(
+        Prefetch("gpus", queryset=Gpu.objects.prefetch_related("mig_devices").order_by("index")),
+        "nics",
+        "guests",
+        "virtual_machines",
+        Prefetch(
+            "links",
+            queryset=Link.objects.select_related("gpu_a", "gpu_b", "nic"),
+        ),
+        Prefetch(
+            "changes",
+            queryset=ChangeEvent.objects.select_related("gpu").order_by("-created_at", "-id")[:100],
+            to_attr="recent_changes",
+        ),
+    )
+
+
+def gpu_list() -> QuerySet[Gpu]:
+    return Gpu.objects.select_related("server").annotate(
+        mig_device_count=_count(MigDevice.objects.all(), "gpu")
+    )
+
+
+def mig_device_list() -> QuerySet[MigDevice]:
+    return MigDevice.objects.select_related("gpu", "gpu__server")

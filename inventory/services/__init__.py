@@ -1,0 +1,19 @@
+"""Writes and side effects of the inventory layer. Views, tasks and commands call these."""
+
+from .apply import ApplyResult, report_apply
+from .ingest import ReceiveResult, ReportRejected, report_receive
+from .revision import revision_bump, revision_get
+from .tokens import agent_token_authenticate, agent_token_create, agent_token_unbind
+
+__all__ = [
+    "ApplyResult",
+    "ReceiveResult",
+    "ReportRejected",
+    "agent_token_authenticate",
+    "agent_token_create",
+    "agent_token_unbind",
+    "report_apply",
+    "report_receive",
+    "revision_bump",
+    "revision_get",
+]

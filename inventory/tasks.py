@@ -1,0 +1,78 @@
+"""Celery tasks of the inventory: thin adapters over services, ids in, idempotent."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from celery import shared_task
+from django.conf import settings
+from django.db import OperationalError
+from django.db.models import OuterRef, Subquery
+from django.utils import timezone
+
+from .choices import ReportStatus
+from .models import Report
+from .services import report_apply
+from .services.apply import report_fail
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(
+    bind=True,
+    acks_late=True,
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    retry_backoff_max=60,
+    max_retries=8,
+    time_limit=120,
+    soft_time_limit=100,
+)
+def apply_report(self, report_id: int) -> str:
+    """Apply one stored report. A report that breaks the apply is marked failed, not retried."""
+    try:
+        return report_apply(report_id=report_id).status
+    except OperationalError:
+        raise
+    except Exception as exc:
+        logger.exception("report %s could not be applied", report_id)
+        report_fail(report_id=report_id, error=f"{type(exc).__name__}: {exc}")
+        return ReportStatus.FAILED
+
+
+def enqueue_report(report_id: int) -> None:
+    """Send to the broker without Celery's connection retries: the sweep covers a failure."""
+    apply_report.apply_async((report_id,), retry=False)
+
+
+@shared_task(acks_late=True, time_limit=600, soft_time_limit=570)
+def sweep_pending_reports(batch: int = 2000) -> int:
+    """Apply reports left pending (the broker was away when they came), oldest first."""
+    cutoff = timezone.now() - timedelta(seconds=settings.ATLAS_PENDING_REPORT_GRACE_S)
+    ids = list(
+        Report.objects.filter(status=ReportStatus.PENDING, received_at__lte=cutoff)
+        .order_by("id")
+        .values_list("id", flat=True)[:batch]
+    )
+    for report_id in ids:
+        apply_report.run(report_id)
+    prune_reports()
+    return len(ids)
+
+
+def prune_reports() -> int:
+    """Keep the newest ATLAS_REPORT_RETENTION reports per server (and every pending one)."""
+    keep = settings.ATLAS_REPORT_RETENTION
+    newest = (
+        Report.objects.filter(server=OuterRef("server"))
+        .order_by("-id")
+        .values("id")[keep - 1 : keep]
+    )
+    cutoff = (
+        Report.objects.filter(server__isnull=False)
+        .annotate(cut=Subquery(newest))
+        .filter(cut__isnull=False, id__lt=Subquery(newest))
+    )
+    deleted, _ = cutoff.exclude(status=ReportStatus.PENDING).delete()
+    return deleted
