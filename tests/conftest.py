@@ -38,7 +38,7 @@ def _tasks_in_process():
 def agent_token(db):
     from inventory.services import agent_token_create
 
-    token, key = agent_token_create(name="test")
+    _token, key = agent_token_create(name="test")
     return key
 
 

@@ -89,9 +89,11 @@ def test_filters_search_model_state_mig(api):
         make_report("a100-01", model="NVIDIA A100-SXM4-80GB", mig_gpus={0: ["1g.10gb"]}),
         make_report("login-01", gpus=0),
     )
-    names = lambda q: sorted(
-        r["hostname"] for r in api.get(f"/api/v1/servers/?{q}").json()["results"]
-    )
+
+    def names(query):
+        rows = api.get(f"/api/v1/servers/?{query}").json()["results"]
+        return sorted(r["hostname"] for r in rows)
+
     assert names("model=A100") == ["a100-01"]
     assert names("search=h100") == ["dgx-01"]
     assert names("search=1g.10gb") == ["a100-01"]

@@ -139,7 +139,7 @@ def test_heartbeat_path_is_cheap(post_report, agent_token):
 
 
 def test_report_survives_a_failing_enqueue(monkeypatch, post_report, agent_token):
-    """With the broker away the report stays pending (the sweep applies it) and the answer is 202."""
+    """Broker away: the answer is still 202 and the report stays pending for the sweep."""
     from inventory import tasks
 
     def broker_down(report_id):
