@@ -1,0 +1,78 @@
+"""Agent report -> API -> Redis -> a real Celery worker -> the inventory, end to end."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from inventory.models import Gpu, MigDevice, Report, Server
+from tests.reports import make_report
+
+from .services import RedisServer, start_beat, start_worker, wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+
+def post(client, report, key):
+    return client.post(
+        "/api/v1/reports/",
+        data=json.dumps(report),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Token {key}",
+    )
+
+
+def report_status(report_id: int) -> str:
+    return Report.objects.filter(pk=report_id).values_list("status", flat=True).first()
+
+
+def test_a_real_worker_applies_a_posted_report(
+    client, agent_token, redis_url, use_broker, tmp_path
+):
+    import redis
+
+    redis.Redis.from_url(redis_url).flushdb()
+    worker = start_worker(redis_url, tmp_path)
+    try:
+        use_broker(redis_url)
+        response = post(client, make_report("dgx-int", mig_gpus={0: ["1g.10gb"] * 7}), agent_token)
+        assert response.status_code == 202
+        report_id = response.json()["id"]
+        assert wait_until(lambda: report_status(report_id) == "applied", 30), worker.output()
+    finally:
+        worker.stop()
+    server = Server.objects.get(hostname="dgx-int")
+    assert Gpu.objects.filter(server=server).count() == 8
+    assert MigDevice.objects.filter(gpu__server=server).count() == 7
+    assert "apply_report[" in worker.output()
+
+
+def test_report_is_kept_while_the_broker_is_away_and_applied_by_the_sweep(
+    client, agent_token, redis_binary, use_broker, tmp_path
+):
+    broker = RedisServer(tmp_path)
+    broker.start()
+    extra = {"ATLAS_SWEEP_INTERVAL_S": "1", "ATLAS_PENDING_REPORT_GRACE_S": "0"}
+    worker = start_worker(broker.url, tmp_path, **extra)
+    beat = None
+    try:
+        use_broker(broker.url)
+        broker.stop()
+        response = post(client, make_report("dgx-away"), agent_token)
+        assert response.status_code == 202
+        report_id = response.json()["id"]
+        assert report_status(report_id) == "pending"
+        assert not Server.objects.filter(hostname="dgx-away").exists()
+
+        broker.start()  # same port: the worker reconnects; beat's sweep finds the report
+        beat = start_beat(broker.url, tmp_path, **extra)
+        applied = wait_until(lambda: report_status(report_id) == "applied", 60, 0.25)
+        assert applied, f"worker:\n{worker.output()[-3000:]}\nbeat:\n{beat.output()[-2000:]}"
+    finally:
+        if beat:
+            beat.stop()
+        worker.stop()
+        broker.stop()
+    assert Gpu.objects.filter(server__hostname="dgx-away").count() == 8
+    assert "sweep_pending_reports" in worker.output()
