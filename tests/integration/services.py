@@ -51,7 +51,8 @@ def test_database_url() -> str:
         return f"sqlite:///{s['NAME']}"
     user = s.get("USER") or "postgres"
     password = f":{s['PASSWORD']}" if s.get("PASSWORD") else ""
-    return f"postgres://{user}{password}@{s.get('HOST') or '127.0.0.1'}:{s.get('PORT') or 5432}/{s['NAME']}"
+    host, port = s.get("HOST") or "127.0.0.1", s.get("PORT") or 5432
+    return f"postgres://{user}{password}@{host}:{port}/{s['NAME']}"
 
 
 class Process:
