@@ -1,0 +1,105 @@
+"""Format detection: one entry point for every scheduler snapshot a person may post.
+
+``parse_snapshot`` looks at the text's shape (JSON object keys, ``NodeName=``, ``Name:``,
+YAML ``apiVersion:``), hands it to the one parser for that format, and turns every failure
+into a SnapshotFormatError that names the accepted formats, so the API can answer 400 and
+leave the cluster's previous node set untouched.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+from clusters.parsers import kubernetes, kubernetes_describe, slurm_json, slurm_text
+from clusters.parsers.records import Snapshot, SnapshotFormatError
+
+
+def _decode(raw: str | bytes) -> str:
+    if isinstance(raw, bytes | bytearray):
+        try:
+            return bytes(raw).decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise SnapshotFormatError("the snapshot is not UTF-8 text") from None
+    return raw.removeprefix("\ufeff")
+
+
+def _load_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SnapshotFormatError(
+            f"the JSON is broken at line {exc.lineno} column {exc.colno} ({exc.msg})"
+        ) from None
+    except RecursionError:
+        raise SnapshotFormatError("the JSON is nested too deeply") from None
+
+
+def _load_yaml(text: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise SnapshotFormatError(f"the YAML is broken{where}") from None
+
+
+def _looks_like_labels(document: dict[str, Any]) -> bool:
+    return bool(document) and all(
+        isinstance(v, str) and ("/" in k or "." in k) for k, v in document.items()
+    )
+
+
+def _from_document(document: Any) -> Snapshot:
+    if not isinstance(document, dict):
+        raise SnapshotFormatError(
+            f"the document is a JSON {type(document).__name__}, not an object"
+        )
+    if kubernetes.looks_like(document):
+        return kubernetes.parse_kubernetes(document)
+    if slurm_json.looks_like(document):
+        return slurm_json.parse_slurm_json(document)
+    kind = document.get("kind")
+    if kind in ("Pod", "PodList"):
+        raise SnapshotFormatError("a pod list is not a node snapshot")
+    if kind:
+        raise SnapshotFormatError(f"a Kubernetes object of kind {kind!r} is not a node snapshot")
+    if _looks_like_labels(document):
+        raise SnapshotFormatError(
+            "this is a map of node labels only (metadata.labels), not a whole Node"
+        )
+    keys = ", ".join(sorted(str(k) for k in document)[:8]) or "none"
+    raise SnapshotFormatError(f"a JSON object of unknown shape (top-level keys: {keys})")
+
+
+def parse_snapshot(raw: str | bytes) -> Snapshot:
+    """Detect the format of a scheduler snapshot and parse it.
+
+    Accepts exactly what the tools print (see ``records.ACCEPTED_FORMATS``). Raises
+    SnapshotFormatError, whose message names the accepted formats, for anything else and
+    for broken input; never another exception type for bad input.
+    """
+    text = _decode(raw)
+    stripped = text.strip()
+    if not stripped:
+        raise SnapshotFormatError("the snapshot is empty")
+    try:
+        if stripped[0] in "{[":
+            return _from_document(_load_json(stripped))
+        if slurm_text.looks_like(stripped):
+            return slurm_text.parse_scontrol_text(stripped)
+        if kubernetes_describe.looks_like(stripped):
+            return kubernetes_describe.parse_describe(stripped)
+        if stripped.startswith(("apiVersion:", "kind:", "---")):
+            return _from_document(_load_yaml(stripped))
+    except SnapshotFormatError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        # A known shape with unexpected values inside: still the caller's input at fault.
+        raise SnapshotFormatError(f"the input is malformed ({type(exc).__name__})") from None
+    raise SnapshotFormatError(
+        "unrecognised snapshot format: not JSON, YAML, scontrol show node text or "
+        "kubectl describe node text"
+    )
