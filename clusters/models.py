@@ -1,0 +1,185 @@
+"""Schedulers' view: clusters, their nodes, the binding of a node to a server, findings.
+
+A node is how Kubernetes or Slurm sees a computing entity; a server is hardware. Nodes bind
+to servers by identity (see `clusters.reconcile`); GPUs are resources of a node, never nodes.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from inventory.models import Server
+
+from .choices import BindingMethod, ClusterKind, ClusterSource, FindingType, Severity
+
+
+class Cluster(models.Model):
+    """A Kubernetes or Slurm cluster and how its node records arrive."""
+
+    name = models.SlugField(max_length=100, unique=True)
+    kind = models.CharField(max_length=16, choices=ClusterKind.choices)
+    source = models.CharField(
+        max_length=16, choices=ClusterSource.choices, default=ClusterSource.PUSH
+    )
+    # Pull settings. Secrets: write-only in the API, never shown in pages or logs.
+    kubeconfig_path = models.CharField(max_length=500, blank=True, default="")
+    kube_context = models.CharField(max_length=200, blank=True, default="")
+    slurmrestd_url = models.URLField(max_length=500, blank=True, default="")
+    slurmrestd_user = models.CharField(max_length=100, blank=True, default="")
+    slurmrestd_token = models.TextField(
+        blank=True, default="", help_text="JWT from `scontrol token`"
+    )
+    slurmrestd_api_version = models.CharField(max_length=16, blank=True, default="")
+    sync_interval_s = models.PositiveIntegerField(default=300)
+
+    last_sync_at = models.DateTimeField(null=True, blank=True)
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+    last_snapshot_format = models.CharField(max_length=64, blank=True, default="")
+    source_version = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def pulls(self) -> bool:
+        return self.source != ClusterSource.PUSH
+
+
+class Node(models.Model):
+    """A scheduler node record, as of the cluster's last snapshot; bound to at most one server."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="nodes")
+    name = models.CharField(max_length=253)
+    kind = models.CharField(max_length=16, choices=ClusterKind.choices)
+    hostname = models.CharField(max_length=253, blank=True, default="")
+    addresses = models.JSONField(default=list, blank=True)
+    system_uuid = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    machine_id = models.CharField(max_length=64, blank=True, default="")
+
+    state = models.CharField(max_length=32, blank=True, default="unknown")
+    raw_state = models.CharField(max_length=200, blank=True, default="")
+    state_flags = models.JSONField(default=list, blank=True)
+    ready = models.BooleanField(default=False)
+    schedulable = models.BooleanField(default=False)
+    reason = models.TextField(blank=True, default="")
+    taints = models.JSONField(default=list, blank=True)
+    partitions = models.JSONField(default=list, blank=True)
+    cpus = models.PositiveIntegerField(null=True, blank=True)
+    memory_bytes = models.BigIntegerField(null=True, blank=True)
+
+    gpu_capacity = models.PositiveIntegerField(default=0)
+    gpu_allocatable = models.PositiveIntegerField(default=0)
+    gpu_used = models.PositiveIntegerField(null=True, blank=True)
+    gres = models.JSONField(default=list, blank=True)
+    resources = models.JSONField(default=dict, blank=True)
+    mig_resources = models.JSONField(default=dict, blank=True)
+    mig_used = models.JSONField(default=dict, blank=True)
+    gpu_product = models.CharField(max_length=128, blank=True, default="")
+    gpu_replicas = models.PositiveIntegerField(null=True, blank=True)
+    sharing_strategy = models.CharField(max_length=32, blank=True, default="")
+    mig_strategy = models.CharField(max_length=32, blank=True, default="")
+    mig_config = models.CharField(max_length=100, blank=True, default="")
+    labels = models.JSONField(default=dict, blank=True)
+    versions = models.JSONField(
+        default=dict, blank=True, help_text="kubelet, container runtime, OS, kernel, Slurm, driver"
+    )
+
+    server = models.ForeignKey(
+        Server, null=True, blank=True, on_delete=models.SET_NULL, related_name="nodes"
+    )
+    binding_method = models.CharField(
+        max_length=16, choices=BindingMethod.choices, blank=True, default=BindingMethod.NONE
+    )
+    bound_at = models.DateTimeField(null=True, blank=True)
+
+    first_seen = models.DateTimeField(default=timezone.now)
+    last_seen = models.DateTimeField(default=timezone.now)
+    gone_at = models.DateTimeField(null=True, blank=True, help_text="absent from the last snapshot")
+
+    class Meta:
+        ordering = ["cluster_id", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "name"], name="node_cluster_name")
+        ]
+        indexes = [models.Index(fields=["cluster", "gone_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.cluster.name}/{self.name}"
+
+    @property
+    def binding_manual(self) -> bool:
+        return self.binding_method == BindingMethod.MANUAL
+
+    @property
+    def gpu_free(self) -> int | None:
+        """Allocatable minus used, where the scheduler tells what is used."""
+        if self.gpu_used is None:
+            return None
+        return max(self.gpu_allocatable - self.gpu_used, 0)
+
+
+class Finding(models.Model):
+    """A disagreement between layers, kept open while it lasts and reopened if it returns.
+
+    One row per (type, subject): `subject` names what it is about (`node:prod/gpu-b02`,
+    `server:dgx-07`, `cluster:prod`), so a finding keeps its history across reconciliations.
+    """
+
+    type = models.CharField(max_length=32, choices=FindingType.choices)
+    severity = models.CharField(max_length=16, choices=Severity.choices)
+    subject = models.CharField(max_length=400)
+    message = models.TextField()
+    details = models.JSONField(default=dict, blank=True)
+    server = models.ForeignKey(
+        Server, null=True, blank=True, on_delete=models.CASCADE, related_name="findings"
+    )
+    node = models.ForeignKey(
+        Node, null=True, blank=True, on_delete=models.CASCADE, related_name="findings"
+    )
+    cluster = models.ForeignKey(
+        Cluster, null=True, blank=True, on_delete=models.CASCADE, related_name="findings"
+    )
+    first_seen = models.DateTimeField(default=timezone.now)
+    last_seen = models.DateTimeField(default=timezone.now)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    reopened_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["resolved_at", "-last_seen", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["type", "subject"], name="finding_type_subject")
+        ]
+        indexes = [
+            models.Index(fields=["resolved_at", "severity"]),
+            models.Index(fields=["type", "resolved_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.subject}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.resolved_at is None
+
+
+class ReconcileState(models.Model):
+    """What the last reconciliation saw, so a beat tick only reconciles after a change."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    inventory_revision = models.BigIntegerField(default=0)
+    nodes_revision = models.BigIntegerField(default=0)
+    reconciled_at = models.DateTimeField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"reconciled at {self.reconciled_at}"
+
+
+OPEN = Q(resolved_at__isnull=True)

@@ -15,6 +15,27 @@ from django.utils import timezone
 from .choices import ChangeKind, GpuStatus, NicKind, ReportStatus, ServerState
 
 
+class HardwareProfile(models.Model):
+    """What a kind of server should hold: the fourth side of GPU drift.
+
+    Matches servers by vendor and product (as DMI reports them), or is set on one server.
+    """
+
+    name = models.CharField(max_length=100, unique=True)
+    vendor = models.CharField(max_length=128, blank=True, default="", help_text="empty: any")
+    product = models.CharField(max_length=128, blank=True, default="")
+    expected_gpu_count = models.PositiveIntegerField()
+    expected_gpu_model = models.CharField(
+        max_length=128, blank=True, default="", help_text="substring of the NVML name, e.g. H100"
+    )
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class Server(models.Model):
     """A physical machine, or a VM on one, as its agent describes it."""
 
@@ -66,6 +87,14 @@ class Server(models.Model):
     )
 
     # Set by people (API, admin, CSV), never by agents.
+    hardware_profile = models.ForeignKey(
+        HardwareProfile,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="servers",
+        help_text="overrides the profile matched by vendor and product",
+    )
     rack = models.CharField(max_length=64, blank=True, default="", db_index=True)
     rack_position = models.PositiveIntegerField(null=True, blank=True)
 

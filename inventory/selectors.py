@@ -13,6 +13,7 @@ from django.db.models import (
     IntegerField,
     OuterRef,
     Prefetch,
+    Q,
     QuerySet,
     Subquery,
     Value,
@@ -93,3 +94,51 @@ def gpu_list() -> QuerySet[Gpu]:
 
 def mig_device_list() -> QuerySet[MigDevice]:
     return MigDevice.objects.select_related("gpu", "gpu__server")
+
+
+def fleet_summary() -> dict:
+    """Counts of the physical layers for the overview, in a handful of aggregate queries."""
+    servers = server_list()
+    by_state = dict(
+        Server.objects.annotate(state_value=server_state_expression())
+        .order_by()
+        .values_list("state_value")
+        .annotate(n=Count("id"))
+    )
+    live = Gpu.objects.exclude(status=GpuStatus.LOST)
+    gpus_by_model = list(
+        live.order_by()
+        .values("name")
+        .annotate(n=Count("id"), mig=Count("id", filter=Q(mig_mode_current=True)))
+        .order_by("-n", "name")
+    )
+    mig_by_profile = list(
+        MigDevice.objects.order_by()
+        .values("profile")
+        .annotate(n=Count("id"))
+        .order_by("-n", "profile")
+    )
+    gpu_total = sum(row["n"] for row in gpus_by_model)
+    mig_gpus = sum(row["mig"] for row in gpus_by_model)
+    return {
+        "servers": sum(by_state.values()),
+        "servers_by_state": {state: by_state.get(state, 0) for state in ServerState.values},
+        "virtual_servers": Server.objects.filter(is_virtual=True).count(),
+        "gpus": gpu_total,
+        "lost_gpus": Gpu.objects.filter(status=GpuStatus.LOST).count(),
+        "gpus_by_model": gpus_by_model,
+        "mig_gpus": mig_gpus,
+        "mig_devices": sum(row["n"] for row in mig_by_profile),
+        "mig_by_profile": mig_by_profile,
+        "stale_servers": list(
+            servers.filter(state_value__in=[ServerState.STALE, ServerState.OFFLINE]).order_by(
+                "last_seen"
+            )[:10]
+        ),
+    }
+
+
+def recent_changes(limit: int = 15) -> QuerySet[ChangeEvent]:
+    return ChangeEvent.objects.select_related("server", "gpu").order_by("-created_at", "-id")[
+        :limit
+    ]
