@@ -53,7 +53,7 @@ def paginate(request: HttpRequest, queryset: QuerySet, default_size: int = 50):
 def csv_response(
     filename: str, columns: list[Column], rows: Iterable[Any]
 ) -> StreamingHttpResponse:
-    """Stream the whole set as CSV; formula-like cells are prefixed so spreadsheets do not run them."""
+    """Stream the whole set as CSV; formula-like cells get a quote so spreadsheets show them."""
     writer = csv.writer(_Echo())
     exported = [c for c in columns if c.csv]
 

@@ -24,7 +24,7 @@ LINK_CLASS_TEXT = {
 
 def describe_link_class(link_class: str) -> str:
     if link_class.startswith("NV"):
-        return f"NVLink ×{link_class[2:]}: a bonded set of {link_class[2:]} NVLinks"
+        return f"NVLink x{link_class[2:]}: a bonded set of {link_class[2:]} NVLinks"
     return LINK_CLASS_TEXT.get(link_class, link_class)
 
 
