@@ -1,0 +1,336 @@
+"""`python -m agent collect | push | simulate`: the agent's command line.
+
+Exit status: 0 success; 2 bad input (arguments, unreadable or unparsable files); 3 NVML
+unavailable (the report, with its host facts and `nvml_error`, is still printed or sent);
+4 backend unreachable (the report is spooled when a spool is set); 5 the backend refused the
+report or the token. Every failure prints one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from . import __version__
+from .host import SysHost
+from .transport import (
+    DeliveryError,
+    PermanentError,
+    RedactingFilter,
+    Sender,
+    Spool,
+    Transport,
+    read_token,
+    read_tokens,
+)
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_NO_NVML = 3
+EXIT_UNREACHABLE = 4
+EXIT_REFUSED = 5
+PROG = "cluster-atlas-agent"
+
+logger = logging.getLogger("agent")
+
+
+class BadInput(Exception):
+    """Input the agent cannot use: reported as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{PROG}: bad input: {message} (see --help)\n")
+
+
+def _source_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("sources (default: live NVML and this machine's /sys)")
+    group.add_argument(
+        "--nvidia-smi-xml",
+        metavar="FILE",
+        help="saved `nvidia-smi -q -x` output (plain `nvidia-smi -q` also works)",
+    )
+    group.add_argument("--topology", metavar="FILE", help="saved `nvidia-smi topo -m` output")
+    group.add_argument("--hostname", help="the server the saved files came from")
+    group.add_argument("--system-uuid", help="that server's SMBIOS system UUID")
+    group.add_argument("--profile", help="a simulated server instead (h100, a100-mig, l40s, ...)")
+    group.add_argument("--seed", default="0", help="seed of the simulated server's identity")
+    group.add_argument("--root", default="/", help=argparse.SUPPRESS)  # a fake tree, for tests
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m agent", description="Cluster Atlas agent " + __version__)
+    parser.add_argument("--version", action="version", version=__version__)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    collect = commands.add_parser("collect", help="print this server's report as JSON")
+    _source_options(collect)
+    collect.add_argument("--compact", action="store_true", help="one line of JSON")
+
+    push = commands.add_parser("push", help="collect and send, once or every --interval")
+    _source_options(push)
+    _backend_options(push)
+    push.add_argument(
+        "--interval",
+        type=float,
+        metavar="SECONDS",
+        help="repeat every SECONDS until SIGTERM (default: send once)",
+    )
+    push.add_argument(
+        "--spool", metavar="DIR", help="keep reports here while the backend is unreachable"
+    )
+    push.add_argument(
+        "--spool-max",
+        type=int,
+        default=100,
+        metavar="N",
+        help="reports kept in the spool, newest first (default 100)",
+    )
+
+    simulate = commands.add_parser("simulate", help="push a simulated fleet")
+    _backend_options(simulate)
+    simulate.add_argument(
+        "--servers", type=int, metavar="N", help="fleet size (default: the sum of the mix)"
+    )
+    simulate.add_argument(
+        "--profile-mix",
+        default="h100=1",
+        metavar="MIX",
+        help="weights per profile, e.g. h100=10,a100-mig=1,l40s=3",
+    )
+    simulate.add_argument("--concurrency", type=int, default=8, metavar="K")
+    simulate.add_argument("--seed", default="0")
+    return parser
+
+
+def _backend_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("backend")
+    group.add_argument("--url", required=True, help="the backend, e.g. https://atlas.example.com")
+    group.add_argument(
+        "--token-file",
+        required=True,
+        metavar="FILE",
+        help="file holding the agent token (simulate: one token per line)",
+    )
+    group.add_argument("--ca-bundle", metavar="FILE", help="CA certificates to verify TLS with")
+    group.add_argument(
+        "--insecure",
+        action="store_true",
+        help="do not verify the backend's TLS certificate (testing only)",
+    )
+    group.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS")
+
+
+# -- sources --------------------------------------------------------------------------------
+
+
+def _read(path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise BadInput(f"cannot read {path}: {exc.strerror}") from exc
+
+
+def report_source(args: argparse.Namespace) -> Callable[[], dict[str, Any]]:
+    """A function making one report per call, from the sources the options name.
+
+    The live NVML backend is created once, so its handle cache outlives the cycles.
+    """
+    saved = args.nvidia_smi_xml or args.topology
+    if args.profile:
+        from .profiles import PROFILES, build
+        from .simulator import simulate_report
+
+        if args.profile not in PROFILES:
+            raise BadInput(f"unknown profile {args.profile!r} (known: {', '.join(PROFILES)})")
+        machine = build(args.profile, seed=args.seed, hostname=args.hostname)
+        return lambda: simulate_report(machine)
+    if saved:
+        from .sources.nvidia_smi_xml import SmiParseError
+        from .sources.saved import build_saved_report, parse_nvidia_smi
+        from .sources.topo_matrix import parse_topo_matrix
+
+        if args.system_uuid and not args.hostname:
+            raise BadInput("--system-uuid needs --hostname (the server the files came from)")
+
+        def from_files() -> dict[str, Any]:
+            smi_log = topology = None
+            try:
+                if args.nvidia_smi_xml:
+                    smi_log = parse_nvidia_smi(_read(args.nvidia_smi_xml))
+            except SmiParseError as exc:
+                raise BadInput(f"{args.nvidia_smi_xml}: {exc}") from exc
+            try:
+                if args.topology:
+                    topology = parse_topo_matrix(_read(args.topology).decode("utf-8", "replace"))
+            except SmiParseError as exc:
+                raise BadInput(f"{args.topology}: {exc}") from exc
+            return build_saved_report(
+                smi_log=smi_log,
+                topology=topology,
+                hostname=args.hostname,
+                system_uuid=args.system_uuid,
+                host=None if args.hostname else SysHost(args.root),
+            )
+
+        from_files()  # fail on bad files now, not in the first cycle of a loop
+        return from_files
+    from .collector import collect as collect_report
+    from .nvml import PynvmlBackend
+
+    backend = PynvmlBackend()
+    host = SysHost(args.root, hostname=args.hostname)
+    return lambda: collect_report(backend, host)
+
+
+# -- commands -------------------------------------------------------------------------------
+
+
+def _fail(status: int, message: str) -> int:
+    print(f"{PROG}: {message}", file=sys.stderr)
+    return status
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    report = report_source(args)()
+    text = (
+        json.dumps(report, separators=(",", ":")) if args.compact else json.dumps(report, indent=2)
+    )
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+    if report.get("nvml_error"):
+        return _fail(EXIT_NO_NVML, f"NVML unavailable: {report['nvml_error']}")
+    return EXIT_OK
+
+
+def _configure_logging(level: int, *secrets: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(f"{PROG}: %(levelname)s %(message)s"))
+    handler.addFilter(RedactingFilter(*secrets))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+
+
+def cmd_push(args: argparse.Namespace) -> int:
+    try:
+        token = read_token(args.token_file)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from exc
+    _configure_logging(logging.INFO if args.interval else logging.WARNING, token)
+    if args.interval is not None and args.interval <= 0:
+        raise BadInput("--interval must be positive")
+    try:
+        transport = Transport(
+            args.url, token, ca_bundle=args.ca_bundle, insecure=args.insecure, timeout=args.timeout
+        )
+    except (ValueError, OSError) as exc:  # a bad URL, an unreadable CA bundle
+        raise BadInput(str(exc)) from exc
+    if args.insecure:
+        logger.warning("TLS verification is off (--insecure): use only for testing")
+    spool = Spool(args.spool, args.spool_max) if args.spool else None
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    sender = Sender(transport, spool, wait=stop.wait)
+    make_report = report_source(args)
+
+    while True:
+        report = make_report()
+        try:
+            delivery = sender.deliver(report)
+        except PermanentError as exc:
+            if args.interval is None or exc.token_rejected:
+                return _fail(EXIT_REFUSED, str(exc))
+            logger.error("%s", exc)  # this report is dropped; the next cycle sends a new one
+        except DeliveryError as exc:
+            if args.interval is None:
+                return _fail(EXIT_UNREACHABLE, str(exc))
+            logger.error("%s", exc)
+        else:
+            if delivery.outcome == "sent":
+                answer = delivery.answer or {}
+                logger.info("report sent: id %s, %s", answer.get("id"), answer.get("status"))
+            elif args.interval is None:
+                where = f"; report spooled in {args.spool}" if spool else ""
+                return _fail(EXIT_UNREACHABLE, f"{delivery.error}{where}")
+        if args.interval is None:
+            if report.get("nvml_error"):
+                return _fail(EXIT_NO_NVML, f"report sent, NVML unavailable: {report['nvml_error']}")
+            return EXIT_OK
+        # jitter keeps a fleet started together from reporting in lockstep
+        if stop.wait(args.interval * random.uniform(0.9, 1.1)):
+            logger.info("stopping (signal)")
+            return EXIT_OK
+        if stop.is_set():
+            return EXIT_OK
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from .simulator import fleet, parse_mix, push_reports
+
+    _configure_logging(logging.WARNING)
+    try:
+        counts = parse_mix(args.profile_mix, args.servers)
+        tokens = read_tokens(args.token_file)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from exc
+    servers = fleet(counts, seed=args.seed)
+    if len(tokens) < len(servers):
+        raise BadInput(
+            f"{len(servers)} servers need {len(servers)} tokens, one per line (a token is bound "
+            f"to the first server it reports); {args.token_file} has {len(tokens)}"
+        )
+    _configure_logging(logging.WARNING, *tokens)
+    reports = [server.report() for server in servers]
+    try:
+        results = push_reports(
+            args.url,
+            tokens,
+            reports,
+            args.concurrency,
+            ca_bundle=args.ca_bundle,
+            insecure=args.insecure,
+        )
+    except ValueError as exc:
+        raise BadInput(str(exc)) from exc
+    for server, result in zip(servers, results, strict=True):
+        detail = (
+            f"id {result.answer.get('id')} {result.answer.get('status')}"
+            if result.answer is not None
+            else result.error
+        )
+        print(
+            f"{server.hostname:<14} {server.profile:<15} {server.rack:<8} {result.outcome:<11} "
+            f"{detail}"
+        )
+    sent = sum(1 for r in results if r.outcome == "sent")
+    print(f"{sent} of {len(results)} reports sent")
+    if any(r.outcome == "refused" for r in results):
+        return _fail(EXIT_REFUSED, "the backend refused some reports (see above)")
+    if sent < len(results):
+        return _fail(EXIT_UNREACHABLE, "the backend was unreachable for some reports")
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handlers = {"collect": cmd_collect, "push": cmd_push, "simulate": cmd_simulate}
+    try:
+        return handlers[args.command](args)
+    except BadInput as exc:
+        return _fail(EXIT_USAGE, f"bad input: {exc}")
+    except KeyboardInterrupt:
+        return _fail(130, "interrupted")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

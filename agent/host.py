@@ -1,0 +1,467 @@
+"""Host facts from /sys, /proc and /etc: identity, CPUs, memory, NICs, PCI functions, VMs.
+
+Everything is read below an injectable root (`SysHost(root=tmp_path)`), and the few facts
+that only a command gives (IP addresses, `systemd-detect-virt`, `virsh`) go through an
+injectable runner, so tests and the fleet simulator use fake trees instead of this machine.
+No fact is allowed to fail the report: a missing or unreadable file is a null field.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .pcitopo import pci_path_from_sysfs
+from .schema import normalize_pci_bus_id
+
+Runner = Callable[[Sequence[str]], "str | None"]
+
+NVIDIA_VENDOR = "0x10de"
+DISPLAY_CLASS_PREFIX = "0x03"  # 0x0300 VGA, 0x0302 3D controller
+# Values firmware vendors leave in SMBIOS fields; they identify nothing.
+PLACEHOLDER_UUIDS = {
+    "00000000-0000-0000-0000-000000000000",
+    "ffffffff-ffff-ffff-ffff-ffffffffffff",
+    "03000200-0400-0500-0006-000700080009",
+}
+PLACEHOLDER_STRINGS = {
+    "",
+    "to be filled by o.e.m.",
+    "default string",
+    "system serial number",
+    "system product name",
+    "system manufacturer",
+    "not specified",
+    "not applicable",
+    "none",
+    "0",
+    "0123456789",
+    "n/a",
+}
+_DMI_HYPERVISORS = (
+    ("qemu", "kvm"),
+    ("kvm", "kvm"),
+    ("openstack", "kvm"),
+    ("vmware", "vmware"),
+    ("virtualbox", "oracle"),
+    ("innotek", "oracle"),
+    ("xen", "xen"),
+    ("amazon ec2", "amazon"),
+    ("google compute engine", "google"),
+    ("microsoft corporation virtual machine", "microsoft"),
+)
+_IP_LINE = re.compile(r"^\d+:\s+(?P<ifname>[^\s:@]+)(?:@\S+)?\s+(?P<family>inet6?)\s+(?P<addr>\S+)")
+
+
+def run_command(argv: Sequence[str], timeout: float = 5.0) -> str | None:
+    """Run a command; its stdout, or None when absent, failing or slow (never raises)."""
+    if not shutil.which(argv[0]):
+        return None
+    try:
+        done = subprocess.run(
+            list(argv), capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+@dataclass(frozen=True)
+class PciFunction:
+    """An NVIDIA display/3D function on the PCI bus, with the driver bound to it."""
+
+    pci_bus_id: str
+    device_id: str | None
+    driver: str | None
+    numa_node: int | None
+
+
+def _clean(value: str | None) -> str | None:
+    if value is None:
+        return None
+    value = value.strip()
+    return None if value.lower() in PLACEHOLDER_STRINGS else value
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value.strip()) if value is not None else None
+    except ValueError:
+        return None
+
+
+def parse_ib_rate_mbps(rate: str | None) -> int | None:
+    """'400 Gb/sec (4X NDR)' -> 400000 (Mbit/s, as the report counts speed)."""
+    if not rate:
+        return None
+    match = re.match(r"\s*([\d.]+)\s*Gb/sec", rate)
+    return int(float(match.group(1)) * 1000) if match else None
+
+
+def parse_ip_addr(output: str | None) -> dict[str, list[str]]:
+    """`ip -o addr show` -> {ifname: [addr/prefix, ...]}: global and site scopes only."""
+    found: dict[str, list[str]] = {}
+    for line in (output or "").splitlines():
+        match = _IP_LINE.match(line)
+        if not match or " scope host" in line or " scope link" in line:
+            continue
+        found.setdefault(match["ifname"], []).append(match["addr"])
+    return found
+
+
+class SysHost:
+    """The facts of the machine whose root filesystem is at `root` (the live one by default).
+
+    `hostname` overrides the kernel's (a report built from another server's saved output).
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] = "/",
+        *,
+        run: Runner | None = None,
+        hostname: str | None = None,
+    ) -> None:
+        self.root = Path(root)
+        self.is_live = self.root.resolve() == Path("/")
+        self._run = run if run is not None else (run_command if self.is_live else _no_commands)
+        self._hostname = hostname
+        self._addresses: dict[str, list[str]] | None = None
+        self.warnings: list[str] = []
+
+    # file access below the root
+
+    def path(self, rel: str) -> Path:
+        return self.root / rel.lstrip("/")
+
+    def read(self, rel: str) -> str | None:
+        try:
+            return self.path(rel).read_text("utf-8", "replace").strip()
+        except (OSError, ValueError):
+            return None
+
+    def listdir(self, rel: str) -> list[str]:
+        try:
+            return sorted(os.listdir(self.path(rel)))
+        except OSError:
+            return []
+
+    def realpath(self, rel: str) -> str | None:
+        target = self.path(rel)
+        if not target.exists():
+            return None
+        real = os.path.realpath(target)
+        root = os.path.realpath(self.root)
+        return real[len(root) :] if root != "/" and real.startswith(root) else real
+
+    # identity and platform
+
+    def facts(self) -> dict[str, Any]:
+        """The report's `host` object; warnings about it land in `self.warnings`."""
+        self.warnings = []
+        hostname = self.hostname()
+        facts: dict[str, Any] = {
+            "system_uuid": self.system_uuid(),
+            "machine_id": _clean(self.read("etc/machine-id")),
+            "hostname": hostname,
+            "fqdn": self.fqdn(hostname),
+            "vendor": _clean(self.read("sys/class/dmi/id/sys_vendor")),
+            "product": _clean(self.read("sys/class/dmi/id/product_name")),
+            "serial": _clean(self.read("sys/class/dmi/id/product_serial")),
+        }
+        facts.update(self.cpu())
+        facts["memory_total_bytes"] = self.memory_total_bytes()
+        facts["numa_nodes"] = self.numa_nodes()
+        facts["os_name"] = self.os_name()
+        facts["kernel"] = self.read("proc/sys/kernel/osrelease")
+        facts["addresses"] = sorted(
+            {addr for name, addrs in self.addresses().items() if name != "lo" for addr in addrs}
+        )
+        facts["virtualization"] = self.virtualization()
+        guests = self.guests()
+        if guests is not None:
+            facts["guests"] = guests
+        return facts
+
+    def system_uuid(self) -> str | None:
+        value = self.read("sys/class/dmi/id/product_uuid")
+        if not value:
+            return None
+        value = value.lower()
+        if value in PLACEHOLDER_UUIDS:
+            self.warnings.append(
+                f"SMBIOS system UUID {value} is a firmware placeholder shared by many machines; "
+                "the backend identifies this server by machine-id instead"
+            )
+            return None
+        return value
+
+    def hostname(self) -> str:
+        if self._hostname:
+            return self._hostname
+        name = self.read("proc/sys/kernel/hostname")
+        if not name and self.is_live:
+            name = socket.gethostname()
+        return name or "localhost"
+
+    def fqdn(self, hostname: str) -> str | None:
+        if "." in hostname:
+            return hostname
+        if self.is_live and not self._hostname:
+            name = socket.getfqdn(hostname)
+            return name if "." in name and not name.startswith("localhost") else None
+        domain = self.read("proc/sys/kernel/domainname")
+        if domain and domain != "(none)":
+            return f"{hostname}.{domain}"
+        return None
+
+    def cpu(self) -> dict[str, Any]:
+        """Model, sockets, physical cores and logical CPUs from /proc/cpuinfo (sysfs as backup)."""
+        text = self.read("proc/cpuinfo") or ""
+        model = None
+        threads = 0
+        packages: set[str] = set()
+        cores: set[tuple[str, str]] = set()
+        current: dict[str, str] = {}
+        for block in text.split("\n\n"):
+            current = {}
+            for line in block.splitlines():
+                key, sep, value = line.partition(":")
+                if sep:
+                    current[key.strip().lower()] = value.strip()
+            if "processor" not in current:
+                continue
+            threads += 1
+            model = model or current.get("model name") or current.get("cpu model")
+            if "physical id" in current:
+                packages.add(current["physical id"])
+                cores.add((current["physical id"], current.get("core id", "")))
+        if not packages:  # Arm and many VMs: the kernel's topology files
+            for cpu in self.listdir("sys/devices/system/cpu"):
+                if not re.fullmatch(r"cpu\d+", cpu):
+                    continue
+                package = self.read(f"sys/devices/system/cpu/{cpu}/topology/physical_package_id")
+                core = self.read(f"sys/devices/system/cpu/{cpu}/topology/core_id")
+                if package is not None:
+                    packages.add(package)
+                    cores.add((package, core or cpu))
+        return {
+            "cpu_model": model,
+            "cpu_sockets": len(packages) or (1 if threads else None),
+            "cpu_cores": len(cores) or (threads or None),
+            "cpu_threads": threads or None,
+        }
+
+    def memory_total_bytes(self) -> int | None:
+        for line in (self.read("proc/meminfo") or "").splitlines():
+            if line.startswith("MemTotal:"):
+                parts = line.split()
+                if len(parts) >= 2 and parts[1].isdigit():
+                    return int(parts[1]) * 1024
+        return None
+
+    def numa_nodes(self) -> int | None:
+        nodes = [n for n in self.listdir("sys/devices/system/node") if re.fullmatch(r"node\d+", n)]
+        return len(nodes) or None
+
+    def os_name(self) -> str | None:
+        text = self.read("etc/os-release") or self.read("usr/lib/os-release")
+        if not text:
+            return None
+        values: dict[str, str] = {}
+        for line in text.splitlines():
+            key, sep, value = line.partition("=")
+            if sep:
+                values[key.strip()] = value.strip().strip('"').strip("'")
+        return values.get("PRETTY_NAME") or (
+            " ".join(v for v in (values.get("NAME"), values.get("VERSION")) if v) or None
+        )
+
+    def addresses(self) -> dict[str, list[str]]:
+        if self._addresses is None:
+            self._addresses = parse_ip_addr(self._run(["ip", "-o", "addr", "show"]))
+        return self._addresses
+
+    def virtualization(self) -> dict[str, Any]:
+        """Is this a VM, and on which hypervisor: systemd-detect-virt, else DMI and cpuinfo."""
+        detected = self._run(["systemd-detect-virt", "--vm"])
+        if detected is not None and detected.strip():
+            name = detected.strip()
+            return {"is_virtual": name != "none", "hypervisor": None if name == "none" else name}
+        dmi = " ".join(
+            filter(
+                None,
+                (
+                    self.read("sys/class/dmi/id/sys_vendor"),
+                    self.read("sys/class/dmi/id/product_name"),
+                ),
+            )
+        ).lower()
+        for needle, hypervisor in _DMI_HYPERVISORS:
+            if needle in dmi:
+                return {"is_virtual": True, "hypervisor": hypervisor}
+        flags = next(
+            (
+                line
+                for line in (self.read("proc/cpuinfo") or "").splitlines()
+                if line.startswith("flags")
+            ),
+            "",
+        )
+        if " hypervisor" in flags:
+            return {"is_virtual": True, "hypervisor": None}
+        return {"is_virtual": False, "hypervisor": None}
+
+    def guests(self) -> list[dict[str, Any]] | None:
+        """libvirt domains defined here; None when this is no libvirt host.
+
+        Domain XML files name each guest and its UUID (the guest's SMBIOS system UUID);
+        a status file under /run/libvirt/qemu means the domain is running.
+        """
+        config = "etc/libvirt/qemu"
+        files = [f for f in self.listdir(config) if f.endswith(".xml")]
+        guests: dict[str, dict[str, Any]] = {}
+        for filename in files:
+            try:
+                root = ET.fromstring(self.path(f"{config}/{filename}").read_bytes())  # noqa: S314
+            except (OSError, ET.ParseError):
+                continue
+            uuid = (root.findtext("uuid") or "").strip().lower()
+            name = (root.findtext("name") or "").strip() or None
+            if not uuid:
+                continue
+            running = name is not None and (
+                self.path(f"run/libvirt/qemu/{name}.xml").exists()
+                or self.path(f"run/libvirt/qemu/{name}.pid").exists()
+            )
+            guests[uuid] = {
+                "uuid": uuid,
+                "name": name,
+                "state": "running" if running else "shut off",
+            }
+        if not files and not self.path(config).is_dir():
+            listed = self._run(["virsh", "-c", "qemu:///system", "list", "--all", "--uuid"])
+            if listed is None:
+                return None
+            for line in listed.splitlines():
+                uuid = line.strip().lower()
+                if uuid:
+                    guests.setdefault(uuid, {"uuid": uuid, "name": None, "state": None})
+        return [guests[key] for key in sorted(guests)]
+
+    # PCI
+
+    def pci_path(self, bus_id: str | None) -> list[str]:
+        """The chain of bridges from the host bridge down to a PCI function; [] if unknown."""
+        bus = normalize_pci_bus_id(bus_id)
+        if not bus:
+            return []
+        real = self.realpath(f"sys/bus/pci/devices/{bus}")
+        return pci_path_from_sysfs(real) if real else []
+
+    def pci_numa_node(self, bus_id: str | None) -> int | None:
+        bus = normalize_pci_bus_id(bus_id)
+        return _int(self.read(f"sys/bus/pci/devices/{bus}/numa_node")) if bus else None
+
+    def pci_local_cpus(self, bus_id: str | None) -> str | None:
+        """The CPUs nearest a PCI function (`local_cpulist`, e.g. "0-55,112-167")."""
+        bus = normalize_pci_bus_id(bus_id)
+        return _clean(self.read(f"sys/bus/pci/devices/{bus}/local_cpulist")) if bus else None
+
+    def nvidia_pci_functions(self) -> list[PciFunction]:
+        """NVIDIA display/3D controllers on the bus, whatever driver (or none) holds them."""
+        found: list[PciFunction] = []
+        for entry in self.listdir("sys/bus/pci/devices"):
+            base = f"sys/bus/pci/devices/{entry}"
+            if (self.read(f"{base}/vendor") or "").lower() != NVIDIA_VENDOR:
+                continue
+            if not (self.read(f"{base}/class") or "").lower().startswith(DISPLAY_CLASS_PREFIX):
+                continue
+            driver = self.realpath(f"{base}/driver")
+            bus = normalize_pci_bus_id(entry)
+            if bus is None:
+                continue
+            found.append(
+                PciFunction(
+                    pci_bus_id=bus,
+                    device_id=self.read(f"{base}/device"),
+                    driver=os.path.basename(driver) if driver else None,
+                    numa_node=_int(self.read(f"{base}/numa_node")),
+                )
+            )
+        return found
+
+    # NICs
+
+    def nics(self) -> list[dict[str, Any]]:
+        """Physical NICs: RDMA devices under /sys/class/infiniband (named mlx5_0, with their
+        netdev), then every other netdev backed by a device. Sorted by name."""
+        nics: dict[str, dict[str, Any]] = {}
+        covered: set[str] = set()
+        addresses = self.addresses()
+        for name in self.listdir("sys/class/infiniband"):
+            base = f"sys/class/infiniband/{name}"
+            netdevs = self.listdir(f"{base}/device/net")
+            netdev = netdevs[0] if netdevs else None
+            covered.update(netdevs)
+            ports = self.listdir(f"{base}/ports") or ["1"]
+            port = f"{base}/ports/{ports[0]}"
+            layer = (self.read(f"{port}/link_layer") or "").lower()
+            bus = self._device_bus(f"{base}/device")
+            state = self.read(f"{port}/state")
+            nics[name] = {
+                "name": name,
+                "netdev": netdev,
+                "kind": "infiniband" if layer == "infiniband" else "ethernet",
+                "mac": (self.read(f"sys/class/net/{netdev}/address") if netdev else None)
+                or self.read(f"{base}/node_guid"),
+                "pci_bus_id": bus,
+                "numa_node": self.pci_numa_node(bus),
+                "speed_mbps": parse_ib_rate_mbps(self.read(f"{port}/rate")),
+                "state": _ib_state(state),
+                "addresses": sorted(addresses.get(netdev, [])) if netdev else [],
+            }
+        for name in self.listdir("sys/class/net"):
+            base = f"sys/class/net/{name}"
+            if name in covered or name in nics or not self.path(f"{base}/device").exists():
+                continue  # virtual interfaces (bridges, bonds, veth) have no device
+            bus = self._device_bus(f"{base}/device")
+            speed = _int(self.read(f"{base}/speed"))
+            nics[name] = {
+                "name": name,
+                "netdev": name,
+                "kind": "infiniband" if self.read(f"{base}/type") == "32" else "ethernet",
+                "mac": self.read(f"{base}/address"),
+                "pci_bus_id": bus,
+                "numa_node": self.pci_numa_node(bus),
+                "speed_mbps": speed if speed and speed > 0 else None,
+                "state": self.read(f"{base}/operstate"),
+                "addresses": sorted(addresses.get(name, [])),
+            }
+        return [nics[key] for key in sorted(nics)]
+
+    def _device_bus(self, rel: str) -> str | None:
+        real = self.realpath(rel)
+        chain = pci_path_from_sysfs(real) if real else []
+        return chain[-1] if chain else None
+
+
+def _ib_state(value: str | None) -> str | None:
+    """'4: ACTIVE' -> 'up', '1: DOWN' -> 'down', others lower-cased ('init', 'armed')."""
+    if not value:
+        return None
+    word = value.split(":", 1)[-1].strip().lower()
+    return {"active": "up", "down": "down", "polling": "down", "disabled": "down"}.get(word, word)
+
+
+def _no_commands(argv: Sequence[str]) -> str | None:
+    """The runner of a non-live root: commands would describe this machine, not that one."""
+    return None

@@ -1,0 +1,545 @@
+"""The NVML boundary: the only module of the agent that imports `pynvml` (nvidia-ml-py).
+
+The collector talks to a `NvmlBackend`, never to pynvml, so a fake backend (agent.fake) can
+stand in for a GPU server in tests and in the fleet simulator, injected by the caller.
+
+`PynvmlBackend` wraps the real bindings:
+
+- NVML is initialised once per process, lazily, and shut down at interpreter exit;
+- device handles are cached across collection cycles (re-fetching every handle each cycle
+  is the known cause of NVML agents burning CPU) and refreshed only when the device count
+  changes or a handle turns stale;
+- `NotSupported`, `NoPermission` and `FunctionNotFound` (an older driver than the bindings)
+  become None in one helper, `_optional`; every other NVML error is raised as `NvmlError`
+  so the collector can mark that one GPU as failed and keep the rest of the report.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Protocol
+
+LINK_CLASSES = ("PIX", "PXB", "PHB", "NODE", "SYS")
+
+
+class NvmlError(Exception):
+    """An NVML call failed for a reason other than 'not supported here'.
+
+    `reason` is NVML's own wording ("GPU is lost", "Unknown Error"); the collector puts it in
+    the report, so it must never carry secrets (NVML errors cannot).
+    """
+
+    def __init__(self, reason: str, *, call: str | None = None, kind: str | None = None) -> None:
+        super().__init__(f"{reason} ({call})" if call else reason)
+        self.reason = reason
+        self.call = call
+        self.kind = kind  # the pynvml class name, e.g. "NVMLError_GpuIsLost"
+
+
+class NvmlUnavailableError(NvmlError):
+    """NVML cannot be used at all: no library, no driver, no permission to the devices."""
+
+
+@dataclass(frozen=True)
+class NvLinkInfo:
+    """One NVLink of a GPU. remote_type is "gpu", "switch" or None when NVML cannot tell."""
+
+    link: int
+    active: bool
+    remote_pci_bus_id: str | None
+    remote_type: str | None = None
+
+
+@dataclass(frozen=True)
+class MigDeviceInfo:
+    """One MIG device (a compute instance inside a GPU instance) as NVML describes it."""
+
+    uuid: str
+    gpu_instance_id: int
+    compute_instance_id: int
+    profile: str | None
+    memory_bytes: int | None
+    sm_count: int | None
+    placement_start: int | None
+    placement_size: int | None
+
+
+class NvmlBackend(Protocol):
+    """What the collector needs from NVML, one method per fact.
+
+    Methods return None for a fact the device does not support or the caller may not read;
+    they raise `NvmlError` for anything else (a lost GPU, an unknown error). `handle`
+    objects are opaque to the collector.
+    """
+
+    source: str  # the report's agent.source: "nvml" or "simulator"
+
+    def init(self) -> None:
+        """Make NVML usable; idempotent. Raises NvmlUnavailableError with NVML's reason."""
+
+    def driver_version(self) -> str | None: ...
+    def cuda_driver_version(self) -> str | None: ...
+    def nvml_version(self) -> str | None: ...
+    def device_count(self) -> int: ...
+    def handle(self, index: int) -> Any: ...
+    def uuid(self, handle: Any) -> str | None: ...
+    def serial(self, handle: Any) -> str | None: ...
+    def name(self, handle: Any) -> str | None: ...
+    def board_part_number(self, handle: Any) -> str | None: ...
+    def architecture(self, handle: Any) -> str | None: ...
+    def compute_capability(self, handle: Any) -> tuple[int, int] | None: ...
+    def pci_bus_id(self, handle: Any) -> str | None: ...
+    def memory_total_bytes(self, handle: Any) -> int | None: ...
+    def power_limit_mw(self, handle: Any) -> int | None: ...
+    def vbios_version(self, handle: Any) -> str | None: ...
+    def numa_node(self, handle: Any) -> int | None: ...
+    def cpu_affinity(self, handle: Any) -> list[int] | None: ...
+    def persistence_mode(self, handle: Any) -> bool | None: ...
+    def mig_mode(self, handle: Any) -> tuple[bool, bool] | None: ...
+    def ecc_mode(self, handle: Any) -> bool | None: ...
+    def ecc_errors(self, handle: Any, *, uncorrected: bool) -> int | None: ...
+    def retired_pages(self, handle: Any) -> int | None: ...
+    def retired_pages_pending(self, handle: Any) -> bool | None: ...
+    def remapped_rows(self, handle: Any) -> tuple[int, int, bool, bool] | None: ...
+    def nvlinks(self, handle: Any) -> list[NvLinkInfo]: ...
+    def common_ancestor(self, handle_a: Any, handle_b: Any) -> str | None: ...
+    def mig_devices(self, handle: Any) -> list[MigDeviceInfo]: ...
+
+
+# -- the real backend -----------------------------------------------------------------------
+
+_UNSUPPORTED = ("NVMLError_NotSupported", "NVMLError_NoPermission", "NVMLError_FunctionNotFound")
+_UNAVAILABLE_HINTS = {
+    "NVMLError_LibraryNotFound": "is the NVIDIA driver installed?",
+    "NVMLError_DriverNotLoaded": "is the nvidia kernel module loaded?",
+    "NVMLError_NoPermission": "can this user open /dev/nvidia*?",
+}
+_ARCHITECTURES = {
+    "NVML_DEVICE_ARCH_KEPLER": "Kepler",
+    "NVML_DEVICE_ARCH_MAXWELL": "Maxwell",
+    "NVML_DEVICE_ARCH_PASCAL": "Pascal",
+    "NVML_DEVICE_ARCH_VOLTA": "Volta",
+    "NVML_DEVICE_ARCH_TURING": "Turing",
+    "NVML_DEVICE_ARCH_AMPERE": "Ampere",
+    "NVML_DEVICE_ARCH_ADA": "Ada Lovelace",
+    "NVML_DEVICE_ARCH_HOPPER": "Hopper",
+    "NVML_DEVICE_ARCH_BLACKWELL": "Blackwell",
+    "NVML_DEVICE_ARCH_RUBIN": "Rubin",
+}
+_TOPOLOGY = {
+    "NVML_TOPOLOGY_INTERNAL": "PIX",  # two functions of one board: closer than any bridge
+    "NVML_TOPOLOGY_SINGLE": "PIX",
+    "NVML_TOPOLOGY_MULTIPLE": "PXB",
+    "NVML_TOPOLOGY_HOSTBRIDGE": "PHB",
+    "NVML_TOPOLOGY_NODE": "NODE",
+    "NVML_TOPOLOGY_SYSTEM": "SYS",
+}
+_CPU_SET_WORDS = 64  # 64 x 64-bit words: up to 4,096 logical CPUs
+
+
+def _text(value: Any) -> str | None:
+    """NVML strings arrive as str or bytes depending on the call; empty means unknown."""
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    value = str(value).strip().strip("\x00")
+    return value or None
+
+
+def format_cuda_version(value: int | None) -> str | None:
+    """12020 -> "12.2" (NVML encodes CUDA versions as 1000 * major + 10 * minor)."""
+    if not value:
+        return None
+    return f"{value // 1000}.{(value % 1000) // 10}"
+
+
+def _mig_profile_name(raw: Any) -> str | None:
+    """'MIG 1g.10gb' -> '1g.10gb'; NVML names profiles the way nvidia-smi prints them."""
+    name = _text(raw)
+    if name and name.upper().startswith("MIG "):
+        name = name[4:].strip()
+    return name or None
+
+
+def _profile_from_device_name(name: str | None) -> str | None:
+    """'NVIDIA A100-SXM4-40GB MIG 3g.20gb' -> '3g.20gb' (a MIG device handle's name)."""
+    if name and " MIG " in name:
+        return name.rsplit(" MIG ", 1)[1].strip() or None
+    return None
+
+
+class PynvmlBackend:
+    """The live NVML backend. `module` is the pynvml module (tests may inject a stand-in)."""
+
+    source = "nvml"
+
+    def __init__(self, module: ModuleType | Any | None = None) -> None:
+        self._nv_module = module
+        self._nv: Any = None
+        self._lock = threading.Lock()
+        self._initialised = False
+        self._handles: list[Any] | None = None
+        self._link_counts: dict[int, int] = {}
+        self._unsupported: tuple[type[BaseException], ...] = ()
+        self._nvml_error: type[BaseException] = Exception
+
+    # lifecycle
+
+    def init(self) -> None:
+        with self._lock:
+            if self._initialised:
+                return
+            nv = self._nv_module
+            if nv is None:
+                try:
+                    import pynvml as nv
+                except ImportError as exc:  # the agent installed without its dependency
+                    raise NvmlUnavailableError(f"nvidia-ml-py is not installed: {exc}") from exc
+            self._nv = nv
+            self._nvml_error = nv.NVMLError
+            self._unsupported = tuple(getattr(nv, name) for name in _UNSUPPORTED)
+            try:
+                nv.nvmlInit()
+            except nv.NVMLError as exc:
+                hint = _UNAVAILABLE_HINTS.get(type(exc).__name__)
+                reason = f"{exc} ({hint})" if hint else f"{exc} (nvmlInit)"
+                raise NvmlUnavailableError(reason, kind=type(exc).__name__) from exc
+            self._initialised = True
+            atexit.register(self.shutdown)
+
+    def shutdown(self) -> None:
+        """Release NVML; safe to call twice, and at exit after a failed init."""
+        with self._lock:
+            if not self._initialised:
+                return
+            self._initialised = False
+            self._handles = None
+            self._link_counts.clear()
+            with contextlib.suppress(self._nvml_error):
+                self._nv.nvmlShutdown()
+
+    # the error boundary
+
+    def _call(self, name: str, *args: Any) -> Any:
+        """Call pynvml.<name>; NVML errors other than 'unsupported' become NvmlError."""
+        try:
+            return getattr(self._nv, name)(*args)
+        except self._unsupported:
+            raise
+        except self._nvml_error as exc:
+            raise NvmlError(str(exc), call=name, kind=type(exc).__name__) from exc
+
+    def _optional(self, name: str, *args: Any) -> Any:
+        """Like _call, but NotSupported / NoPermission / FunctionNotFound answer None."""
+        try:
+            return self._call(name, *args)
+        except self._unsupported:
+            return None
+
+    # system
+
+    def driver_version(self) -> str | None:
+        return _text(self._optional("nvmlSystemGetDriverVersion"))
+
+    def cuda_driver_version(self) -> str | None:
+        return format_cuda_version(self._optional("nvmlSystemGetCudaDriverVersion"))
+
+    def nvml_version(self) -> str | None:
+        return _text(self._optional("nvmlSystemGetNVMLVersion"))
+
+    # devices
+
+    def device_count(self) -> int:
+        count = int(self._call("nvmlDeviceGetCount"))
+        if self._handles is not None and len(self._handles) != count:
+            self._handles = None  # a GPU came or went: index -> handle no longer holds
+            self._link_counts.clear()
+        return count
+
+    def handle(self, index: int) -> Any:
+        """The cached handle of GPU `index`; handles live as long as this NVML session."""
+        if self._handles is None:
+            count = self.device_count()
+            self._handles = [None] * count
+        if index >= len(self._handles):
+            raise NvmlError("no such GPU index", call="nvmlDeviceGetHandleByIndex")
+        if self._handles[index] is None:
+            self._handles[index] = self._call("nvmlDeviceGetHandleByIndex", index)
+        return self._handles[index]
+
+    def forget_handle(self, index: int) -> None:
+        """Drop a handle that failed, so the next cycle fetches it afresh."""
+        if self._handles is not None and index < len(self._handles):
+            self._handles[index] = None
+
+    def uuid(self, handle: Any) -> str | None:
+        return _text(self._call("nvmlDeviceGetUUID", handle))
+
+    def serial(self, handle: Any) -> str | None:
+        return _text(self._optional("nvmlDeviceGetSerial", handle))
+
+    def name(self, handle: Any) -> str | None:
+        return _text(self._optional("nvmlDeviceGetName", handle))
+
+    def board_part_number(self, handle: Any) -> str | None:
+        return _text(self._optional("nvmlDeviceGetBoardPartNumber", handle))
+
+    def architecture(self, handle: Any) -> str | None:
+        value = self._optional("nvmlDeviceGetArchitecture", handle)
+        if value is None:
+            return None
+        for constant, label in _ARCHITECTURES.items():
+            if getattr(self._nv, constant, None) == value:
+                return label
+        return None
+
+    def compute_capability(self, handle: Any) -> tuple[int, int] | None:
+        value = self._optional("nvmlDeviceGetCudaComputeCapability", handle)
+        return (int(value[0]), int(value[1])) if value else None
+
+    def pci_bus_id(self, handle: Any) -> str | None:
+        info = self._call("nvmlDeviceGetPciInfo", handle)
+        return _text(getattr(info, "busId", None)) or _text(getattr(info, "busIdLegacy", None))
+
+    def memory_total_bytes(self, handle: Any) -> int | None:
+        info = self._optional("nvmlDeviceGetMemoryInfo", handle)
+        return int(info.total) if info is not None else None
+
+    def power_limit_mw(self, handle: Any) -> int | None:
+        value = self._optional("nvmlDeviceGetPowerManagementLimit", handle)
+        return int(value) if value is not None else None
+
+    def vbios_version(self, handle: Any) -> str | None:
+        return _text(self._optional("nvmlDeviceGetVbiosVersion", handle))
+
+    def numa_node(self, handle: Any) -> int | None:
+        value = self._optional("nvmlDeviceGetNumaNodeId", handle)
+        return int(value) if value is not None else None
+
+    def cpu_affinity(self, handle: Any) -> list[int] | None:
+        words = self._optional("nvmlDeviceGetCpuAffinity", handle, _CPU_SET_WORDS)
+        if words is None:
+            return None
+        width = ctypes.sizeof(ctypes.c_ulonglong) * 8
+        return [
+            word_index * width + bit
+            for word_index, word in enumerate(words)
+            for bit in range(width)
+            if int(word) >> bit & 1
+        ]
+
+    def persistence_mode(self, handle: Any) -> bool | None:
+        value = self._optional("nvmlDeviceGetPersistenceMode", handle)
+        return bool(value) if value is not None else None
+
+    def mig_mode(self, handle: Any) -> tuple[bool, bool] | None:
+        value = self._optional("nvmlDeviceGetMigMode", handle)
+        return (bool(value[0]), bool(value[1])) if value is not None else None
+
+    def ecc_mode(self, handle: Any) -> bool | None:
+        value = self._optional("nvmlDeviceGetEccMode", handle)
+        return bool(value[0]) if value is not None else None
+
+    def ecc_errors(self, handle: Any, *, uncorrected: bool) -> int | None:
+        nv = self._nv
+        kind = (
+            nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+            if uncorrected
+            else (nv.NVML_MEMORY_ERROR_TYPE_CORRECTED)
+        )
+        value = self._optional("nvmlDeviceGetTotalEccErrors", handle, kind, nv.NVML_AGGREGATE_ECC)
+        return int(value) if value is not None else None
+
+    def retired_pages(self, handle: Any) -> int | None:
+        nv = self._nv
+        total = 0
+        for cause in (
+            nv.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS,
+            nv.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR,
+        ):
+            pages = self._optional("nvmlDeviceGetRetiredPages", handle, cause)
+            if pages is None:
+                return None  # Ampere and later remap rows instead of retiring pages
+            total += len(pages)
+        return total
+
+    def retired_pages_pending(self, handle: Any) -> bool | None:
+        value = self._optional("nvmlDeviceGetRetiredPagesPendingStatus", handle)
+        return bool(value) if value is not None else None
+
+    def remapped_rows(self, handle: Any) -> tuple[int, int, bool, bool] | None:
+        value = self._optional("nvmlDeviceGetRemappedRows", handle)
+        if value is None:
+            return None
+        corrected, uncorrected, pending, failure = value
+        return int(corrected), int(uncorrected), bool(pending), bool(failure)
+
+    def nvlinks(self, handle: Any) -> list[NvLinkInfo]:
+        """Every NVLink the GPU has, active or not; [] for a GPU without NVLink.
+
+        The number of links is learned once per handle (probing past the last link answers
+        an error), so later cycles make exactly one state call per real link.
+        """
+        key = id(handle)
+        known = self._link_counts.get(key)
+        limit = known if known is not None else int(getattr(self._nv, "NVML_NVLINK_MAX_LINKS", 18))
+        links: list[NvLinkInfo] = []
+        for link in range(limit):
+            try:
+                active = self._call("nvmlDeviceGetNvLinkState", handle, link)
+            except self._unsupported:
+                break
+            except NvmlError as exc:
+                if known is None and exc.kind == "NVMLError_InvalidArgument":
+                    break  # past the last link of this GPU
+                raise
+            remote = None
+            remote_type = None
+            if active:
+                info = self._optional("nvmlDeviceGetNvLinkRemotePciInfo", handle, link)
+                if info is not None:
+                    remote = _text(getattr(info, "busId", None))
+                remote_type = self._remote_type(handle, link)
+            links.append(NvLinkInfo(link, bool(active), remote, remote_type))
+        if known is None:
+            self._link_counts[key] = len(links)
+        return links
+
+    def _remote_type(self, handle: Any, link: int) -> str | None:
+        if not hasattr(self._nv, "nvmlDeviceGetNvLinkRemoteDeviceType"):
+            return None
+        try:
+            value = self._optional("nvmlDeviceGetNvLinkRemoteDeviceType", handle, link)
+        except NvmlError:
+            return None
+        nv = self._nv
+        if value == getattr(nv, "NVML_NVLINK_DEVICE_TYPE_GPU", 0):
+            return "gpu"
+        if value == getattr(nv, "NVML_NVLINK_DEVICE_TYPE_SWITCH", 2):
+            return "switch"
+        return None
+
+    def common_ancestor(self, handle_a: Any, handle_b: Any) -> str | None:
+        value = self._optional("nvmlDeviceGetTopologyCommonAncestor", handle_a, handle_b)
+        if value is None:
+            return None
+        for constant, label in _TOPOLOGY.items():
+            if getattr(self._nv, constant, None) == value:
+                return label
+        return None
+
+    def mig_devices(self, handle: Any) -> list[MigDeviceInfo]:
+        """The MIG devices of a MIG-enabled GPU, with profile names and placements.
+
+        MIG device handles give UUIDs, instance ids, SM counts and memory; the GPU and compute
+        instance profile tables give the names (`3g.40gb`, `1c.3g.40gb`) and placements.
+        Reading instances may need privileges the agent lacks: then the profile comes from
+        the MIG device's name and the placement stays unknown.
+        """
+        count = self._optional("nvmlDeviceGetMaxMigDeviceCount", handle) or 0
+        gi_profiles = self._gpu_instance_profiles(handle)
+        devices: list[MigDeviceInfo] = []
+        for index in range(int(count)):
+            try:
+                mig = self._call("nvmlDeviceGetMigDeviceHandleByIndex", handle, index)
+            except self._unsupported:
+                continue
+            except NvmlError as exc:
+                if exc.kind in ("NVMLError_NotFound", "NVMLError_InvalidArgument"):
+                    continue  # an empty slot: fewer MIG devices than the maximum
+                raise
+            devices.append(self._mig_device(handle, mig, gi_profiles))
+        devices.sort(key=lambda d: (d.gpu_instance_id, d.compute_instance_id))
+        return devices
+
+    def _gpu_instance_profiles(self, handle: Any) -> dict[int, Any]:
+        """GPU instance profile id -> profile info (name, slices, memory), for this GPU."""
+        profiles: dict[int, Any] = {}
+        for profile in range(int(getattr(self._nv, "NVML_GPU_INSTANCE_PROFILE_COUNT", 0))):
+            try:
+                info = self._call("nvmlDeviceGetGpuInstanceProfileInfo", handle, profile)
+            except (self._unsupported, NvmlError):
+                continue  # a profile this GPU does not offer answers an error
+            profiles[int(info.id)] = info
+        return profiles
+
+    def _mig_device(self, parent: Any, mig: Any, gi_profiles: dict[int, Any]) -> MigDeviceInfo:
+        uuid = _text(self._call("nvmlDeviceGetUUID", mig)) or ""
+        gi_id = int(self._call("nvmlDeviceGetGpuInstanceId", mig))
+        ci_id = int(self._call("nvmlDeviceGetComputeInstanceId", mig))
+        attrs = self._optional("nvmlDeviceGetAttributes", mig)
+        memory = self._optional("nvmlDeviceGetMemoryInfo", mig)
+        memory_bytes = int(memory.total) if memory is not None else None
+        if memory_bytes is None and attrs is not None:
+            memory_bytes = int(attrs.memorySizeMB) * 1024 * 1024
+        sm_count = int(attrs.multiprocessorCount) if attrs is not None else None
+
+        profile: str | None = None
+        placement: tuple[int | None, int | None] = (None, None)
+        gi = self._optional("nvmlDeviceGetGpuInstanceById", parent, gi_id)
+        if gi is not None:
+            gi_info = self._optional("nvmlGpuInstanceGetInfo", gi)
+            if gi_info is not None:
+                placement = (int(gi_info.placement.start), int(gi_info.placement.size))
+                gi_profile = gi_profiles.get(int(gi_info.profileId))
+                if gi_profile is not None:
+                    profile = _mig_profile_name(getattr(gi_profile, "name", None))
+                    ci_slices = int(attrs.computeInstanceSliceCount) if attrs else None
+                    gi_slices = int(gi_profile.sliceCount)
+                    if profile and ci_slices and ci_slices < gi_slices:
+                        profile = f"{ci_slices}c.{profile}"
+        if profile is None:
+            profile = _profile_from_device_name(_text(self._optional("nvmlDeviceGetName", mig)))
+        return MigDeviceInfo(
+            uuid=uuid,
+            gpu_instance_id=gi_id,
+            compute_instance_id=ci_id,
+            profile=profile,
+            memory_bytes=memory_bytes,
+            sm_count=sm_count,
+            placement_start=placement[0],
+            placement_size=placement[1],
+        )
+
+
+def cpu_list(cpus: Sequence[int] | None) -> str | None:
+    """[0, 1, 2, 3, 8, 9] -> "0-3,8-9": the kernel's cpulist format, as `topo -m` prints it."""
+    if not cpus:
+        return None
+    ordered = sorted(set(cpus))
+    ranges: list[str] = []
+    start = prev = ordered[0]
+    for cpu in ordered[1:]:
+        if cpu == prev + 1:
+            prev = cpu
+            continue
+        ranges.append(f"{start}-{prev}" if prev != start else str(start))
+        start = prev = cpu
+    ranges.append(f"{start}-{prev}" if prev != start else str(start))
+    return ",".join(ranges)
+
+
+def parse_cpu_list(text: str | None) -> list[int] | None:
+    """ "0-3,8-9" -> [0, 1, 2, 3, 8, 9]; None for N/A or garbage."""
+    if not text:
+        return None
+    cpus: list[int] = []
+    try:
+        for part in text.strip().split(","):
+            if not part:
+                continue
+            if "-" in part:
+                low, high = part.split("-", 1)
+                cpus.extend(range(int(low), int(high) + 1))
+            else:
+                cpus.append(int(part))
+    except ValueError:
+        return None
+    return cpus or None
