@@ -3,7 +3,7 @@
 ``parse_snapshot`` detects the format; the format modules can also be called directly.
 """
 
-from clusters.parsers.detect import parse_snapshot
+from clusters.parsers.detect import parse_document, parse_snapshot
 from clusters.parsers.kubernetes import gpu_used_by_node, parse_pods
 from clusters.parsers.records import (
     ACCEPTED_FORMATS,
@@ -24,6 +24,7 @@ __all__ = [
     "SnapshotFormatError",
     "expand_hostlist",
     "gpu_used_by_node",
+    "parse_document",
     "parse_gres",
     "parse_pods",
     "parse_snapshot",

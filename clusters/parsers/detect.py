@@ -74,6 +74,19 @@ def _from_document(document: Any) -> Snapshot:
     raise SnapshotFormatError(f"a JSON object of unknown shape (top-level keys: {keys})")
 
 
+def parse_document(document: Any) -> Snapshot:
+    """Parse an already-decoded JSON document (what the pull clients return).
+
+    Same rules and errors as ``parse_snapshot``, without the text decoding step.
+    """
+    try:
+        return _from_document(document)
+    except SnapshotFormatError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise SnapshotFormatError(f"the input is malformed ({type(exc).__name__})") from None
+
+
 def parse_snapshot(raw: str | bytes) -> Snapshot:
     """Detect the format of a scheduler snapshot and parse it.
 
