@@ -1,11 +1,31 @@
-"""The Celery app. Settings come from Django's, prefixed CELERY_."""
+"""The Celery app. Settings come from Django's, prefixed CELERY_.
+
+This module is the composition root of the task pipeline: the layers below never call
+upwards, and what runs after what is wired here.
+"""
 
 import os
 
 from celery import Celery
+from celery.signals import task_success
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("cluster_atlas")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@task_success.connect
+def _after_report_in_process(sender=None, result=None, **kwargs) -> None:
+    """Embedded mode has no beat: reconcile right after a report that changed something.
+
+    With a broker, beat's `reconcile-if-changed` tick coalesces thousands of reports into
+    one run, so nothing is chained per report.
+    """
+    if not app.conf.task_always_eager or sender is None:
+        return
+    if sender.name == "inventory.tasks.apply_report" and result == "applied":
+        from clusters.tasks import reconcile
+
+        reconcile.delay()

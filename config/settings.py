@@ -172,6 +172,15 @@ CELERY_BEAT_SCHEDULE = {
         "task": "inventory.tasks.sweep_pending_reports",
         "schedule": env_int("ATLAS_SWEEP_INTERVAL_S", 60),
     },
+    # Reports coalesce: reconcile once after a burst, not once per report.
+    "reconcile-if-changed": {
+        "task": "clusters.tasks.reconcile",
+        "schedule": env_int("ATLAS_RECONCILE_INTERVAL_S", 15),
+    },
+    "sync-due-clusters": {
+        "task": "clusters.tasks.sync_due_clusters",
+        "schedule": env_int("ATLAS_SYNC_TICK_S", 30),
+    },
 }
 
 # Cluster Atlas knobs.
@@ -180,7 +189,9 @@ ATLAS_SERVER_OFFLINE_AFTER_S = env_int("ATLAS_SERVER_OFFLINE_AFTER_S", 3600)
 ATLAS_REPORT_MAX_BYTES = env_int("ATLAS_REPORT_MAX_BYTES", 2 * 1024 * 1024)
 ATLAS_REPORT_RETENTION = env_int("ATLAS_REPORT_RETENTION", 20)
 ATLAS_PENDING_REPORT_GRACE_S = env_int("ATLAS_PENDING_REPORT_GRACE_S", 30)
-DATA_UPLOAD_MAX_MEMORY_SIZE = max(ATLAS_REPORT_MAX_BYTES, 50 * 1024 * 1024)
+ATLAS_SNAPSHOT_MAX_BYTES = env_int("ATLAS_SNAPSHOT_MAX_BYTES", 256 * 1024 * 1024)
+# Each upload endpoint enforces its own limit from Content-Length (413 with a clear message).
+DATA_UPLOAD_MAX_MEMORY_SIZE = None
 
 LOGGING = {
     "version": 1,

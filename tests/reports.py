@@ -9,6 +9,12 @@ from typing import Any
 NV = "NV18"
 
 
+def address_of(name: str) -> str:
+    """A stable private address per name, so tests never bind by accident."""
+    digest = uuidlib.uuid5(uuidlib.NAMESPACE_DNS, name).int
+    return f"10.{digest % 200}.{(digest >> 8) % 250}.{(digest >> 16) % 250 + 1}"
+
+
 def gpu_uuid(host: str, index: int) -> str:
     return "GPU-" + str(uuidlib.uuid5(uuidlib.NAMESPACE_DNS, f"{host}/gpu{index}"))
 
@@ -99,7 +105,7 @@ def make_report(
             "cpu_threads": 224,
             "memory_total_bytes": 2 * 2**40,
             "numa_nodes": 2,
-            "addresses": ["10.0.0.1"],
+            "addresses": [address_of(hostname)],
             **host,
         },
         "driver": {"driver_version": driver, "cuda_version": "12.4", "nvml_version": "12.550"},
@@ -117,3 +123,21 @@ def variant(report: dict[str, Any], **changes: Any) -> dict[str, Any]:
     new = copy.deepcopy(report)
     new.update(changes)
     return new
+
+
+def apply_reports(*reports: dict[str, Any]) -> dict:
+    """Receive and apply reports through the ingest services, one token per server.
+
+    Returns the servers by hostname.
+    """
+    import json
+
+    from inventory.models import Server
+    from inventory.services import agent_token_create, report_apply, report_receive
+
+    for report in reports:
+        token = agent_token_create(name=report["host"]["hostname"])[0]
+        result = report_receive(token=token, body=json.dumps(report).encode())
+        if result.status == "pending":
+            report_apply(report_id=result.report_id)
+    return {s.hostname: s for s in Server.objects.all()}

@@ -7,17 +7,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from inventory.models import Server
-from inventory.services import agent_token_create, report_apply, report_receive
-from tests.reports import make_report
+from tests.reports import apply_reports, make_report
 
 pytestmark = pytest.mark.django_db
 
 
-def load(*reports):
-    for report in reports:
-        token = agent_token_create(name=report["host"]["hostname"])[0]
-        result = report_receive(token=token, body=json.dumps(report).encode())
-        report_apply(report_id=result.report_id)
+load = apply_reports
 
 
 def test_anonymous_read_is_off(client):

@@ -1,0 +1,173 @@
+"""Scheduler-layer API representations. Secrets are write-only, never read back."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from inventory.models import Server
+
+from ..models import Cluster, Finding, Node
+from ..services import cluster_name_valid
+
+SECRET_FIELDS = ("slurmrestd_token",)
+
+
+class ClusterSerializer(serializers.ModelSerializer):
+    node_count = serializers.IntegerField(read_only=True)
+    bound_node_count = serializers.IntegerField(read_only=True)
+    gpu_capacity = serializers.IntegerField(read_only=True)
+    gpu_allocatable = serializers.IntegerField(read_only=True)
+    slurmrestd_token = serializers.CharField(
+        write_only=True,
+        required=False,
+        allow_blank=True,
+        style={"input_type": "password"},
+        help_text="JWT from `scontrol token`; stored, never returned",
+    )
+    has_token = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Cluster
+        fields = [
+            "id",
+            "name",
+            "kind",
+            "source",
+            "kubeconfig_path",
+            "kube_context",
+            "slurmrestd_url",
+            "slurmrestd_user",
+            "slurmrestd_token",
+            "has_token",
+            "slurmrestd_api_version",
+            "sync_interval_s",
+            "last_sync_at",
+            "last_success_at",
+            "last_error",
+            "last_snapshot_format",
+            "source_version",
+            "node_count",
+            "bound_node_count",
+            "gpu_capacity",
+            "gpu_allocatable",
+        ]
+        read_only_fields = [
+            "last_sync_at",
+            "last_success_at",
+            "last_error",
+            "last_snapshot_format",
+            "source_version",
+        ]
+
+    def get_has_token(self, cluster: Cluster) -> bool:
+        return bool(cluster.slurmrestd_token)
+
+    def validate_name(self, value: str) -> str:
+        if not cluster_name_valid(value):
+            raise serializers.ValidationError("lower-case letters, digits, '-' and '_'")
+        return value
+
+    def validate_sync_interval_s(self, value: int) -> int:
+        if value < 30:
+            raise serializers.ValidationError("at least 30 seconds")
+        return value
+
+
+class NodeSerializer(serializers.ModelSerializer):
+    cluster = serializers.CharField(source="cluster.name", read_only=True)
+    server_hostname = serializers.CharField(source="server.hostname", read_only=True, default=None)
+    agent_gpu_count = serializers.IntegerField(read_only=True)
+    open_findings = serializers.IntegerField(read_only=True)
+    gpu_free = serializers.IntegerField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = Node
+        fields = [
+            "id",
+            "name",
+            "cluster",
+            "kind",
+            "server",
+            "server_hostname",
+            "binding_method",
+            "gpu_capacity",
+            "gpu_allocatable",
+            "gpu_used",
+            "gpu_free",
+            "agent_gpu_count",
+            "state",
+            "state_flags",
+            "raw_state",
+            "ready",
+            "schedulable",
+            "reason",
+            "hostname",
+            "addresses",
+            "system_uuid",
+            "machine_id",
+            "partitions",
+            "cpus",
+            "memory_bytes",
+            "gres",
+            "resources",
+            "mig_resources",
+            "mig_used",
+            "gpu_product",
+            "gpu_replicas",
+            "sharing_strategy",
+            "mig_strategy",
+            "mig_config",
+            "taints",
+            "versions",
+            "open_findings",
+            "first_seen",
+            "last_seen",
+            "gone_at",
+        ]
+
+
+class NodeBindingSerializer(serializers.Serializer):
+    server = serializers.PrimaryKeyRelatedField(
+        queryset=Server.objects.all(),
+        allow_null=True,
+        help_text="the server this node runs on; null returns the node to automatic binding",
+    )
+
+
+class FindingSerializer(serializers.ModelSerializer):
+    server_hostname = serializers.CharField(source="server.hostname", read_only=True, default=None)
+    node_name = serializers.CharField(source="node.name", read_only=True, default=None)
+    cluster_name = serializers.CharField(source="cluster.name", read_only=True, default=None)
+    open = serializers.BooleanField(source="is_open", read_only=True)
+
+    class Meta:
+        model = Finding
+        fields = [
+            "id",
+            "type",
+            "severity",
+            "subject",
+            "message",
+            "first_seen",
+            "last_seen",
+            "resolved_at",
+            "open",
+            "reopened_count",
+            "server",
+            "server_hostname",
+            "node",
+            "node_name",
+            "cluster",
+            "cluster_name",
+            "details",
+        ]
+
+
+class SnapshotResultSerializer(serializers.Serializer):
+    cluster = serializers.CharField()
+    kind = serializers.CharField()
+    format = serializers.CharField()
+    nodes = serializers.IntegerField()
+    added = serializers.IntegerField()
+    gone = serializers.IntegerField()
+    pods = serializers.IntegerField(allow_null=True)

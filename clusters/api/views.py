@@ -1,0 +1,151 @@
+"""Scheduler-layer API: clusters, snapshots, nodes, manual bindings, findings."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from django.conf import settings
+from django.db import transaction
+from django.shortcuts import get_object_or_404
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import permissions, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.filters import OrderingFilter
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .. import selectors
+from ..filters import FindingFilter, NodeFilter
+from ..services import SnapshotRejected, node_bind, snapshot_ingest
+from ..tasks import reconcile
+from .serializers import (
+    ClusterSerializer,
+    FindingSerializer,
+    NodeBindingSerializer,
+    NodeSerializer,
+    SnapshotResultSerializer,
+)
+
+
+class IsStaffOrReadOnly(permissions.BasePermission):
+    def has_permission(self, request, view) -> bool:
+        return request.method in permissions.SAFE_METHODS or bool(request.user.is_staff)
+
+
+class CanPushSnapshots(permissions.BasePermission):
+    """Staff, or a user granted `clusters.change_cluster` (e.g. the account of a cron job)."""
+
+    def has_permission(self, request, view) -> bool:
+        user = request.user
+        return bool(user.is_staff or user.has_perm("clusters.change_cluster"))
+
+
+class ClusterViewSet(viewsets.ModelViewSet):
+    """Clusters and how their nodes arrive (pushed snapshots, kubeconfig, slurmrestd)."""
+
+    serializer_class = ClusterSerializer
+    permission_classes = [permissions.IsAuthenticated, IsStaffOrReadOnly]
+    lookup_field = "name"
+    lookup_value_regex = "[-a-zA-Z0-9_]+"
+    filter_backends = [OrderingFilter]
+    ordering = ["name"]
+
+    def get_queryset(self):
+        return selectors.cluster_list()
+
+    @action(
+        detail=True,
+        methods=["post"],
+        permission_classes=[permissions.IsAuthenticated, CanPushSnapshots],
+    )
+    def sync(self, request, name=None):
+        """Pull this cluster now (kubeconfig or slurmrestd clusters)."""
+        from ..tasks import sync_cluster
+
+        cluster = self.get_object()
+        if not cluster.pulls:
+            return Response({"detail": "this cluster receives pushed snapshots"}, status=400)
+        sync_cluster.delay(cluster.pk)
+        return Response({"detail": "sync queued"}, status=status.HTTP_202_ACCEPTED)
+
+
+class SnapshotView(APIView):
+    """POST a scheduler's raw output: the body exactly as the tool printed it."""
+
+    permission_classes = [permissions.IsAuthenticated, CanPushSnapshots]
+
+    @extend_schema(
+        request={"text/plain": {"type": "string"}, "application/json": {"type": "object"}},
+        responses={201: SnapshotResultSerializer},
+        summary="Post a kubectl / scontrol / sinfo / slurmrestd snapshot of a cluster",
+        description="Accepted: `kubectl get nodes -o json`, `kubectl get pods -A -o json`, "
+        "`scontrol show node` (text, -o, -d, --json), `sinfo --json`, slurmrestd nodes "
+        "responses v0.0.38-v0.0.44. A name not yet known creates the cluster.",
+    )
+    def post(self, request, name: str):
+        length = request.META.get("CONTENT_LENGTH") or "0"
+        limit = settings.ATLAS_SNAPSHOT_MAX_BYTES
+        if not length.isdigit() or int(length) > limit:
+            return Response(
+                {
+                    "detail": "snapshot too large",
+                    "errors": {"body": [f"the limit is {limit} bytes"]},
+                },
+                status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+            )
+        try:
+            result = snapshot_ingest(cluster_name=name, raw=request.body)
+        except SnapshotRejected as exc:
+            return Response(
+                {"detail": "snapshot rejected", "errors": {exc.field: [str(exc)]}},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        transaction.on_commit(lambda: reconcile.delay())
+        return Response(asdict(result), status=status.HTTP_201_CREATED)
+
+
+class NodeViewSet(viewsets.ReadOnlyModelViewSet):
+    """Scheduler nodes with their bound server; GPUs are resources of a node, never nodes."""
+
+    serializer_class = NodeSerializer
+    filter_backends = [DjangoFilterBackend, OrderingFilter]
+    filterset_class = NodeFilter
+    ordering_fields = ["name", "gpu_capacity", "gpu_allocatable", "state", "last_seen", "id"]
+    ordering = ["cluster__name", "name"]
+
+    @extend_schema(parameters=[OpenApiParameter("include_gone", bool)])
+    def list(self, request, *args, **kwargs):
+        return super().list(request, *args, **kwargs)
+
+    def get_queryset(self):
+        include_gone = self.request.query_params.get("include_gone") in ("1", "true")
+        return selectors.node_list(include_gone=include_gone or self.action != "list")
+
+    @extend_schema(request=NodeBindingSerializer, responses={200: NodeSerializer})
+    @action(
+        detail=True,
+        methods=["post"],
+        permission_classes=[permissions.IsAuthenticated, permissions.IsAdminUser],
+    )
+    def binding(self, request, pk=None):
+        """Bind this node to a server by hand (a manual binding always wins), or unbind."""
+        node = get_object_or_404(selectors.node_list(include_gone=True), pk=pk)
+        body = NodeBindingSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        node_bind(node=node, server=body.validated_data["server"])
+        transaction.on_commit(lambda: reconcile.delay())
+        return Response(NodeSerializer(selectors.node_list(include_gone=True).get(pk=pk)).data)
+
+
+class FindingViewSet(viewsets.ReadOnlyModelViewSet):
+    """Where layers disagree: open and resolved, by type and severity."""
+
+    serializer_class = FindingSerializer
+    filter_backends = [DjangoFilterBackend, OrderingFilter]
+    filterset_class = FindingFilter
+    ordering_fields = ["last_seen", "first_seen", "severity", "type", "id"]
+    ordering = ["resolved_at", "-last_seen", "id"]
+
+    def get_queryset(self):
+        return selectors.finding_list()

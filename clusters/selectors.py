@@ -1,0 +1,55 @@
+"""Reads of the scheduler layer, each a fixed number of queries."""
+
+from __future__ import annotations
+
+from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
+
+from inventory.choices import GpuStatus
+from inventory.models import Gpu
+
+from .models import Cluster, Finding, Node
+
+
+def _agent_gpu_count() -> Coalesce:
+    counted = (
+        Gpu.objects.filter(server=OuterRef("server_id"))
+        .exclude(status=GpuStatus.LOST)
+        .order_by()
+        .values("server")
+        .annotate(n=Count("*"))
+        .values("n")
+    )
+    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+
+
+def node_list(*, include_gone: bool = False) -> QuerySet[Node]:
+    """Nodes with their cluster and bound server, and the agent's GPU count beside them."""
+    nodes = Node.objects.select_related("cluster", "server").annotate(
+        agent_gpu_count=_agent_gpu_count(),
+        open_findings=Count("findings", filter=Q(findings__resolved_at__isnull=True)),
+    )
+    return nodes if include_gone else nodes.filter(gone_at__isnull=True)
+
+
+def cluster_list() -> QuerySet[Cluster]:
+    active = Q(nodes__gone_at__isnull=True)
+    return Cluster.objects.annotate(
+        node_count=Count("nodes", filter=active),
+        bound_node_count=Count("nodes", filter=active & Q(nodes__server__isnull=False)),
+        gpu_capacity=Coalesce(Sum("nodes__gpu_capacity", filter=active), 0),
+        gpu_allocatable=Coalesce(Sum("nodes__gpu_allocatable", filter=active), 0),
+    )
+
+
+def finding_list() -> QuerySet[Finding]:
+    return Finding.objects.select_related("server", "node", "node__cluster", "cluster")
+
+
+def open_findings_by_severity() -> dict[str, int]:
+    return dict(
+        Finding.objects.filter(resolved_at__isnull=True)
+        .order_by()
+        .values_list("severity")
+        .annotate(n=Count("id"))
+    )
