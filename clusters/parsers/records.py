@@ -55,7 +55,14 @@ class GresRecord:
     mig_profile: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {
+            "name": self.name,
+            "type": self.type,
+            "count": self.count,
+            "used": self.used,
+            "used_indexes": self.used_indexes,
+            "mig_profile": self.mig_profile,
+        }
 
 
 @dataclass(frozen=True, slots=True)

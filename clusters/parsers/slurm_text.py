@@ -37,12 +37,11 @@ def looks_like(text: str) -> bool:
 def parse_fields(record: str) -> dict[str, str]:
     """``Key=Value`` pairs of one node record, values with spaces kept whole."""
     fields: dict[str, str] = {}
-    pos = 0
-    length = len(record)
-    while pos < length:
-        match = _KEY.search(record, pos)
-        if match is None:
-            break
+    keys = list(_KEY.finditer(record))
+    skip_before = 0
+    for i, match in enumerate(keys):
+        if match.start() < skip_before:
+            continue  # a Key= look-alike inside a Reason that ended at its stamp
         key = match.group(1)
         value_start = match.end()
         if key == "Reason":
@@ -52,19 +51,15 @@ def parse_fields(record: str) -> dict[str, str]:
             # (multi-line) or anywhere in the rest of the record (-o, one line).
             if stamp and (line_end == -1 or stamp.start() < line_end):
                 fields[key] = record[value_start : stamp.end()].strip()
-                pos = stamp.end()
+                skip_before = stamp.end()
                 continue
-        next_key = _KEY.search(record, value_start)
-        end = next_key.start() if next_key else length
-        value = record[value_start:end]
-        if key not in _FREE_TEXT:
-            # A one-word value: anything after the first space or newline is noise that
-            # did not look like a key (it stays with free-text keys only).
-            value = value.strip()
-            if "\n" in value:
-                value = value.split("\n", 1)[0]
-        fields[key] = value.strip()
-        pos = end
+        end = keys[i + 1].start() if i + 1 < len(keys) else len(record)
+        value = record[value_start:end].strip()
+        if key not in _FREE_TEXT and "\n" in value:
+            # A one-word value: text on the next line that did not look like a key is
+            # noise; only free-text keys (OS, Reason, Comment, ...) span words.
+            value = value.split("\n", 1)[0].strip()
+        fields[key] = value
     return fields
 
 
