@@ -465,7 +465,7 @@ class PynvmlBackend:
         for profile in range(int(getattr(self._nv, "NVML_GPU_INSTANCE_PROFILE_COUNT", 0))):
             try:
                 info = self._call("nvmlDeviceGetGpuInstanceProfileInfo", handle, profile)
-            except (self._unsupported, NvmlError):
+            except (*self._unsupported, NvmlError):
                 continue  # a profile this GPU does not offer answers an error
             profiles[int(info.id)] = info
         return profiles

@@ -191,7 +191,8 @@ class Transport:
         except urllib.error.HTTPError as exc:
             status = exc.code
             body_text = exc.read() if exc.fp is not None else b""
-            message = _error_message(status, body_text)
+            # a backend may echo the credential it refused; it must not reach our logs
+            message = _error_message(status, body_text).replace(self._token, "***")
             if status >= 500 or status in (408, 429):
                 raise TransientError(
                     f"backend answered {status}: {message}", retry_after=_retry_after(exc.headers)
