@@ -264,6 +264,7 @@ NODE_COLUMNS = (
     "system_uuid",
     "machine_id",
     "state",
+    "raw_state",
     "state_flags",
     "ready",
     "schedulable",
@@ -509,7 +510,8 @@ def _findings(nodes, servers, clusters, ambiguous, now) -> dict[tuple[str, str],
                     FindingType.NODE_UNAVAILABLE,
                     Severity.INFO,
                     subject,
-                    f"{label}: {node['state']} in {cluster_name} ({why}), while the hardware of "
+                    f"{label}: {node['raw_state'] or node['state']} in {cluster_name} ({why}), "
+                    "while the hardware of "
                     f"{server.hostname} looks healthy: {_plural(server.gpus, 'GPU')} idle",
                     **base,
                 )

@@ -1,0 +1,36 @@
+"""Import a saved scheduler output (kubectl / scontrol / sinfo / slurmrestd) for a cluster."""
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from clusters.reconcile import reconcile_all
+from clusters.services import SnapshotRejected, snapshot_ingest
+
+
+class Command(BaseCommand):
+    help = "Import a saved scheduler snapshot for a cluster (format detected), then reconcile."
+
+    def add_arguments(self, parser):
+        parser.add_argument("name", help="the cluster's name; created when new")
+        parser.add_argument("file", help="the saved output, or - for standard input")
+
+    def handle(self, *args, name: str, file: str, **options):
+        if file == "-":
+            import sys
+
+            raw = sys.stdin.buffer.read()
+        else:
+            path = Path(file)
+            if not path.is_file():
+                raise CommandError(f"no such file: {file}")
+            raw = path.read_bytes()
+        try:
+            result = snapshot_ingest(cluster_name=name, raw=raw)
+        except SnapshotRejected as exc:
+            raise CommandError(str(exc)) from None
+        reconciled = reconcile_all()
+        self.stdout.write(
+            f"{result.cluster} ({result.kind}): {result.format}, {result.nodes} nodes, "
+            f"{result.added} new, {result.gone} gone; {reconciled.findings_open} open findings"
+        )

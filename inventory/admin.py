@@ -1,0 +1,127 @@
+"""Admin: people set racks, profiles and VM hosts; tokens are created, revoked, re-bound."""
+
+from django.contrib import admin, messages
+
+from .models import AgentToken, ChangeEvent, Gpu, HardwareProfile, MigDevice, Nic, Report, Server
+from .services import agent_token_create, agent_token_unbind
+from .services.tokens import agent_token_revoke
+
+
+class GpuInline(admin.TabularInline):
+    model = Gpu
+    extra = 0
+    fields = ["index", "name", "uuid", "serial", "pci_bus_id", "status", "mig_mode_current"]
+    readonly_fields = fields
+    can_delete = False
+    show_change_link = True
+
+
+@admin.register(Server)
+class ServerAdmin(admin.ModelAdmin):
+    list_display = [
+        "hostname",
+        "vendor",
+        "product",
+        "rack",
+        "rack_position",
+        "is_virtual",
+        "last_seen",
+    ]
+    list_filter = ["is_virtual", "vendor", "rack"]
+    search_fields = ["hostname", "fqdn", "system_uuid", "machine_id", "serial"]
+    fields = [
+        "hostname",
+        "identity",
+        "system_uuid",
+        "machine_id",
+        "fqdn",
+        "vendor",
+        "product",
+        "serial",
+        "rack",
+        "rack_position",
+        "hardware_profile",
+        "physical_host",
+        "physical_host_manual",
+        "driver_version",
+        "cuda_version",
+        "first_seen",
+        "last_seen",
+    ]
+    readonly_fields = [
+        "hostname",
+        "identity",
+        "system_uuid",
+        "machine_id",
+        "fqdn",
+        "vendor",
+        "product",
+        "serial",
+        "driver_version",
+        "cuda_version",
+        "first_seen",
+        "last_seen",
+    ]
+    autocomplete_fields = ["physical_host"]
+    inlines = [GpuInline]
+
+
+@admin.register(Gpu)
+class GpuAdmin(admin.ModelAdmin):
+    list_display = ["uuid", "server", "index", "name", "serial", "status"]
+    list_filter = ["status", "name"]
+    search_fields = ["uuid", "serial", "server__hostname"]
+    list_select_related = ["server"]
+    raw_id_fields = ["server"]
+
+
+@admin.register(HardwareProfile)
+class HardwareProfileAdmin(admin.ModelAdmin):
+    list_display = ["name", "vendor", "product", "expected_gpu_count", "expected_gpu_model"]
+
+
+@admin.register(AgentToken)
+class AgentTokenAdmin(admin.ModelAdmin):
+    list_display = ["name", "prefix", "server", "identity", "created_at", "revoked_at"]
+    search_fields = ["name", "prefix", "identity"]
+    fields = ["name", "prefix", "server", "identity", "created_at", "last_used_at", "revoked_at"]
+    readonly_fields = ["prefix", "server", "identity", "created_at", "last_used_at", "revoked_at"]
+    actions = ["unbind", "revoke"]
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return super().save_model(request, obj, form, change)
+        token, key = agent_token_create(name=obj.name)
+        obj.pk = token.pk
+        messages.warning(request, f"Agent token for {obj.name or 'a server'} (shown once): {key}")
+
+    @admin.action(description="Re-bind: let the token claim a server again")
+    def unbind(self, request, queryset):
+        for token in queryset:
+            agent_token_unbind(token=token)
+
+    @admin.action(description="Revoke")
+    def revoke(self, request, queryset):
+        for token in queryset:
+            agent_token_revoke(token=token)
+
+
+@admin.register(Report)
+class ReportAdmin(admin.ModelAdmin):
+    list_display = ["id", "identity", "server", "status", "received_at", "applied_at", "size_bytes"]
+    list_filter = ["status"]
+    readonly_fields = [f.name for f in Report._meta.fields]
+    list_select_related = ["server"]
+
+
+@admin.register(ChangeEvent)
+class ChangeEventAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "server", "kind", "summary"]
+    list_filter = ["kind"]
+    list_select_related = ["server"]
+    readonly_fields = [f.name for f in ChangeEvent._meta.fields]
+
+
+admin.site.register(MigDevice)
+admin.site.register(Nic)
+admin.site.site_header = "Cluster Atlas administration"
