@@ -88,6 +88,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--spool", metavar="DIR", help="keep reports here while the backend is unreachable"
     )
     push.add_argument(
+        "--retries",
+        type=int,
+        default=3,
+        metavar="N",
+        help="retries of one report, with backoff, before it is spooled (default 3)",
+    )
+    push.add_argument(
         "--spool-max",
         type=int,
         default=100,
@@ -240,7 +247,7 @@ def cmd_push(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    sender = Sender(transport, spool, wait=stop.wait)
+    sender = Sender(transport, spool, attempts=max(0, args.retries) + 1, wait=stop.wait)
     make_report = report_source(args)
 
     while True:

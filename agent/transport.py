@@ -205,13 +205,14 @@ class Transport:
             raise PermanentError(
                 f"backend refused the report ({status}): {message}", status=status
             ) from None
-        except ssl.SSLCertVerificationError as exc:
-            raise PermanentError(
-                f"TLS certificate of {self.url} not trusted ({exc.verify_message}); "
-                "pass --ca-bundle with the CA that signed it"
-            ) from None
         except (urllib.error.URLError, HTTPException, OSError) as exc:
             reason = getattr(exc, "reason", exc)
+            if isinstance(reason, ssl.SSLCertVerificationError):
+                # retrying cannot fix trust: say what would
+                raise PermanentError(
+                    f"TLS certificate of {self.url} not trusted ({reason.verify_message}); "
+                    "pass --ca-bundle with the CA that signed it"
+                ) from None
             raise TransientError(f"backend unreachable at {self.url}: {reason}") from None
         try:
             answer = json.loads(payload or b"{}")

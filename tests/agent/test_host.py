@@ -213,7 +213,7 @@ def test_nics_rdma_with_netdev_plain_and_virtual(tmp_path):
     def run(argv):
         return (
             "1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever\n"
-            "2: eno1    inet 10.0.0.5/16 brd 10.0.255.255 scope global eno1\\       valid_lft forever\n"
+            "2: eno1    inet 10.0.0.5/16 brd 10.0.255.255 scope global eno1\\ valid_lft forever\n"
             "2: eno1    inet6 fe80::1/64 scope link \\       valid_lft forever\n"
             "3: ibp24s0    inet 192.168.0.5/24 scope global ibp24s0\\       valid_lft forever\n"
         )
