@@ -53,3 +53,25 @@ def open_findings_by_severity() -> dict[str, int]:
         .values_list("severity")
         .annotate(n=Count("id"))
     )
+
+
+def open_findings_by_type() -> list[dict]:
+    return list(
+        Finding.objects.filter(resolved_at__isnull=True)
+        .order_by()
+        .values("type")
+        .annotate(n=Count("id"))
+        .order_by("-n", "type")
+    )
+
+
+def scheduler_summary() -> dict:
+    """Node counts per cluster and kind for the overview, in two aggregate queries."""
+    clusters = list(cluster_list().order_by("name"))
+    active = Node.objects.filter(gone_at__isnull=True)
+    return {
+        "clusters": clusters,
+        "total": active.count(),
+        "unbound": active.filter(server__isnull=True).count(),
+        "by_severity": open_findings_by_severity(),
+    }

@@ -138,7 +138,7 @@ def fleet_summary() -> dict:
     }
 
 
-def recent_changes(limit: int = 15) -> QuerySet[ChangeEvent]:
+def recent_changes(limit: int = 10) -> QuerySet[ChangeEvent]:
     return ChangeEvent.objects.select_related("server", "gpu").order_by("-created_at", "-id")[
         :limit
     ]

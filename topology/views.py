@@ -6,6 +6,8 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
+from clusters import selectors as cluster_selectors
+from clusters.models import Finding, Node
 from inventory import selectors as inventory_selectors
 
 from .interconnect import server_interconnect
@@ -19,6 +21,10 @@ def overview(request: HttpRequest) -> HttpResponse:
         {
             "fleet": inventory_selectors.fleet_summary(),
             "changes": inventory_selectors.recent_changes(),
+            "nodes": cluster_selectors.scheduler_summary(),
+            "top_findings": cluster_selectors.finding_list()
+            .filter(resolved_at__isnull=True)
+            .order_by("severity", "-last_seen")[:8],
         },
     )
 
@@ -35,6 +41,12 @@ def server_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "gpus": list(server.gpus.all()),
             "interconnect": interconnect,
             "matrix_rows": list(zip(interconnect["devices"], interconnect["matrix"], strict=True)),
+            "nodes": Node.objects.filter(server=server, gone_at__isnull=True)
+            .select_related("cluster")
+            .order_by("cluster__name", "name"),
+            "findings": Finding.objects.filter(server=server, resolved_at__isnull=True)
+            .select_related("node", "cluster")
+            .order_by("severity", "-last_seen"),
         },
     )
 

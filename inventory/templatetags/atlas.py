@@ -57,3 +57,17 @@ def sort_link(column, current: str, base_query: str):
 def badge(value, label=None):
     css = str(value or "unknown").lower().replace(" ", "").replace("_", "")
     return format_html('<span class="badge {}">{}</span>', css, label or value or "unknown")
+
+
+@register.filter
+def get_item(mapping, key):
+    """`{{ counts|get_item:"critical" }}`: a dict lookup by a variable key."""
+    try:
+        return mapping.get(key)
+    except AttributeError:
+        return None
+
+
+@register.filter
+def make_list_words(value: str) -> list[str]:
+    return value.split()

@@ -1,0 +1,106 @@
+"""Browser tier: Playwright for Python driving Debian's headless Chromium against live_server.
+
+Every page load records console errors, page errors, dialogs and any request that leaves
+127.0.0.1, so a test fails on a CDN, a script error or an XSS that opens an alert.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from tests.conftest import require
+
+CHROMIUM = os.environ.get("ATLAS_CHROMIUM", "/usr/bin/chromium")
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
+]
+ARTIFACTS = Path(
+    os.environ.get("ATLAS_TEST_ARTIFACTS", Path(__file__).resolve().parents[2] / "test-artifacts")
+)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    require(
+        Path(CHROMIUM).exists() or shutil.which("chromium") is not None,
+        "Chromium not found (apt-get install chromium)",
+    )
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:  # pragma: no cover - requirements-dev installs it
+        require(False, "playwright not installed (pip install -r requirements-dev.txt)")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()
+
+
+class Watched:
+    """A page with the problems it ran into."""
+
+    def __init__(self, page, base_url: str) -> None:
+        self.page = page
+        self.base = base_url
+        self.console_errors: list[str] = []
+        self.page_errors: list[str] = []
+        self.dialogs: list[str] = []
+        self.outside_requests: list[str] = []
+        page.on("console", lambda m: m.type == "error" and self.console_errors.append(m.text))
+        page.on("pageerror", lambda e: self.page_errors.append(str(e)))
+        page.on("dialog", self._dialog)
+        page.on("request", self._request)
+
+    def _dialog(self, dialog) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def _request(self, request) -> None:
+        host = urlparse(request.url).hostname
+        if request.url.startswith(("data:", "blob:", "about:")):
+            return
+        if host not in ("127.0.0.1", "localhost"):
+            self.outside_requests.append(request.url)
+
+    def open(self, path: str, wait_for: str | None = None):
+        response = self.page.goto(self.base + path)
+        assert response is not None and response.status == 200, (path, response and response.status)
+        if wait_for:
+            self.page.wait_for_selector(wait_for, timeout=15000)
+        return response
+
+    def screenshot(self, name: str) -> None:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+    def assert_clean(self) -> None:
+        assert self.console_errors == [], self.console_errors
+        assert self.page_errors == [], self.page_errors
+        assert self.dialogs == [], self.dialogs
+        assert self.outside_requests == [], self.outside_requests
+
+
+@pytest.fixture
+def signed_in(browser, live_server, django_user_model):
+    django_user_model.objects.create_user("viewer", password="viewer-password-1")
+    context = browser.new_context(viewport={"width": 1366, "height": 850})
+    watched = Watched(context.new_page(), live_server.url)
+    watched.open("/login/")
+    watched.page.fill("#id_username", "viewer")
+    watched.page.fill("#id_password", "viewer-password-1")
+    watched.page.click("button[type=submit]")
+    watched.page.wait_for_url(live_server.url + "/")
+    yield watched
+    context.close()
