@@ -15,6 +15,7 @@ pushing the same fleet twice updates the same servers.
 
 from __future__ import annotations
 
+import os
 import random
 import tempfile
 from collections.abc import Sequence
@@ -61,9 +62,15 @@ class SimulatedServer:
         return simulate_report(self.machine)
 
 
+def _scratch() -> str | None:
+    """Memory-backed scratch space when there is one: a fake /sys is hundreds of tiny files."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+
+
 def simulate_report(machine: FakeMachine, *, collected_at: str | None = None) -> dict[str, Any]:
     """The report the agent would send from `machine` (the real collector, fake inputs)."""
-    with tempfile.TemporaryDirectory(prefix="atlas-sim-") as root:
+    with tempfile.TemporaryDirectory(prefix="atlas-sim-", dir=_scratch()) as root:
         materialize(machine, root)
         host = SysHost(root, run=fake_runner(machine))
         return collect(FakeNvmlBackend(machine), host, collected_at=collected_at)

@@ -8,7 +8,9 @@ no shared folder beside it).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,12 +83,24 @@ def validate() -> Callable[[dict[str, Any]], None]:
 
 
 @pytest.fixture
-def collect_machine(tmp_path: Path) -> Callable[[FakeMachine], dict[str, Any]]:
-    """Run the real collector on a fake machine: fake NVML, its /sys tree under tmp_path."""
+def fake_root(tmp_path: Path) -> Iterator[Path]:
+    """Scratch space for fake /sys trees: memory-backed where possible (hundreds of files)."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        folder = Path(tempfile.mkdtemp(prefix="atlas-test-", dir=shm))
+        yield folder
+        shutil.rmtree(folder, ignore_errors=True)
+    else:
+        yield tmp_path
+
+
+@pytest.fixture
+def collect_machine(fake_root: Path) -> Callable[[FakeMachine], dict[str, Any]]:
+    """Run the real collector on a fake machine: fake NVML, its /sys tree under fake_root."""
     counter = iter(range(1000))
 
     def run(machine: FakeMachine, backend: FakeNvmlBackend | None = None) -> dict[str, Any]:
-        root = tmp_path / f"root-{next(counter)}"
+        root = fake_root / f"root-{next(counter)}"
         materialize(machine, root)
         return collect(backend or FakeNvmlBackend(machine), SysHost(root, run=fake_runner(machine)))
 
