@@ -208,4 +208,3 @@ LOGGING = {
         "celery.app.trace": {"level": os.environ.get("ATLAS_TASK_LOG_LEVEL", "WARNING")},
     },
 }
-FORMS_URLFIELD_ASSUME_HTTPS = True  # Django 6 behaviour, and silences its warning
