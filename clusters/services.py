@@ -17,7 +17,14 @@ from inventory.services import revision_bump
 
 from .choices import BindingMethod, ClusterKind
 from .models import Cluster, Node
-from .parsers import NodeRecord, SnapshotFormatError, parse_pods, parse_snapshot
+from .parsers import (
+    NodeRecord,
+    Snapshot,
+    SnapshotFormatError,
+    parse_document,
+    parse_pods,
+    parse_snapshot,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -102,10 +109,7 @@ def snapshot_ingest(*, cluster_name: str, raw: bytes | str) -> SnapshotResult:
     `kubectl get pods -A -o json` snapshot sets the GPUs in use per Kubernetes node. A name
     not yet known creates the cluster, its kind taken from the format.
     """
-    if not cluster_name_valid(cluster_name):
-        raise SnapshotRejected(
-            "a cluster name is lower-case letters, digits, '-' and '_' (at most 100)", "name"
-        )
+    _check_name(cluster_name)
     pods_document = _pod_list(raw)
     if pods_document is not None:
         return _pods_ingest(cluster_name, pods_document)
@@ -113,6 +117,29 @@ def snapshot_ingest(*, cluster_name: str, raw: bytes | str) -> SnapshotResult:
         snapshot = parse_snapshot(raw)
     except SnapshotFormatError as exc:
         raise SnapshotRejected(str(exc)) from None
+    return _nodes_ingest(cluster_name, snapshot)
+
+
+def snapshot_ingest_document(*, cluster_name: str, document: dict[str, Any]) -> SnapshotResult:
+    """The same for JSON a pull already decoded (a NodeList, a PodList, a slurmrestd answer)."""
+    _check_name(cluster_name)
+    if document.get("kind") in ("PodList", "Pod"):
+        return _pods_ingest(cluster_name, document)
+    try:
+        snapshot = parse_document(document)
+    except SnapshotFormatError as exc:
+        raise SnapshotRejected(str(exc)) from None
+    return _nodes_ingest(cluster_name, snapshot)
+
+
+def _check_name(cluster_name: str) -> None:
+    if not cluster_name_valid(cluster_name):
+        raise SnapshotRejected(
+            "a cluster name is lower-case letters, digits, '-' and '_' (at most 100)", "name"
+        )
+
+
+def _nodes_ingest(cluster_name: str, snapshot: Snapshot) -> SnapshotResult:
     now = timezone.now()
     with transaction.atomic():
         cluster = _cluster_for(cluster_name, snapshot.kind)

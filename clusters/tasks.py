@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from datetime import timedelta
 
@@ -13,7 +12,7 @@ from django.utils import timezone
 from .choices import ClusterSource
 from .models import Cluster
 from .reconcile import reconcile_all, reconcile_needed
-from .services import snapshot_ingest
+from .services import snapshot_ingest_document
 
 logger = logging.getLogger(__name__)
 
@@ -60,9 +59,8 @@ def sync_cluster(cluster_id: int) -> str:
     if cluster is None or not cluster.pulls:
         return "skipped"
     try:
-        documents = pull_documents(cluster)
-        for document in documents:
-            snapshot_ingest(cluster_name=cluster.name, raw=json.dumps(document))
+        for document in pull_documents(cluster):
+            snapshot_ingest_document(cluster_name=cluster.name, document=document)
     except Exception as exc:  # every failure is recorded on the cluster, the node set kept
         message = str(exc)[:2000] or type(exc).__name__
         Cluster.objects.filter(pk=cluster.pk).update(

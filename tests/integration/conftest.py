@@ -11,6 +11,7 @@ from config.celery import app as celery_app
 from tests.conftest import require
 
 from .services import redis_ping
+from .slurm_harness import slurm_cluster  # noqa: F401 - a session fixture for this tier
 
 REDIS_URL = os.environ.get("ATLAS_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 

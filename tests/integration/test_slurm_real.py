@@ -14,12 +14,10 @@ import pytest
 
 from clusters.parsers import parse_document, parse_snapshot
 from clusters.pull.slurmrestd import SlurmRestError, fetch_nodes
-from tests.integration import slurm_harness
 
 pytestmark = pytest.mark.slurm
 
 # The session fixture lives in the harness; binding it here makes pytest find it.
-slurm_cluster = slurm_harness.slurm_cluster
 
 
 def _assert_four_gpu_nodes(snapshot, cluster) -> None:
