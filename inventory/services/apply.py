@@ -116,7 +116,12 @@ class _Events:
 def report_apply(*, report_id: int) -> ApplyResult:
     """Apply one pending report. Applying twice is applying once."""
     with transaction.atomic():
-        report = Report.objects.select_for_update().filter(pk=report_id).first()
+        report = (
+            Report.objects.select_for_update(of=("self",))
+            .select_related("token")
+            .filter(pk=report_id)
+            .first()
+        )
         if report is None:
             return ApplyResult(report_id=report_id, status="missing")
         if report.status != ReportStatus.PENDING:
