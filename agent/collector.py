@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid as uuidlib
 from collections import Counter
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from . import __version__
@@ -27,7 +27,8 @@ MAX_WARNINGS = 256
 
 
 def utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # timezone.utc, not datetime.UTC: the agent runs on Python 3.10 (Ubuntu 22.04, DGX OS 6)
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: UP017
 
 
 def server_key(host: dict[str, Any]) -> str:
