@@ -1,0 +1,283 @@
+"""What a failure takes with it: a server, a rack or a network switch going down.
+
+A server takes its VMs with it (Server.physical_host), and every scheduler node bound to any of
+them, in every cluster. A switch takes the servers whose every switched NIC hangs off it; the
+servers that keep a path through another switch are listed as degraded, not lost. Capacity is
+the schedulers' own figure (`gpu_capacity`), so the share lost per cluster and partition reads
+like the scheduler's own numbers; the largest job that still fits uses the placement rules.
+
+Both the failure domain and the fleet ranking read a fixed number of queries, whatever the
+fleet's size.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from django.db.models import Count, Q, QuerySet
+
+from clusters.models import Node
+from inventory.choices import GpuStatus
+from inventory.models import Gpu, MigDevice, Nic, Server
+
+from .placement import Fleet, fleet_load, node_free_gpus
+
+SERVER_FIELDS = ("id", "hostname", "rack", "rack_position", "is_virtual", "physical_host_id")
+
+
+class FailureDomainError(ValueError):
+    """A failure domain that is not named right; `field` names the parameter at fault."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def failure_domain(
+    *, server: int | None = None, rack: str | None = None, switch: str | None = None
+) -> dict[str, Any]:
+    """Counts and lists lost if the server, rack or switch fails, and what still fits after.
+
+    Exactly one of server (id), rack (name) or switch (name). Raises FailureDomainError when
+    none or several are given; an unknown name is a domain that takes nothing down.
+    """
+    given = [(k, v) for k, v in (("server", server), ("rack", rack), ("switch", switch)) if v]
+    if len(given) != 1:
+        raise FailureDomainError("server", "give exactly one of server, rack or switch")
+    kind, name = given[0]
+    degraded: list[dict[str, Any]] = []
+    if kind == "server":
+        rows = list(
+            Server.objects.filter(Q(pk=server) | Q(physical_host_id=server)).values(*SERVER_FIELDS)
+        )
+    elif kind == "rack":
+        rows = list(
+            Server.objects.filter(Q(rack=rack) | Q(physical_host__rack=rack)).values(*SERVER_FIELDS)
+        )
+    else:
+        rows, degraded = _switch_servers(str(switch))
+    lost_ids = {r["id"] for r in rows}
+    gpus = list(
+        Gpu.objects.filter(server_id__in=lost_ids)
+        .exclude(status=GpuStatus.LOST)
+        .values("id", "server_id", "index", "uuid", "name", "mig_mode_current")
+    )
+    migs = list(
+        MigDevice.objects.filter(gpu__server_id__in=lost_ids)
+        .exclude(gpu__status=GpuStatus.LOST)
+        .values("uuid", "gpu_id", "gpu__server_id", "profile")
+    )
+    fleet = fleet_load(with_links=False)
+    lost_nodes = [n for n in fleet.nodes if n.server_id in lost_ids]
+    gpus_by_server: dict[int, int] = defaultdict(int)
+    for gpu in gpus:
+        gpus_by_server[gpu["server_id"]] += 1
+    hostnames = {r["id"]: r["hostname"] for r in rows}
+    target = {"kind": kind, "name": str(name), "id": None}
+    if kind == "server":
+        target.update(id=server, name=hostnames.get(int(server or 0), f"server {server}"))
+    return {
+        "target": target,
+        "servers": len(rows),
+        "nodes": len(lost_nodes),
+        "gpus": len(gpus),
+        "mig_devices": len(migs),
+        "server_list": [
+            {
+                "id": r["id"],
+                "hostname": r["hostname"],
+                "rack": r["rack"],
+                "rack_position": r["rack_position"],
+                "is_virtual": r["is_virtual"],
+                "physical_host": r["physical_host_id"],
+                "gpus": gpus_by_server.get(r["id"], 0),
+            }
+            for r in sorted(rows, key=lambda r: (r["is_virtual"], r["hostname"]))
+        ],
+        "node_list": [
+            {
+                "id": n.id,
+                "name": n.name,
+                "cluster": n.cluster,
+                "kind": n.kind,
+                "server": n.server_id,
+                "server_hostname": hostnames.get(n.server_id or 0, n.server_hostname),
+                "gpu_capacity": n.gpu_capacity,
+                "partitions": n.partitions,
+                "state": n.state,
+            }
+            for n in lost_nodes
+        ],
+        "gpu_list": [
+            {
+                "id": g["id"],
+                "uuid": g["uuid"],
+                "index": g["index"],
+                "server": g["server_id"],
+                "server_hostname": hostnames.get(g["server_id"], ""),
+                "name": g["name"],
+                "mig_enabled": bool(g["mig_mode_current"]),
+            }
+            for g in gpus
+        ],
+        "mig_device_list": [
+            {
+                "uuid": m["uuid"],
+                "gpu": m["gpu_id"],
+                "server": m["gpu__server_id"],
+                "profile": m["profile"],
+            }
+            for m in migs
+        ],
+        "degraded_servers": degraded,
+        **capacity_after(fleet, {n.id for n in lost_nodes}),
+    }
+
+
+def _switch_servers(switch: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Servers cut off by the switch (all switched NICs on it) and VMs on them; the degraded."""
+    on_switch = Nic.objects.filter(switch=switch).values("server_id")
+    switches: dict[int, set[str]] = defaultdict(set)
+    for server_id, name in (
+        Nic.objects.filter(server_id__in=on_switch)
+        .exclude(switch="")
+        .values_list("server_id", "switch")
+    ):
+        switches[server_id].add(name)
+    cut = {s for s, names in switches.items() if names == {switch}}
+    partial = set(switches) - cut
+    rows = list(
+        Server.objects.filter(Q(pk__in=switches) | Q(physical_host_id__in=cut)).values(
+            *SERVER_FIELDS
+        )
+    )
+    lost = [r for r in rows if r["id"] in cut or r["physical_host_id"] in cut]
+    degraded = [
+        {
+            "id": r["id"],
+            "hostname": r["hostname"],
+            "other_switches": sorted(switches[r["id"]] - {switch}),
+        }
+        for r in rows
+        if r["id"] in partial and r["physical_host_id"] not in cut
+    ]
+    return lost, sorted(degraded, key=lambda d: d["hostname"])
+
+
+def capacity_after(fleet: Fleet, lost_node_ids: set[int]) -> dict[str, Any]:
+    """Per cluster and partition: GPU capacity lost and its share; the largest job before/after.
+
+    The largest job is the most free GPUs on one node (a Kubernetes pod) and the total free
+    (a Slurm job spread over nodes), among ready, schedulable nodes.
+    """
+    free = node_free_gpus(fleet)
+    clusters: dict[str, dict[str, Any]] = {}
+    partitions: dict[tuple[str, str], dict[str, Any]] = {}
+    for node in fleet.nodes:
+        lost = node.id in lost_node_ids
+        entry = clusters.setdefault(
+            node.cluster,
+            {
+                "cluster": node.cluster,
+                "kind": node.kind,
+                "gpu_capacity": 0,
+                "gpu_capacity_lost": 0,
+                "nodes_lost": 0,
+                "largest_node_free_before": 0,
+                "largest_node_free_after": 0,
+                "free_gpus_before": 0,
+                "free_gpus_after": 0,
+            },
+        )
+        entry["gpu_capacity"] += node.gpu_capacity
+        node_free = free.get(node.id, 0)
+        entry["free_gpus_before"] += node_free
+        entry["largest_node_free_before"] = max(entry["largest_node_free_before"], node_free)
+        if lost:
+            entry["gpu_capacity_lost"] += node.gpu_capacity
+            entry["nodes_lost"] += 1
+        else:
+            entry["free_gpus_after"] += node_free
+            entry["largest_node_free_after"] = max(entry["largest_node_free_after"], node_free)
+        for partition in node.partitions:
+            part = partitions.setdefault(
+                (node.cluster, partition),
+                {
+                    "cluster": node.cluster,
+                    "partition": partition,
+                    "gpu_capacity": 0,
+                    "gpu_capacity_lost": 0,
+                },
+            )
+            part["gpu_capacity"] += node.gpu_capacity
+            if lost:
+                part["gpu_capacity_lost"] += node.gpu_capacity
+    for entry in [*clusters.values(), *partitions.values()]:
+        entry["share_lost"] = _share(entry["gpu_capacity_lost"], entry["gpu_capacity"])
+    return {
+        "clusters": sorted(clusters.values(), key=lambda c: c["cluster"]),
+        "partitions": sorted(partitions.values(), key=lambda p: (p["cluster"], p["partition"])),
+    }
+
+
+def _share(part: int, whole: int) -> float:
+    return round(part / whole, 4) if whole else 0.0
+
+
+def failure_domain_ranking(*, by: str = "rack", limit: int = 50) -> dict[str, Any]:
+    """Racks or physical servers ranked by the GPUs they take down (VMs count with their host).
+
+    Four queries: servers, GPU, MIG and node counts per server. Servers without a rack are
+    counted in `unracked_servers`, not ranked as a rack.
+    """
+    if by not in ("rack", "server"):
+        raise FailureDomainError("by", "rack or server")
+    servers = list(Server.objects.values("id", "hostname", "rack", "physical_host_id"))
+    gpus = _count_by_server(Gpu.objects.exclude(status=GpuStatus.LOST), "server_id")
+    migs = _count_by_server(MigDevice.objects.exclude(gpu__status=GpuStatus.LOST), "gpu__server_id")
+    nodes = _count_by_server(Node.objects.filter(gone_at__isnull=True), "server_id")
+    hosts = {s["id"]: s for s in servers}
+    fleet_gpus = sum(gpus.values())
+    items: dict[Any, dict[str, Any]] = {}
+    unracked = 0
+    for s in servers:
+        host = hosts.get(s["physical_host_id"] or s["id"], s)
+        if by == "rack":
+            if not host["rack"]:
+                unracked += 1
+                continue
+            key, label = host["rack"], host["rack"]
+        else:
+            key, label = host["id"], host["hostname"]
+        item = items.setdefault(
+            key,
+            {
+                "name": label,
+                "id": host["id"] if by == "server" else None,
+                "servers": 0,
+                "nodes": 0,
+                "gpus": 0,
+                "mig_devices": 0,
+            },
+        )
+        item["servers"] += 1
+        item["nodes"] += nodes.get(s["id"], 0)
+        item["gpus"] += gpus.get(s["id"], 0)
+        item["mig_devices"] += migs.get(s["id"], 0)
+    ranked = sorted(items.values(), key=lambda i: (-i["gpus"], -i["nodes"], str(i["name"])))
+    for item in ranked:
+        item["share_of_fleet_gpus"] = _share(item["gpus"], fleet_gpus)
+    return {
+        "by": by,
+        "fleet_gpus": fleet_gpus,
+        "count": len(ranked),
+        "unracked_servers": unracked,
+        "items": ranked[:limit],
+    }
+
+
+def _count_by_server(queryset: QuerySet, field: str) -> dict[int, int]:
+    return dict(
+        queryset.order_by().values_list(field).annotate(n=Count("*")).values_list(field, "n")
+    )
