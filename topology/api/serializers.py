@@ -1,0 +1,324 @@
+"""Topology API shapes: placement, failure domains, the capacity planner.
+
+Query serializers parse the parameters; result serializers read the services' dataclasses and
+dicts as they are, so the OpenAPI schema names every field a client relies on.
+"""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from ..placement import PlacementRequestError, gpu_memory_text
+
+# Placement ------------------------------------------------------------------------------
+
+
+class PlacementQuerySerializer(serializers.Serializer):
+    cluster = serializers.CharField(
+        required=False, allow_blank=True, help_text="cluster name; omitted: every cluster"
+    )
+    gpus = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=1_000_000,
+        help_text="GPUs (or MIG devices) in all: a Kubernetes pod's nvidia.com/gpu, Slurm --gpus",
+    )
+    nodes = serializers.IntegerField(
+        required=False, min_value=1, max_value=100_000, help_text="Slurm --nodes"
+    )
+    gpus_per_node = serializers.IntegerField(
+        required=False, min_value=1, max_value=1024, help_text="Slurm --gpus-per-node"
+    )
+    model = serializers.CharField(
+        required=False, allow_blank=True, help_text="GPU model words, e.g. H100 or A100 80GB"
+    )
+    mig_profile = serializers.CharField(
+        required=False, allow_blank=True, help_text="a MIG profile such as 1g.10gb"
+    )
+    nvlink_only = serializers.BooleanField(
+        default=False, help_text="only GPU sets all connected by NVLink within a node"
+    )
+    min_gpu_memory = serializers.CharField(
+        required=False, allow_blank=True, help_text="per GPU: 40GB, 80GiB or bytes"
+    )
+    partition = serializers.CharField(required=False, allow_blank=True, help_text="Slurm partition")
+    same_numa = serializers.BooleanField(
+        default=False, help_text="the GPUs of a node on one NUMA node"
+    )
+
+    def validate_min_gpu_memory(self, value: str) -> int | None:
+        if not value:
+            return None
+        try:
+            return gpu_memory_text(value)
+        except PlacementRequestError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+    def to_service(self) -> dict:
+        """Keyword arguments of `placement_find`."""
+        data = dict(self.validated_data)
+        data["min_gpu_memory_bytes"] = data.pop("min_gpu_memory", None)
+        return data
+
+
+class GpuChoiceSerializer(serializers.Serializer):
+    index = serializers.IntegerField()
+    uuid = serializers.CharField()
+    numa_node = serializers.IntegerField(allow_null=True)
+    mig_uuid = serializers.CharField(allow_null=True)
+    mig_profile = serializers.CharField(allow_null=True)
+
+
+class PlacementNodeSerializer(serializers.Serializer):
+    node = serializers.CharField()
+    node_id = serializers.IntegerField()
+    cluster = serializers.CharField()
+    kind = serializers.CharField(help_text="kubernetes or slurm")
+    server = serializers.IntegerField(allow_null=True, help_text="the bound server's id")
+    server_hostname = serializers.CharField(allow_null=True)
+    gpu_count = serializers.IntegerField(help_text="GPUs (or MIG devices) taken on this node")
+    free_gpus = serializers.IntegerField(help_text="free on this node before the job")
+    gpus = GpuChoiceSerializer(many=True, help_text="the GPUs chosen; empty when no agent")
+    link_class = serializers.CharField(
+        allow_null=True, help_text="worst link among the chosen GPUs (NV18 ... SYS)"
+    )
+    numa_nodes = serializers.ListField(child=serializers.IntegerField())
+    nics = serializers.ListField(
+        child=serializers.CharField(), help_text="NICs at PIX distance of the chosen GPUs"
+    )
+    in_use_known = serializers.BooleanField(
+        help_text="false: the scheduler says how many GPUs are used, not which"
+    )
+
+
+class BlockedNodeSerializer(serializers.Serializer):
+    node = serializers.CharField()
+    node_id = serializers.IntegerField()
+    cluster = serializers.CharField()
+    kind = serializers.CharField()
+    server = serializers.IntegerField(allow_null=True)
+    reason = serializers.CharField(
+        help_text="not_ready, not_schedulable, unhealthy_gpu, mig_layout, in_use, too_small, "
+        "nvlink, numa, memory, model"
+    )
+    detail = serializers.CharField()
+
+
+class AlternativeSerializer(serializers.Serializer):
+    description = serializers.CharField()
+    cluster = serializers.CharField()
+    kind = serializers.CharField()
+    total_gpus = serializers.IntegerField()
+    node_count = serializers.IntegerField()
+    gpus_per_node = serializers.IntegerField()
+    nodes = serializers.ListField(child=serializers.CharField())
+    params = serializers.DictField(help_text="query parameters that ask this alternative")
+
+
+class ClusterAnswerSerializer(serializers.Serializer):
+    cluster = serializers.CharField()
+    kind = serializers.CharField()
+    fits = serializers.BooleanField()
+    request = serializers.CharField(help_text="the request as this cluster's scheduler reads it")
+    total_gpus = serializers.IntegerField()
+    node_count = serializers.IntegerField()
+    reason = serializers.CharField(allow_null=True)
+
+
+class PlacementResultSerializer(serializers.Serializer):
+    fits = serializers.BooleanField()
+    total_gpus = serializers.IntegerField(help_text="GPUs placed: 2 nodes x 8 is 16")
+    requested_gpus = serializers.IntegerField()
+    cluster = serializers.CharField(allow_null=True)
+    kind = serializers.CharField(allow_null=True)
+    nodes = PlacementNodeSerializer(many=True, help_text="the nodes the job takes, best first")
+    reason = serializers.CharField(allow_null=True, help_text="why it does not fit")
+    candidates = PlacementNodeSerializer(
+        many=True, help_text="more nodes (any cluster) that could take it or a share of it"
+    )
+    alternatives = AlternativeSerializer(many=True, help_text="nearest requests that fit now")
+    blocked = BlockedNodeSerializer(many=True, help_text="nodes excluded and why (at most 50)")
+    blocked_counts = serializers.DictField(child=serializers.IntegerField())
+    clusters = ClusterAnswerSerializer(many=True)
+    request = serializers.DictField()
+
+
+# Failure domains ------------------------------------------------------------------------
+
+
+class FailureDomainQuerySerializer(serializers.Serializer):
+    server = serializers.IntegerField(required=False, min_value=1, help_text="a server id")
+    rack = serializers.CharField(required=False, allow_blank=True)
+    switch = serializers.CharField(required=False, allow_blank=True)
+
+    def validate(self, attrs: dict) -> dict:
+        given = [k for k in ("server", "rack", "switch") if attrs.get(k)]
+        if len(given) != 1:
+            raise serializers.ValidationError(
+                {"server": ["give exactly one of server, rack or switch"]}
+            )
+        return attrs
+
+
+class FailureTargetSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    name = serializers.CharField()
+    id = serializers.IntegerField(allow_null=True)
+
+
+class LostServerSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    hostname = serializers.CharField()
+    rack = serializers.CharField()
+    rack_position = serializers.IntegerField(allow_null=True)
+    is_virtual = serializers.BooleanField()
+    physical_host = serializers.IntegerField(allow_null=True)
+    gpus = serializers.IntegerField()
+
+
+class LostNodeSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    cluster = serializers.CharField()
+    kind = serializers.CharField()
+    server = serializers.IntegerField(allow_null=True)
+    server_hostname = serializers.CharField(allow_null=True)
+    gpu_capacity = serializers.IntegerField()
+    partitions = serializers.ListField(child=serializers.CharField())
+    state = serializers.CharField()
+
+
+class LostGpuSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    uuid = serializers.CharField()
+    index = serializers.IntegerField()
+    server = serializers.IntegerField()
+    server_hostname = serializers.CharField()
+    name = serializers.CharField()
+    mig_enabled = serializers.BooleanField()
+
+
+class LostMigDeviceSerializer(serializers.Serializer):
+    uuid = serializers.CharField()
+    gpu = serializers.IntegerField()
+    server = serializers.IntegerField()
+    profile = serializers.CharField()
+
+
+class DegradedServerSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    hostname = serializers.CharField()
+    other_switches = serializers.ListField(child=serializers.CharField())
+
+
+class ClusterCapacitySerializer(serializers.Serializer):
+    cluster = serializers.CharField()
+    kind = serializers.CharField()
+    gpu_capacity = serializers.IntegerField()
+    gpu_capacity_lost = serializers.IntegerField()
+    share_lost = serializers.FloatField(help_text="0..1 of the cluster's GPU capacity")
+    nodes_lost = serializers.IntegerField()
+    largest_node_free_before = serializers.IntegerField()
+    largest_node_free_after = serializers.IntegerField(
+        help_text="most free GPUs on one node afterwards: the largest pod that still fits"
+    )
+    free_gpus_before = serializers.IntegerField()
+    free_gpus_after = serializers.IntegerField(
+        help_text="free GPUs in all afterwards: the largest multi-node job"
+    )
+
+
+class PartitionCapacitySerializer(serializers.Serializer):
+    cluster = serializers.CharField()
+    partition = serializers.CharField()
+    gpu_capacity = serializers.IntegerField()
+    gpu_capacity_lost = serializers.IntegerField()
+    share_lost = serializers.FloatField()
+
+
+class FailureDomainSerializer(serializers.Serializer):
+    target = FailureTargetSerializer()
+    servers = serializers.IntegerField(help_text="servers lost, VMs of a lost host included")
+    nodes = serializers.IntegerField(help_text="scheduler nodes lost, every cluster")
+    gpus = serializers.IntegerField()
+    mig_devices = serializers.IntegerField()
+    server_list = LostServerSerializer(many=True)
+    node_list = LostNodeSerializer(many=True)
+    gpu_list = LostGpuSerializer(many=True)
+    mig_device_list = LostMigDeviceSerializer(many=True)
+    degraded_servers = DegradedServerSerializer(
+        many=True, help_text="switch only: servers that keep a path through another switch"
+    )
+    clusters = ClusterCapacitySerializer(many=True)
+    partitions = PartitionCapacitySerializer(many=True)
+
+
+class RankingQuerySerializer(serializers.Serializer):
+    by = serializers.ChoiceField(choices=["rack", "server"], default="rack")
+    limit = serializers.IntegerField(default=50, min_value=1, max_value=1000)
+
+
+class RankingItemSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    id = serializers.IntegerField(allow_null=True, help_text="the server's id (by=server)")
+    servers = serializers.IntegerField()
+    nodes = serializers.IntegerField()
+    gpus = serializers.IntegerField(help_text="GPUs it takes down")
+    mig_devices = serializers.IntegerField()
+    share_of_fleet_gpus = serializers.FloatField()
+
+
+class RankingSerializer(serializers.Serializer):
+    by = serializers.CharField()
+    fleet_gpus = serializers.IntegerField()
+    count = serializers.IntegerField()
+    unracked_servers = serializers.IntegerField()
+    items = RankingItemSerializer(many=True)
+
+
+# Capacity planner -----------------------------------------------------------------------
+
+
+class CapacityQuerySerializer(serializers.Serializer):
+    gpus = serializers.IntegerField(min_value=1, max_value=10_000_000)
+    per_server = serializers.CharField(
+        default="8,4,1", help_text="GPUs per server to compare, comma-separated"
+    )
+    nvlink = serializers.BooleanField(
+        default=True, help_text="GPUs within a server are NVLink-connected (else PCIe)"
+    )
+    model = serializers.CharField(required=False, allow_blank=True)
+
+    def validate_per_server(self, value: str) -> list[int]:
+        try:
+            sizes = [int(v) for v in value.split(",") if v.strip()]
+        except ValueError:
+            raise serializers.ValidationError("whole numbers, comma-separated: 8,4,1") from None
+        if not sizes or len(sizes) > 16 or any(s < 1 or s > 1024 for s in sizes):
+            raise serializers.ValidationError("1 to 16 sizes, each between 1 and 1024")
+        return sizes
+
+
+class LayoutSerializer(serializers.Serializer):
+    gpus_per_server = serializers.IntegerField()
+    servers = serializers.IntegerField()
+    total_gpus = serializers.IntegerField()
+    spare_gpus = serializers.IntegerField(help_text="GPUs beyond the request (whole servers)")
+    nodes = serializers.IntegerField()
+    largest_job_one_node = serializers.IntegerField()
+    gpus_lost_per_server_failure = serializers.IntegerField()
+    share_lost_per_server_failure = serializers.FloatField()
+    largest_job_after_server_failure = serializers.IntegerField()
+    gpu_pairs = serializers.IntegerField()
+    pairs_within_server = serializers.IntegerField()
+    pairs_over_network = serializers.IntegerField()
+    share_within_server = serializers.FloatField()
+    share_over_network = serializers.FloatField()
+    share_nvlink = serializers.FloatField()
+    within_server_link = serializers.CharField(allow_null=True)
+
+
+class CapacitySerializer(serializers.Serializer):
+    gpus = serializers.IntegerField()
+    model = serializers.CharField(allow_null=True)
+    layouts = LayoutSerializer(many=True)
