@@ -267,7 +267,7 @@ def cmd_push(args: argparse.Namespace) -> int:
                 answer = delivery.answer or {}
                 logger.info("report sent: id %s, %s", answer.get("id"), answer.get("status"))
             elif args.interval is None:
-                where = f"; report spooled in {args.spool}" if spool else ""
+                where = f"; report spooled in {args.spool}" if delivery.outcome == "spooled" else ""
                 return _fail(EXIT_UNREACHABLE, f"{delivery.error}{where}")
         if args.interval is None:
             if report.get("nvml_error"):

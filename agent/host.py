@@ -107,11 +107,12 @@ def parse_ib_rate_mbps(rate: str | None) -> int | None:
 
 
 def parse_ip_addr(output: str | None) -> dict[str, list[str]]:
-    """`ip -o addr show` -> {ifname: [addr/prefix, ...]}: global and site scopes only."""
+    """`ip -o addr show` -> {ifname: [addr/prefix, ...]}: stable global addresses only."""
     found: dict[str, list[str]] = {}
     for line in (output or "").splitlines():
         match = _IP_LINE.match(line)
-        if not match or " scope host" in line or " scope link" in line:
+        # loopback and link-local say nothing about the server; privacy addresses rotate
+        if not match or any(k in line for k in (" scope host", " scope link", " temporary")):
             continue
         found.setdefault(match["ifname"], []).append(match["addr"])
     return found

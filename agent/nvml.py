@@ -277,6 +277,9 @@ class PynvmlBackend:
     def forget_handle(self, index: int) -> None:
         """Drop a handle that failed, so the next cycle fetches it afresh."""
         if self._handles is not None and index < len(self._handles):
+            stale = self._handles[index]
+            if stale is not None:
+                self._link_counts.pop(id(stale), None)
             self._handles[index] = None
 
     def uuid(self, handle: Any) -> str | None:

@@ -238,6 +238,7 @@ class Spool:
     def put(self, body: bytes) -> Path:
         """Store a report atomically; drops the oldest beyond `max_reports`."""
         with self._lock:
+            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)  # removed meanwhile?
             self._counter += 1
             name = f"{time.time_ns():020d}-{os.getpid()}-{self._counter:06d}{self.SUFFIX}"
             final = self.directory / name
@@ -306,7 +307,8 @@ class Backoff:
 
 @dataclass
 class Delivery:
-    """What happened to one report: "sent" (with the backend's answer) or "spooled"."""
+    """What happened to one report: "sent" (with the backend's answer), "spooled", or
+    "lost" (the backend unreachable and the spool unwritable)."""
 
     outcome: str
     answer: dict[str, Any] | None = None
@@ -345,18 +347,25 @@ class Sender:
             try:
                 replayed = self.replay()
             except TransientError as exc:
-                self.spool.put(body)
-                logger.warning("%s; report spooled (%d waiting)", exc, len(self.spool.pending()))
-                return Delivery("spooled", replayed=replayed, error=str(exc))
+                return self._to_spool(body, exc, replayed)
         try:
             answer = self._send_with_retries(body)
         except TransientError as exc:
             if self.spool is None:
                 raise
-            self.spool.put(body)
-            logger.warning("%s; report spooled (%d waiting)", exc, len(self.spool.pending()))
-            return Delivery("spooled", replayed=replayed, error=str(exc))
+            return self._to_spool(body, exc, replayed)
         return Delivery("sent", answer=answer, replayed=replayed)
+
+    def _to_spool(self, body: bytes, exc: TransientError, replayed: int) -> Delivery:
+        """Keep the report for later; a spool that cannot be written loses only this one."""
+        assert self.spool is not None
+        try:
+            self.spool.put(body)
+        except OSError as error:
+            logger.error("%s; and the spool failed (%s): report lost", exc, error)
+            return Delivery("lost", replayed=replayed, error=f"{exc}; spool failed: {error}")
+        logger.warning("%s; report spooled (%d waiting)", exc, len(self.spool.pending()))
+        return Delivery("spooled", replayed=replayed, error=str(exc))
 
     def replay(self) -> int:
         """Send spooled reports oldest first; stops at the first transient failure (raised).

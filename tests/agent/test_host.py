@@ -323,3 +323,11 @@ def test_pci_path_from_sysfs_keeps_pci_functions_only():
     real = "/sys/devices/pci0000:00/0000:00:03.0/virtio2/net/eth0"
     assert pci_path_from_sysfs(real) == ["pci0000:00", "0000:00:03.0"]
     assert pci_path_from_sysfs("/sys/devices/platform/serial8250") == []
+
+
+def test_rotating_privacy_addresses_are_left_out():
+    output = (
+        "2: eth0    inet6 2001:db8::1/64 scope global dynamic mngtmpaddr\\ valid_lft 1\n"
+        "2: eth0    inet6 2001:db8::beef/64 scope global temporary dynamic\\ valid_lft 1\n"
+    )
+    assert parse_ip_addr(output) == {"eth0": ["2001:db8::1/64"]}

@@ -3,6 +3,11 @@ against an injected stand-in for the pynvml module that answers like a driver wo
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
 from collections import Counter
 from types import SimpleNamespace
 from typing import Any
@@ -20,6 +25,8 @@ from agent.nvml import (
     format_cuda_version,
     parse_cpu_list,
 )
+
+from .conftest import AGENT_FIXTURES, REPO
 
 
 class StubNvml:
@@ -363,3 +370,56 @@ def test_cpu_lists_round_trip():
     assert parse_cpu_list("0-3,8-9,11") == [0, 1, 2, 3, 8, 9, 11]
     assert parse_cpu_list("N/A") is None and cpu_list([]) is None
     assert format_cuda_version(12020) == "12.2" and format_cuda_version(None) is None
+
+
+def test_real_bindings_against_a_stub_library(tmp_path, validate):
+    """The real pynvml (ctypes) loads a stub libnvidia-ml.so.1 built here: the whole live
+    path runs, missing functions answer FunctionNotFound (null), a lost GPU is an entry."""
+    compiler = shutil.which("gcc") or shutil.which("cc")
+    if compiler is None:
+        pytest.skip("no C compiler to build the stub NVML library")
+    library = tmp_path / "lib"
+    library.mkdir()
+    subprocess.run(
+        [
+            compiler,
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(library / "libnvidia-ml.so.1"),
+            str(AGENT_FIXTURES / "libnvidia-ml-stub.c"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    root = tmp_path / "root"
+    (root / "proc/sys/kernel").mkdir(parents=True)
+    (root / "proc/sys/kernel/hostname").write_text("stub-gpu-host\n")
+    env = {**os.environ, "LD_LIBRARY_PATH": str(library)}
+    done = subprocess.run(
+        [sys.executable, "-m", "agent", "collect", "--root", str(root)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    validate(report)
+    assert report["nvml_error"] is None and report["agent"]["source"] == "nvml"
+    assert report["driver"] == {
+        "driver_version": "999.99.99",
+        "cuda_version": "12.8",
+        "nvml_version": None,
+    }
+    first, second = report["gpus"]
+    assert first["uuid"] == "GPU-c0ffee00-0000-4000-8000-000000000000"
+    assert first["name"] == "NVIDIA Stub GPU" and first["serial"] is None
+    assert first["pci_bus_id"] == "0000:19:00.0" and first["memory_total_bytes"] == 1 << 34
+    assert first["power_limit_w"] == 300.0 and first["vbios_version"] == "96.00.00.00.01"
+    assert first["mig_mode_current"] is None and first["nvlinks"] == []  # FunctionNotFound
+    assert first["status"] == "ok"
+    assert second["status"] == "error"
+    assert second["error"] == "GPU is lost (while reading vbios_version)"
+    assert report["links"] == [{"a": "gpu:0", "b": "gpu:1", "link_class": "PHB"}]

@@ -419,3 +419,21 @@ def test_push_forever_exits_cleanly_on_sigterm(backend, token_file, tmp_path):
     assert process.returncode == 0, stderr
     assert "Traceback" not in stderr and "report sent" in stderr and "stopping" in stderr
     assert TOKEN not in stderr
+
+
+def test_an_unwritable_spool_loses_one_report_not_the_agent(tmp_path, monkeypatch):
+    spool = Spool(tmp_path / "spool")
+
+    def disk_full(body):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(spool, "put", disk_full)
+    sender = Sender(Transport(f"http://127.0.0.1:{free_port()}", TOKEN), spool, wait=Waits())
+    delivery = sender.deliver(report(1))
+    assert delivery.outcome == "lost" and "No space left" in delivery.error
+
+
+def test_a_removed_spool_directory_is_recreated(tmp_path):
+    spool = Spool(tmp_path / "spool")
+    shutil.rmtree(tmp_path / "spool")
+    assert spool.put(b"{}").is_file()
