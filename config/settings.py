@@ -185,6 +185,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "clusters.tasks.sync_due_clusters",
         "schedule": env_int("ATLAS_SYNC_TICK_S", 30),
     },
+    # Returns at once when nothing changed since the last render.
+    "render-fleet-figures": {
+        "task": "topology.tasks.render_fleet_figures",
+        "schedule": env_int("ATLAS_FIGURE_RENDER_INTERVAL_S", 30),
+    },
 }
 
 # Cluster Atlas knobs.

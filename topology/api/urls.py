@@ -1,8 +1,11 @@
 from django.urls import path
 
+from .figures import FigureListView, FigureView
 from .views import CapacityView, FailureDomainRankingView, FailureDomainView, PlacementView
 
 urlpatterns = [
+    path("figures/", FigureListView.as_view(), name="figure-list"),
+    path("figures/<slug:name>/", FigureView.as_view(), name="figure-detail"),
     path("placement/", PlacementView.as_view(), name="placement-find"),
     path("placement/capacity/", CapacityView.as_view(), name="placement-capacity"),
     path("failure-domains/", FailureDomainView.as_view(), name="failure-domain"),
