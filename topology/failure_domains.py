@@ -277,6 +277,26 @@ def failure_domain_ranking(*, by: str = "rack", limit: int = 50) -> dict[str, An
     }
 
 
+def failure_domain_choices() -> dict[str, list[str]]:
+    """Racks and switches that people have entered, for the failure-domain form (2 queries)."""
+    racks = Server.objects.exclude(rack="").order_by("rack").values_list("rack", flat=True)
+    switches = Nic.objects.exclude(switch="").order_by("switch").values_list("switch", flat=True)
+    return {"racks": list(racks.distinct()), "switches": list(switches.distinct())}
+
+
+def server_resolve(text: str) -> int:
+    """A server id from an id or a hostname (case-insensitive); raises FailureDomainError."""
+    text = text.strip()
+    if text.isdigit():
+        return int(text)
+    ids = list(Server.objects.filter(hostname__iexact=text).values_list("id", flat=True)[:2])
+    if not ids:
+        raise FailureDomainError("server", f"no server named {text!r}")
+    if len(ids) > 1:
+        raise FailureDomainError("server", f"several servers are named {text!r}: give the id")
+    return ids[0]
+
+
 def _count_by_server(queryset: QuerySet, field: str) -> dict[int, int]:
     return dict(
         queryset.order_by().values_list(field).annotate(n=Count("*")).values_list(field, "n")

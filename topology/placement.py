@@ -29,7 +29,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from clusters.choices import ClusterKind
-from clusters.models import Node
+from clusters.models import Cluster, Node
 from clusters.reconcile import model_matches, normalize_mig_profile
 from inventory.choices import GpuStatus, link_rank
 from inventory.models import Gpu, Link, MigDevice
@@ -1478,6 +1478,27 @@ __all__ = [
     "fleet_load",
     "gpu_memory_text",
     "node_free_gpus",
+    "placement_choices",
     "placement_find",
     "request_shape",
 ]
+
+
+def placement_choices() -> dict[str, list[str]]:
+    """What the placement form offers: cluster names, GPU models, MIG profiles (3 queries)."""
+    return {
+        "clusters": list(Cluster.objects.order_by("name").values_list("name", flat=True)),
+        "models": list(
+            Gpu.objects.exclude(status=GpuStatus.LOST)
+            .exclude(name="")
+            .order_by("name")
+            .values_list("name", flat=True)
+            .distinct()
+        ),
+        "mig_profiles": list(
+            MigDevice.objects.exclude(profile="")
+            .order_by("profile")
+            .values_list("profile", flat=True)
+            .distinct()
+        ),
+    }

@@ -1,0 +1,117 @@
+"""The placement page: where a job fits, what a failure takes, dense vs sparse servers.
+
+Server-rendered from the same services as the API (`placement_find`, `failure_domain`,
+`capacity_compare`); forms are GET, so every answer is a link that can be shared.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from .api.serializers import CapacityQuerySerializer, PlacementQuerySerializer
+from .capacity import CapacityRequestError, capacity_compare
+from .failure_domains import (
+    FailureDomainError,
+    failure_domain,
+    failure_domain_choices,
+    failure_domain_ranking,
+    server_resolve,
+)
+from .placement import PlacementRequestError, placement_choices, placement_find
+
+TABS = (
+    ("placement", "Where a job fits"),
+    ("failure", "Failure domains"),
+    ("capacity", "Capacity planner"),
+)
+PLACEMENT_KEYS = ("gpus", "nodes", "gpus_per_node", "mig_profile")
+
+
+@login_required
+def placement_page(request: HttpRequest) -> HttpResponse:
+    """`/placement/`: the tab named by `?tab=` (placement, failure, capacity)."""
+    tab = request.GET.get("tab", "placement")
+    if tab not in dict(TABS):
+        tab = "placement"
+    context: dict[str, Any] = {"tab": tab, "tabs": TABS}
+    if tab == "placement":
+        context.update(_placement(request))
+    elif tab == "failure":
+        context.update(_failure(request))
+    else:
+        context.update(_capacity(request))
+    return render(request, "topology/placement.html", context)
+
+
+def _errors(errors: dict[str, Any]) -> list[str]:
+    return [f"{field}: {message}" for field, messages in errors.items() for message in messages]
+
+
+def _placement(request: HttpRequest) -> dict[str, Any]:
+    context: dict[str, Any] = {"choices": placement_choices(), "result": None, "errors": []}
+    if not any(request.GET.get(k) for k in PLACEMENT_KEYS):
+        return context
+    query = PlacementQuerySerializer(data=request.GET)
+    if not query.is_valid():
+        context["errors"] = _errors(query.errors)
+        return context
+    try:
+        result = placement_find(**query.to_service())
+    except PlacementRequestError as exc:
+        context["errors"] = [f"{exc.field}: {exc}"]
+        return context
+    context["result"] = result
+    context["alternatives"] = [
+        {"alternative": a, "query": urlencode({"tab": "placement", **a.params})}
+        for a in result.alternatives
+    ]
+    return context
+
+
+def _failure(request: HttpRequest) -> dict[str, Any]:
+    context: dict[str, Any] = {
+        "choices": failure_domain_choices(),
+        "rack_ranking": failure_domain_ranking(by="rack", limit=10),
+        "server_ranking": failure_domain_ranking(by="server", limit=10),
+        "domain": None,
+        "errors": [],
+    }
+    server_text = request.GET.get("server", "").strip()
+    rack = request.GET.get("rack", "").strip()
+    switch = request.GET.get("switch", "").strip()
+    if not (server_text or rack or switch):
+        return context
+    try:
+        server = server_resolve(server_text) if server_text else None
+        context["domain"] = failure_domain(server=server, rack=rack or None, switch=switch or None)
+    except FailureDomainError as exc:
+        context["errors"] = [f"{exc.field}: {exc}"]
+    return context
+
+
+def _capacity(request: HttpRequest) -> dict[str, Any]:
+    context: dict[str, Any] = {"capacity": None, "errors": []}
+    if not request.GET.get("gpus"):
+        return context
+    data = request.GET.copy()
+    data.setdefault("nvlink", "false")  # an unticked box sends nothing
+    query = CapacityQuerySerializer(data=data)
+    if not query.is_valid():
+        context["errors"] = _errors(query.errors)
+        return context
+    values = query.validated_data
+    try:
+        context["capacity"] = capacity_compare(
+            gpus=values["gpus"],
+            per_server=values["per_server"],
+            nvlink=values["nvlink"],
+            model=values.get("model"),
+        )
+    except CapacityRequestError as exc:
+        context["errors"] = [f"{exc.field}: {exc}"]
+    return context
