@@ -277,8 +277,6 @@ def cmd_push(args: argparse.Namespace) -> int:
         if stop.wait(args.interval * random.uniform(0.9, 1.1)):
             logger.info("stopping (signal)")
             return EXIT_OK
-        if stop.is_set():
-            return EXIT_OK
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:

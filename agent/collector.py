@@ -24,6 +24,8 @@ from .schema import SCHEMA_VERSION, normalize_pci_bus_id
 # so the same server, GPU and instance always get the same id.
 SYNTHETIC_NAMESPACE = uuidlib.UUID("6f1c1c52-3b1e-4d59-9a43-5a0f3c8b7e21")
 MAX_WARNINGS = 256
+MAX_NICS = 256  # the schema's bounds
+MAX_LINKS = 8192
 
 
 def utc_now() -> str:
@@ -341,8 +343,24 @@ def sort_links(links: list[dict[str, str]]) -> list[dict[str, str]]:
 
 def finish(report: dict[str, Any]) -> dict[str, Any]:
     """Deterministic order and schema bounds: equal facts give an equal report (the backend
-    answers an unchanged report with a cheap heartbeat)."""
-    warnings = [w[:500] for w in dict.fromkeys(report.get("warnings", []))]
+    answers an unchanged report with a cheap heartbeat), and a huge server is trimmed (NIC
+    pairs first) rather than refused."""
+    extra: list[str] = []
+    if len(report.get("nics", [])) > MAX_NICS:
+        extra.append(f"{len(report['nics'])} NICs; the report lists the first {MAX_NICS}")
+        report["nics"] = report["nics"][:MAX_NICS]
+        kept = {f"nic:{nic['name']}" for nic in report["nics"]}
+        report["links"] = [
+            link
+            for link in report.get("links", [])
+            if all(end.startswith("gpu:") or end in kept for end in (link["a"], link["b"]))
+        ]
+    if len(report.get("links", [])) > MAX_LINKS:
+        extra.append(f"{len(report['links'])} links; NIC-to-NIC links left out")
+        report["links"] = [link for link in report["links"] if link["a"].startswith("gpu:")][
+            :MAX_LINKS
+        ]
+    warnings = [w[:500] for w in dict.fromkeys([*report.get("warnings", []), *extra])]
     if len(warnings) > MAX_WARNINGS:
         warnings = [*warnings[: MAX_WARNINGS - 1], f"... {len(warnings) - MAX_WARNINGS + 1} more"]
     report["warnings"] = warnings

@@ -404,12 +404,15 @@ class SysHost:
 
     def nics(self) -> list[dict[str, Any]]:
         """Physical NICs: RDMA devices under /sys/class/infiniband (named mlx5_0, with their
-        netdev), then every other netdev backed by a device. Sorted by name."""
+        netdev), then every other netdev backed by a device; SR-IOV virtual functions are
+        left out. Sorted by name."""
         nics: dict[str, dict[str, Any]] = {}
         covered: set[str] = set()
         addresses = self.addresses()
         for name in self.listdir("sys/class/infiniband"):
             base = f"sys/class/infiniband/{name}"
+            if self.path(f"{base}/device/physfn").exists():
+                continue  # an SR-IOV virtual function: belongs to a VM, not an adapter
             netdevs = self.listdir(f"{base}/device/net")
             netdev = netdevs[0] if netdevs else None
             covered.update(netdevs)
@@ -434,6 +437,8 @@ class SysHost:
             base = f"sys/class/net/{name}"
             if name in covered or name in nics or not self.path(f"{base}/device").exists():
                 continue  # virtual interfaces (bridges, bonds, veth) have no device
+            if self.path(f"{base}/device/physfn").exists():
+                continue  # SR-IOV virtual functions: dozens per port, none an adapter
             bus = self._device_bus(f"{base}/device")
             speed = _int(self.read(f"{base}/speed"))
             nics[name] = {

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from agent.collector import finish
 from agent.fake import FakeNvmlBackend
 from agent.profiles import PROFILES, build
 
@@ -257,3 +258,29 @@ def test_nvlink_pairs_need_no_pcie_topology_calls(collect_machine):
     backend = FakeNvmlBackend(l40s)
     collect_machine(l40s, backend)
     assert backend.calls["common_ancestor"] == 6  # one per GPU pair
+
+
+def test_a_huge_server_is_trimmed_to_the_schema_not_refused(validate):
+    nics = [{"name": f"eth{i:03d}"} for i in range(300)]
+    links = [
+        {"a": f"nic:{a['name']}", "b": f"nic:{b['name']}", "link_class": "SYS"}
+        for i, a in enumerate(nics)
+        for b in nics[i + 1 :]
+    ]
+    report = profile_report_stub()
+    report.update(nics=nics, links=[{"a": "gpu:0", "b": "nic:eth000", "link_class": "PIX"}, *links])
+    finish(report)
+    validate(report)
+    assert len(report["nics"]) == 256 and len(report["links"]) == 1
+    assert any("300 NICs" in w for w in report["warnings"])
+
+
+def profile_report_stub():
+    return {
+        "schema": "cluster-atlas/report/v1",
+        "agent": {"version": "0.1.0", "source": "simulator"},
+        "collected_at": "2026-01-01T00:00:00Z",
+        "host": {"hostname": "big"},
+        "gpus": [{"index": 0, "uuid": "GPU-1"}],
+        "warnings": [],
+    }

@@ -331,3 +331,22 @@ def test_rotating_privacy_addresses_are_left_out():
         "2: eth0    inet6 2001:db8::beef/64 scope global temporary dynamic\\ valid_lft 1\n"
     )
     assert parse_ip_addr(output) == {"eth0": ["2001:db8::1/64"]}
+
+
+def test_sriov_virtual_functions_are_not_nics(tmp_path):
+    pf = make_pci(
+        tmp_path, "pci0000:15/0000:15:01.0/0000:18:00.0", "0x15b3", "0x020000", "mlx5_core", 0
+    )
+    vf = make_pci(
+        tmp_path, "pci0000:15/0000:15:01.0/0000:18:00.2", "0x15b3", "0x020000", "mlx5_core", 0
+    )
+    link(tmp_path, f"{vf}/physfn", pf)
+    for name, device in (("ens1f0np0", pf), ("ens1f0v0", vf)):
+        link(tmp_path, f"sys/class/net/{name}/device", device)
+    for name, device in (("mlx5_0", pf), ("mlx5_2", vf)):
+        link(tmp_path, f"sys/class/infiniband/{name}/device", device)
+        write(tmp_path, f"sys/class/infiniband/{name}/ports/1/link_layer", "Ethernet")
+    (tmp_path / pf / "net/ens1f0np0").mkdir(parents=True)
+    (tmp_path / vf / "net/ens1f0v0").mkdir(parents=True)
+    nics = SysHost(tmp_path, run=no_commands).nics()
+    assert [(n["name"], n["netdev"]) for n in nics] == [("mlx5_0", "ens1f0np0")]
