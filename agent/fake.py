@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -413,7 +413,7 @@ def materialize(machine: FakeMachine, root: str | os.PathLike[str]) -> Path:
     return root
 
 
-def fake_runner(machine: FakeMachine):
+def fake_runner(machine: FakeMachine) -> Callable[[Sequence[str]], str | None]:
     """Answers the host layer's commands as this machine would."""
 
     def run(argv: Sequence[str]) -> str | None:

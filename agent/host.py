@@ -322,41 +322,53 @@ class SysHost:
         return {"is_virtual": False, "hypervisor": None}
 
     def guests(self) -> list[dict[str, Any]] | None:
-        """libvirt domains defined here; None when this is no libvirt host.
+        """libvirt domains of this host; None when this is no libvirt host (or unreadable).
 
-        Domain XML files name each guest and its UUID (the guest's SMBIOS system UUID);
-        a status file under /run/libvirt/qemu means the domain is running.
+        Persistent domains are the XML files in /etc/libvirt/qemu, running ones (transient
+        ones too) have a status file in /run/libvirt/qemu; each names the guest and its UUID,
+        which is the guest's SMBIOS system UUID. Without readable files, `virsh` answers.
         """
-        config = "etc/libvirt/qemu"
-        files = [f for f in self.listdir(config) if f.endswith(".xml")]
+        config, status = "etc/libvirt/qemu", "run/libvirt/qemu"
+        readable = [
+            folder
+            for folder in (config, status)
+            if self.path(folder).is_dir() and os.access(self.path(folder), os.R_OK | os.X_OK)
+        ]
+        if not readable:
+            return self._virsh_guests()
         guests: dict[str, dict[str, Any]] = {}
-        for filename in files:
-            try:
-                root = ET.fromstring(self.path(f"{config}/{filename}").read_bytes())  # noqa: S314
-            except (OSError, ET.ParseError):
-                continue
-            uuid = (root.findtext("uuid") or "").strip().lower()
-            name = (root.findtext("name") or "").strip() or None
-            if not uuid:
-                continue
-            running = name is not None and (
-                self.path(f"run/libvirt/qemu/{name}.xml").exists()
-                or self.path(f"run/libvirt/qemu/{name}.pid").exists()
-            )
-            guests[uuid] = {
-                "uuid": uuid,
-                "name": name,
-                "state": "running" if running else "shut off",
-            }
-        if not files and not self.path(config).is_dir():
-            listed = self._run(["virsh", "-c", "qemu:///system", "list", "--all", "--uuid"])
-            if listed is None:
-                return None
-            for line in listed.splitlines():
-                uuid = line.strip().lower()
-                if uuid:
-                    guests.setdefault(uuid, {"uuid": uuid, "name": None, "state": None})
+        for folder in (status, config):  # running first: a status file is the fresher truth
+            for filename in self.listdir(folder) if folder in readable else []:
+                if not filename.endswith(".xml"):
+                    continue
+                try:
+                    data = self.path(f"{folder}/{filename}").read_bytes()
+                    root = ET.fromstring(data)  # noqa: S314 - libvirt's own root-owned files
+                except (OSError, ET.ParseError):
+                    continue
+                domain = root.find("domain") if root.tag == "domstatus" else root
+                if domain is None:
+                    continue
+                uuid = (domain.findtext("uuid") or "").strip().lower()
+                name = (domain.findtext("name") or "").strip() or None
+                if not uuid or uuid in guests:
+                    continue
+                running = folder == status or (
+                    name is not None and self.path(f"{status}/{name}.pid").exists()
+                )
+                guests[uuid] = {
+                    "uuid": uuid,
+                    "name": name,
+                    "state": "running" if running else "shut off",
+                }
         return [guests[key] for key in sorted(guests)]
+
+    def _virsh_guests(self) -> list[dict[str, Any]] | None:
+        listed = self._run(["virsh", "-c", "qemu:///system", "list", "--all", "--uuid"])
+        if listed is None:
+            return None
+        uuids = sorted({line.strip().lower() for line in listed.splitlines() if line.strip()})
+        return [{"uuid": uuid, "name": None, "state": None} for uuid in uuids]
 
     # PCI
 

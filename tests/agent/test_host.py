@@ -132,11 +132,19 @@ def test_libvirt_guests_from_domain_files(tmp_path):
             f"<domain><name>{name}</name><uuid>{uuid}</uuid></domain>",
         )
     write(tmp_path, "etc/libvirt/qemu/broken.xml", "<domain><name>")
-    write(tmp_path, "run/libvirt/qemu/vm-a.xml", "<domstatus/>")
+    write(tmp_path, "run/libvirt/qemu/vm-a.pid", "4242")
+    # a transient domain: running, with no definition in /etc
+    write(
+        tmp_path,
+        "run/libvirt/qemu/scratch.xml",
+        "<domstatus state='running'><domain><name>scratch</name>"
+        "<uuid>cccccccc-0000-4000-8000-000000000003</uuid></domain></domstatus>",
+    )
     guests = SysHost(tmp_path, run=no_commands).guests()
     assert guests == [
         {"uuid": "aaaaaaaa-0000-4000-8000-000000000001", "name": "vm-a", "state": "running"},
         {"uuid": "bbbbbbbb-0000-4000-8000-000000000002", "name": "vm-b", "state": "shut off"},
+        {"uuid": "cccccccc-0000-4000-8000-000000000003", "name": "scratch", "state": "running"},
     ]
 
 
