@@ -120,6 +120,13 @@ _UNAVAILABLE_HINTS = {
     "NVMLError_DriverNotLoaded": "is the nvidia kernel module loaded?",
     "NVMLError_NoPermission": "can this user open /dev/nvidia*?",
 }
+# Errors after which this NVML session is useless: start a new one next cycle.
+_SESSION_LOST = {
+    "NVMLError_Uninitialized",
+    "NVMLError_DriverNotLoaded",
+    "NVMLError_LibRmVersionMismatch",
+    "NVMLError_LibraryNotFound",
+}
 _ARCHITECTURES = {
     "NVML_DEVICE_ARCH_KEPLER": "Kepler",
     "NVML_DEVICE_ARCH_MAXWELL": "Maxwell",
@@ -257,7 +264,16 @@ class PynvmlBackend:
     # devices
 
     def device_count(self) -> int:
-        count = int(self._call("nvmlDeviceGetCount"))
+        """The number of GPUs. When the driver went away or changed under a long-running
+        agent (a driver upgrade answers "RM has detected an NVML/RM version mismatch"), NVML
+        is shut down so the next cycle initialises it afresh, and this cycle reports why."""
+        try:
+            count = int(self._call("nvmlDeviceGetCount"))
+        except NvmlError as exc:
+            if exc.kind in _SESSION_LOST:
+                self.shutdown()
+                raise NvmlUnavailableError(exc.reason, call=exc.call, kind=exc.kind) from exc
+            raise
         if self._handles is not None and len(self._handles) != count:
             self._handles = None  # a GPU came or went: index -> handle no longer holds
             self._link_counts.clear()

@@ -423,3 +423,15 @@ def test_real_bindings_against_a_stub_library(tmp_path, validate):
     assert second["status"] == "error"
     assert second["error"] == "GPU is lost (while reading vbios_version)"
     assert report["links"] == [{"a": "gpu:0", "b": "gpu:1", "link_class": "PHB"}]
+
+
+def test_a_driver_upgrade_under_a_running_agent_starts_a_new_nvml_session(tmp_path):
+    stub = StubNvml(fail={"nvmlDeviceGetCount": pynvml.NVMLError_LibRmVersionMismatch})
+    backend = PynvmlBackend(stub)
+    report = collect(backend, SysHost(tmp_path))
+    assert report["gpus"] == [] and "version mismatch" in report["nvml_error"]
+    assert stub.calls["nvmlShutdown"] == 1
+    del stub.fail["nvmlDeviceGetCount"]  # the agent keeps running; the new driver is loaded
+    report = collect(backend, SysHost(tmp_path))
+    assert report["nvml_error"] is None and len(report["gpus"]) == 2
+    assert stub.calls["nvmlInit"] == 2
