@@ -1,0 +1,171 @@
+"""Benchmark: reconciling 1,000 / 10,000 / 25,000 servers against Kubernetes and Slurm nodes.
+
+Each size runs in a fresh database: N servers with 8 GPUs each, a Kubernetes cluster whose
+N nodes carry the servers' SMBIOS UUIDs, and a Slurm cluster whose N nodes carry their short
+hostnames. Printed: the first reconciliation (binds every node), a steady-state one (nothing
+changed), their query counts and peak Python memory, beside the floor: a plain in-memory dict
+join of the same identities.
+
+    .venv/bin/python bench/reconcile.py                 # 1k, 10k, 25k on SQLite
+    DATABASE_URL=postgres://... .venv/bin/python bench/reconcile.py 1000 25000
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import tracemalloc
+import uuid
+
+from _django import setup
+
+SIZES = [int(a) for a in sys.argv[1:] if a.isdigit()] or [1000, 10000, 25000]
+GPUS = 8
+
+
+def build(n: int) -> None:
+    from django.utils import timezone
+
+    from clusters.models import Cluster, Node
+    from inventory.models import Gpu, Server
+
+    now = timezone.now()
+    servers = [
+        Server(
+            identity=f"uuid:{uuid.UUID(int=i + 1)}",
+            system_uuid=str(uuid.UUID(int=i + 1)),
+            machine_id=f"{i + 1:032x}",
+            hostname=f"gpu{i:05d}",
+            fqdn=f"gpu{i:05d}.hpc.example",
+            addresses=[f"10.{i // 65536}.{i // 256 % 256}.{i % 256}"],
+            driver_version="550.54.15",
+            cuda_version="12.4",
+            vendor="NVIDIA",
+            product="DGXH100",
+            last_seen=now,
+            pci_gpu_count=GPUS,
+        )
+        for i in range(n)
+    ]
+    Server.objects.bulk_create(servers, batch_size=2000)
+    ids = list(Server.objects.order_by("id").values_list("id", flat=True))
+    Gpu.objects.bulk_create(
+        (
+            Gpu(
+                server_id=sid,
+                index=g,
+                uuid=f"GPU-{sid:08d}-{g}",
+                name="NVIDIA H100 80GB HBM3",
+                memory_total_bytes=80 * 2**30,
+                mig_mode_current=False,
+            )
+            for sid in ids
+            for g in range(GPUS)
+        ),
+        batch_size=5000,
+    )
+    k8s = Cluster.objects.create(name="k8s", kind="kubernetes")
+    slurm = Cluster.objects.create(name="slurm", kind="slurm")
+    gres = [{"name": "gpu", "type": "h100", "count": GPUS, "used": 0, "mig_profile": None}]
+    Node.objects.bulk_create(
+        [
+            Node(
+                cluster=k8s,
+                name=f"gpu{i:05d}",
+                kind="kubernetes",
+                state="ready",
+                ready=True,
+                schedulable=True,
+                system_uuid=str(uuid.UUID(int=i + 1)),
+                gpu_capacity=GPUS,
+                gpu_allocatable=GPUS,
+                gpu_product="NVIDIA-H100-80GB-HBM3",
+            )
+            for i in range(n)
+        ]
+        + [
+            Node(
+                cluster=slurm,
+                name=f"gpu{i:05d}",
+                kind="slurm",
+                state="idle",
+                ready=True,
+                schedulable=True,
+                hostname=f"gpu{i:05d}",
+                gpu_capacity=GPUS,
+                gpu_allocatable=GPUS,
+                gres=gres,
+                partitions=["gpu"],
+            )
+            for i in range(n)
+        ],
+        batch_size=2000,
+    )
+
+
+def floor(n: int) -> float:
+    """The same join with the identities already in Python: the least any reconciler does."""
+    servers = [(str(uuid.UUID(int=i + 1)), f"gpu{i:05d}", i) for i in range(n)]
+    k8s = [str(uuid.UUID(int=i + 1)) for i in range(n)]
+    slurm = [f"gpu{i:05d}" for i in range(n)]
+    start = time.perf_counter()
+    by_uuid = {u: sid for u, _, sid in servers}
+    by_name = {h: sid for _, h, sid in servers}
+    bound = [by_uuid.get(u) for u in k8s] + [by_name.get(h) for h in slurm]
+    assert all(b is not None for b in bound)
+    return time.perf_counter() - start
+
+
+def run_one(n: int) -> None:
+    setup()
+    from _django import bench_database
+    from django.db import connection, reset_queries
+    from django.test.utils import CaptureQueriesContext
+
+    from clusters.reconcile import reconcile_all
+
+    with bench_database() as (vendor, _):
+        started = time.perf_counter()
+        build(n)
+        built = time.perf_counter() - started
+        rows = []
+        for label in ("first (binds all)", "steady state"):
+            reset_queries()  # the build filled Django's query log
+            with CaptureQueriesContext(connection) as ctx:
+                start = time.perf_counter()
+                result = reconcile_all()
+                seconds = time.perf_counter() - start
+            rows.append((label, seconds, len(ctx.captured_queries), result))
+        tracemalloc.start()
+        reconcile_all()
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        floor_s = floor(n)
+        print(
+            f"\n{vendor}: {n:,} servers, {n * GPUS:,} GPUs, {2 * n:,} nodes (built in {built:.1f} s)"
+        )
+        print(f"  {'run':<22}{'time':>10}{'x floor':>10}{'queries':>9}{'bound':>9}{'findings':>10}")
+        for label, seconds, queries, result in rows:
+            print(
+                f"  {label:<22}{seconds:>9.2f}s{seconds / floor_s:>10.0f}{queries:>9}"
+                f"{result.bound:>9,}{result.findings_open:>10,}"
+            )
+        print(f"  {'floor (dict join)':<22}{floor_s * 1000:>8.1f}ms")
+        print(f"  peak Python memory of a steady-state run: {peak / 2**20:.0f} MiB")
+
+
+def main() -> None:
+    if "--one" in sys.argv:
+        run_one(SIZES[0])
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    for n in SIZES:
+        subprocess.run(
+            [sys.executable, os.path.join(here, "reconcile.py"), "--one", str(n)], check=True
+        )
+
+
+if __name__ == "__main__":
+    main()
