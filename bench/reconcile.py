@@ -143,9 +143,8 @@ def run_one(n: int) -> None:
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         floor_s = floor(n)
-        print(
-            f"\n{vendor}: {n:,} servers, {n * GPUS:,} GPUs, {2 * n:,} nodes (built in {built:.1f} s)"
-        )
+        sizes = f"{n:,} servers, {n * GPUS:,} GPUs, {2 * n:,} nodes"
+        print(f"\n{vendor}: {sizes} (built in {built:.1f} s)")
         print(f"  {'run':<22}{'time':>10}{'x floor':>10}{'queries':>9}{'bound':>9}{'findings':>10}")
         for label, seconds, queries, result in rows:
             print(
