@@ -99,3 +99,9 @@ def test_agent_supplied_names_are_text_on_every_page(signed_in):
         assert signed_in.page.locator("main img[src=x]").count() == 0, path
     signed_in.screenshot("escaping")
     signed_in.assert_clean()
+
+
+def test_api_docs_load_from_this_server_only(signed_in):
+    signed_in.open("/api/docs/", wait_for=".swagger-ui .info")
+    assert "Cluster Atlas API" in signed_in.page.inner_text(".swagger-ui .info")
+    signed_in.assert_clean()
