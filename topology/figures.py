@@ -40,6 +40,8 @@ SANKEY_DETAIL_LIMIT = 400
 """Above this many links, one link per binding is unreadable: the map aggregates."""
 RACK_DETAIL_LIMIT = 2000
 """Above this many racked servers, the rack view draws one bar per rack."""
+RACK_LABEL_LIMIT = 300
+"""Up to this many racked servers, each is labelled with its hostname."""
 
 NO_SCHEDULER = "no scheduler"
 NO_AGENT = "no agent"
@@ -64,6 +66,7 @@ NUMA_COLOURS = ("#2f6f9f", "#8c510a", "#6a3d9a", "#01665e", "#c51b7d", "#4d4d4d"
 GROUP_COLOURS = ("#2f6f9f", "#2e7d32", "#a86400", "#6a3d9a", "#00838f", "#8d6e63", "#c2185b")
 MIG_COLOURS = ("#2f6f9f", "#5aae61", "#e08214", "#8073ac", "#d6604d", "#35978f", "#bf812d")
 MIG_SECTOR_COLOUR = "#b39ddb"
+GPU_COUNT_SCALE = [[0, "#f7fbff"], [0.5, "#6baed6"], [1, "#08306b"]]
 FREE_SLICE_COLOUR = "#eceff3"
 KIND_COLOURS = {
     "physical": "#2f6f9f",
@@ -140,8 +143,8 @@ def esc(value: object) -> str:
     return html.escape("" if value is None else str(value), quote=False)
 
 
-def _plural(n: int | float, word: str) -> str:
-    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+def _plural(n: int | float, word: str, plural: str = "") -> str:
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {plural or word + 's'}"
 
 
 def natural_key(value: str) -> tuple:
@@ -230,6 +233,10 @@ def _bottom_legend(title: str = "", **extra: Any) -> dict[str, Any]:
         legend["title"] = {"text": title}
     legend.update(extra)
     return legend
+
+
+def _side_legend(title: str = "") -> dict[str, Any]:
+    return _bottom_legend(title, x=1.02, y=1, yanchor="top")
 
 
 def _nvlink_count(link_class: str) -> int | None:
@@ -472,7 +479,7 @@ def nvlink_graph_figure(interconnect: Mapping[str, Any], *, include_nics: bool =
             hover = (
                 f"<b>{esc(key)}</b> to the NVSwitch fabric: {_plural(count, 'NVLink')}<br>"
                 f"NV{count} to {_plural(len(peers), 'GPU')} through "
-                f"{_plural(switches, 'NVSwitch')}"
+                f"{_plural(switches, 'NVSwitch', 'NVSwitches')}"
             )
             edges[count].append((x, y, 0.0, 0.0, hover))
     else:
@@ -534,12 +541,13 @@ def nvlink_graph_figure(interconnect: Mapping[str, Any], *, include_nics: bool =
                 "mode": "markers+text",
                 "x": [0],
                 "y": [0],
-                "text": [f"{_plural(switches, 'NVSwitch')}"],
+                "text": [f"{_plural(switches, 'NVSwitch', 'NVSwitches')}"],
                 "textposition": "bottom center",
                 "marker": {"symbol": "diamond", "size": 34, "color": "#14283a"},
                 "hovertext": [
-                    f"<b>{_plural(switches, 'NVSwitch')}</b><br>every GPU's NVLinks go to the "
-                    "switches, so each GPU reaches every other at full NVLink bandwidth"
+                    f"<b>{_plural(switches, 'NVSwitch', 'NVSwitches')}</b><br>every GPU's "
+                    "NVLinks go to the switches, so each GPU reaches every other at full "
+                    "NVLink bandwidth"
                 ],
                 "hovertemplate": "%{hovertext}<extra></extra>",
                 "name": "NVSwitch fabric",
@@ -589,12 +597,12 @@ def nvlink_graph_figure(interconnect: Mapping[str, Any], *, include_nics: bool =
     return {
         "data": data,
         "layout": _layout(
-            height=520,
+            height=540,
             margin={"l": 10, "r": 10, "t": 30, "b": 10},
             xaxis=_hidden_axes(range=[-1.9, 1.9]),
             yaxis=_hidden_axes(range=[-1.75, 1.75], scaleanchor="x", scaleratio=1),
             showlegend=True,
-            legend=_bottom_legend(),
+            legend=_side_legend(),
             annotations=annotations,
             meta={"empty": False, "aggregated": False, "nvswitch_hub": hub},
         ),
@@ -862,7 +870,7 @@ def mig_layout_figure(gpus: Sequence[Mapping[str, Any]]) -> Figure:
     return {
         "data": data,
         "layout": _layout(
-            height=110 + 56 * len(mig_gpus) + 22 * (len(blocks) + 1),
+            height=max(110 + 56 * len(mig_gpus), 80 + 22 * (len(blocks) + 2)),
             barmode="overlay",
             bargap=0.25,
             xaxis={
@@ -884,7 +892,7 @@ def mig_layout_figure(gpus: Sequence[Mapping[str, Any]]) -> Figure:
                 "automargin": True,
             },
             showlegend=True,
-            legend=_bottom_legend("GPU instance profiles", y=-0.12),
+            legend=_side_legend("GPU instance profiles"),
             annotations=annotations,
             meta={"empty": False, "aggregated": False, "unplaced": len(unplaced)},
         ),
@@ -1516,22 +1524,25 @@ def _rack_detail(
             + (f"<br>nodes: {nodes}" if nodes else "<br>in no scheduler")
         )
     top = max([42, *(s["rack_position"] or 0 for s in placed)])
+    labelled = len(placed) <= RACK_LABEL_LIMIT
     return {
         "data": [
             {
-                "type": "scatter",
-                "mode": "markers",
+                "type": "bar",
                 "name": "server",
                 "x": [esc(s["rack"]) for s in placed],
-                "y": [s["rack_position"] or 0 for s in placed],
+                "y": [1] * len(placed),
+                "base": [s["rack_position"] or 0 for s in placed],
+                "text": [esc(s["hostname"]) for s in placed] if labelled else None,
+                "textposition": "inside" if labelled else "none",
+                "insidetextanchor": "middle",
+                "textangle": 0,
                 "customdata": [[server_url.format(id=s["id"])] for s in placed],
                 "hovertext": hovers,
                 "hovertemplate": "%{hovertext}<extra></extra>",
                 "marker": {
-                    "symbol": ["square" if s["rack_position"] else "square-open" for s in placed],
-                    "size": 16,
                     "color": gpus,
-                    "colorscale": "Blues",
+                    "colorscale": GPU_COUNT_SCALE,
                     "cmin": 0,
                     "cmax": max(8, *gpus),
                     "line": {"color": "#14283a", "width": 1},
@@ -1540,12 +1551,14 @@ def _rack_detail(
             }
         ],
         "layout": _layout(
-            height=560,
+            height=640,
             margin={"l": 10, "r": 10, "t": 36, "b": 10},
             title=_title(
                 f"{_plural(len(placed), 'server')} in {_plural(len(racks), 'rack')} · "
                 "colour: GPUs · U0: position unknown · click a server to open it"
             ),
+            barmode="overlay",
+            bargap=0.35,
             xaxis={
                 "type": "category",
                 "categoryorder": "array",
@@ -1555,7 +1568,7 @@ def _rack_detail(
             },
             yaxis={
                 "title": {"text": "position (U)"},
-                "range": [-1, top + 1],
+                "range": [0, top + 1],
                 "dtick": 6,
                 "zeroline": False,
                 "automargin": True,
