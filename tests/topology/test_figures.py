@@ -749,7 +749,7 @@ def evil_rows() -> FleetRows:
         mig_every=1,
     )
     for row in rows["mig_devices"]:
-        row["profile"] = "<b>1g.10gb</b>"
+        row["profile"] = "<u>1g.10gb</u>"
     for node in rows["nodes"]:
         node["name"] = "<a href=x>" + node["name"]
     return rows
@@ -757,7 +757,7 @@ def evil_rows() -> FleetRows:
 
 def assert_escaped(figure: dict, *expected: str) -> None:
     text = strings(figure)
-    for raw in (EVIL_HOST[:4], EVIL_GPU, "<b>1g", "<a href"):
+    for raw in (EVIL_HOST[:4], EVIL_GPU, "<u>", "<a href"):
         assert not [s for s in text if raw in s], raw
     for value in expected:
         assert any(esc(value) in s for s in text), value
@@ -774,7 +774,7 @@ def test_fleet_figures_escape_agent_and_scheduler_strings(build):
     if build is not server_node_map_figure:
         assert_escaped(figure, EVIL_GPU)
     if build is fleet_hierarchy_figure:
-        assert_escaped(figure, "<b>1g.10gb</b>")
+        assert_escaped(figure, "<u>1g.10gb</u>")
 
 
 def test_aggregated_fleet_figures_escape_models():
@@ -798,5 +798,5 @@ def test_server_figures_escape_gpu_nic_and_link_names():
         assert not [s for s in text if "<i>" in s]
     assert_escaped(interconnect_matrix_figure(data), EVIL_GPU, "<i>NV")
     assert_escaped(nvlink_graph_figure(interconnect(4, name=EVIL_GPU)), EVIL_GPU)
-    mig = mig_layout_figure([mig_gpu(0, [("<b>1g.10gb</b>", 1, 0, 0, 1)], name=EVIL_GPU)])
-    assert_escaped(validate(mig), EVIL_GPU, "<b>1g.10gb</b>")
+    mig = mig_layout_figure([mig_gpu(0, [("<u>1g.10gb</u>", 1, 0, 0, 1)], name=EVIL_GPU)])
+    assert_escaped(validate(mig), EVIL_GPU, "<u>1g.10gb</u>")
