@@ -24,6 +24,7 @@ from django.utils import timezone
 from inventory.choices import GpuStatus
 from inventory.identity import short_hostname
 from inventory.models import Gpu, HardwareProfile, MigDevice, Server
+from inventory.selectors import hardware_profile_for
 from inventory.services import revision_get
 
 from .choices import BindingMethod, ClusterKind, FindingType, Severity
@@ -889,17 +890,9 @@ def _profile_findings(servers, nodes_by_server, add) -> None:
     profiles = list(HardwareProfile.objects.all())
     if not profiles:
         return
-    by_id = {p.pk: p for p in profiles}
     for s in servers.values():
-        profile = by_id.get(s.profile_id) or next(
-            (
-                p
-                for p in profiles
-                if (p.vendor or p.product)
-                and (not p.vendor or p.vendor.lower() == s.vendor.lower())
-                and (not p.product or p.product.lower() == s.product.lower())
-            ),
-            None,
+        profile = hardware_profile_for(
+            vendor=s.vendor, product=s.product, profile_id=s.profile_id, profiles=profiles
         )
         if profile is None:
             continue

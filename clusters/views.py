@@ -7,6 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from inventory.models import HardwareProfile
+from inventory.selectors import hardware_profile_for
 from inventory.tables import Column, csv_response, paginate, query_without, sort_queryset
 
 from . import selectors
@@ -56,21 +57,17 @@ FINDING_COLUMNS = [
 def _with_expected(nodes) -> list:
     """Each node's server's expected GPU count from its hardware profile (set or matched)."""
     profiles = list(HardwareProfile.objects.all())
-    by_id = {p.pk: p for p in profiles}
     for node in nodes:
-        node.expected_gpus = None
         server = node.server
-        if server is None or not profiles:
-            continue
-        profile = by_id.get(server.hardware_profile_id) or next(
-            (
-                p
-                for p in profiles
-                if (p.vendor or p.product)
-                and (not p.vendor or p.vendor.lower() == server.vendor.lower())
-                and (not p.product or p.product.lower() == server.product.lower())
-            ),
-            None,
+        profile = (
+            hardware_profile_for(
+                vendor=server.vendor,
+                product=server.product,
+                profile_id=server.hardware_profile_id,
+                profiles=profiles,
+            )
+            if server is not None
+            else None
         )
         node.expected_gpus = profile.expected_gpu_count if profile else None
     for node in nodes:

@@ -23,7 +23,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from .choices import GpuStatus, ServerState
-from .models import ChangeEvent, Gpu, Link, MigDevice, Server
+from .models import ChangeEvent, Gpu, HardwareProfile, Link, MigDevice, Server
 
 
 def _count(queryset: QuerySet, outer: str = "server") -> Coalesce:
@@ -142,3 +142,21 @@ def recent_changes(limit: int = 10) -> QuerySet[ChangeEvent]:
     return ChangeEvent.objects.select_related("server", "gpu").order_by("-created_at", "-id")[
         :limit
     ]
+
+
+def hardware_profile_for(
+    *, vendor: str, product: str, profile_id: int | None, profiles: list[HardwareProfile]
+) -> HardwareProfile | None:
+    """The profile set on a server, else the first whose vendor and product match its DMI."""
+    for profile in profiles:
+        if profile.pk == profile_id:
+            return profile
+    for profile in profiles:
+        if not (profile.vendor or profile.product):
+            continue
+        if profile.vendor and profile.vendor.lower() != (vendor or "").lower():
+            continue
+        if profile.product and profile.product.lower() != (product or "").lower():
+            continue
+        return profile
+    return None
