@@ -55,7 +55,7 @@ FINDING_COLUMNS = [
 
 
 def _with_expected(nodes) -> list:
-    """Each node's server's expected GPU count from its hardware profile (set or matched)."""
+    """Each node's server's expected GPU count (hardware profile), and whether counts differ."""
     profiles = list(HardwareProfile.objects.all())
     for node in nodes:
         server = node.server
@@ -70,8 +70,6 @@ def _with_expected(nodes) -> list:
             else None
         )
         node.expected_gpus = profile.expected_gpu_count if profile else None
-    for node in nodes:
-        server = node.server
         node.disagrees = bool(
             node.open_findings
             or server is None
