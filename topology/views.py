@@ -11,6 +11,7 @@ from clusters.models import Finding, Node
 from inventory import selectors as inventory_selectors
 
 from .interconnect import server_interconnect
+from .render import server_figures
 
 
 @login_required
@@ -40,6 +41,7 @@ def server_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "server": server,
             "gpus": list(server.gpus.all()),
             "interconnect": interconnect,
+            "figures": server_figures(server, interconnect=interconnect),
             "matrix_rows": list(zip(interconnect["devices"], interconnect["matrix"], strict=True)),
             "nodes": Node.objects.filter(server=server, gone_at__isnull=True)
             .select_related("cluster")

@@ -66,7 +66,7 @@ def test_overview_servers_nodes_findings_and_server_page(signed_in):
 
     signed_in.open(f"/servers/{servers['a100-01'].pk}/", wait_for="#gpu-table")
     assert "3g.40gb" in signed_in.page.inner_text("#mig-table")
-    matrix = signed_in.page.inner_text("#interconnect-matrix")
+    matrix = signed_in.page.text_content("#interconnect-matrix")  # in a closed <details>
     assert "NV18" in matrix and "GPU7" in matrix
     signed_in.screenshot("server")
     signed_in.assert_clean()
@@ -104,4 +104,47 @@ def test_agent_supplied_names_are_text_on_every_page(signed_in):
 def test_api_docs_load_from_this_server_only(signed_in):
     signed_in.open("/api/docs/", wait_for=".swagger-ui .info")
     assert "Cluster Atlas API" in signed_in.page.inner_text(".swagger-ui .info")
+    signed_in.assert_clean()
+
+
+def test_figures_render_on_the_server_and_topology_pages(signed_in):
+    servers = small_fleet()
+    signed_in.open(
+        f"/servers/{servers['a100-01'].pk}/", wait_for="#figure-interconnect_matrix .main-svg"
+    )
+    signed_in.page.wait_for_selector("#figure-nvlink_graph .main-svg")
+    signed_in.page.wait_for_selector("#figure-mig_layout .main-svg")
+    matrix = signed_in.page.inner_text("#figure-interconnect_matrix")
+    assert "NV18" in matrix and "NVLink" in matrix  # cells and the legend that explains them
+    assert "3g.40gb" in signed_in.page.inner_text("#figure-mig_layout")
+    signed_in.screenshot("server-figures")
+
+    signed_in.open("/topology/")
+    for name in ("fleet-hierarchy", "server-node-map"):
+        signed_in.page.wait_for_selector(f"#figure-{name} .main-svg", timeout=20000)
+    assert "dgx-01" in signed_in.page.inner_text("#figure-server-node-map")
+    assert "no agent" in signed_in.page.inner_text("#figure-server-node-map")
+    signed_in.screenshot("topology")
+    signed_in.assert_clean()
+
+
+def test_agent_supplied_names_are_text_in_every_figure(signed_in):
+    report = make_report("evil", model=EVIL_GPU, mig_gpus={0: ["1g.10gb"]})
+    report["host"]["hostname"] = EVIL_HOST
+    apply_reports(report)
+    server = Server.objects.get(hostname=EVIL_HOST)
+    snapshot_ingest(
+        cluster_name="prod",
+        raw=k8s_node_list(k8s_node(EVIL_HOST, system_uuid=server.system_uuid, gpus=4)),
+    )
+    reconcile_all()
+    signed_in.open(f"/servers/{server.pk}/", wait_for="#figure-interconnect_matrix .main-svg")
+    signed_in.page.wait_for_selector("#figure-mig_layout .main-svg")
+    signed_in.page.hover("#figure-interconnect_matrix .nsewdrag")  # hover text too
+    signed_in.open("/topology/")
+    for name in ("fleet-hierarchy", "server-node-map"):
+        signed_in.page.wait_for_selector(f"#figure-{name} .main-svg", timeout=20000)
+    assert EVIL_HOST in signed_in.page.inner_text("#figure-server-node-map")
+    assert signed_in.page.locator("img[src=x]").count() == 0
+    assert signed_in.page.locator(".main-svg script, .figure script:not([type])").count() == 0
     signed_in.assert_clean()
