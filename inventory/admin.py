@@ -3,7 +3,7 @@
 from django.contrib import admin, messages
 
 from .models import AgentToken, ChangeEvent, Gpu, HardwareProfile, MigDevice, Nic, Report, Server
-from .services import agent_token_create, agent_token_unbind
+from .services import agent_token_create, agent_token_unbind, revision_bump
 from .services.tokens import agent_token_revoke
 
 
@@ -64,6 +64,12 @@ class ServerAdmin(admin.ModelAdmin):
     ]
     autocomplete_fields = ["physical_host"]
     inlines = [GpuInline]
+
+    def save_model(self, request, obj, form, change):
+        if "physical_host" in form.changed_data:
+            obj.physical_host_manual = obj.physical_host is not None
+        super().save_model(request, obj, form, change)
+        revision_bump(name="inventory")
 
 
 @admin.register(Gpu)

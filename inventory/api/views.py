@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 
 from .. import selectors
 from ..filters import GpuFilter, MigDeviceFilter, ServerFilter
-from ..services import ReportRejected, report_receive
+from ..services import ReportRejected, report_receive, revision_bump
 from ..tasks import enqueue_report
 from .authentication import AgentTokenAuthentication, IsAgent
 from .serializers import (
@@ -98,6 +98,10 @@ class ServerViewSet(
 
     def get_serializer_class(self):
         return ServerDetailSerializer if self.action == "retrieve" else ServerSerializer
+
+    def perform_update(self, serializer) -> None:
+        serializer.save()
+        revision_bump(name="inventory")  # racks and VM hosts change figures and failure domains
 
     def update(self, request, *args, **kwargs):
         super().update(request, *args, **kwargs)

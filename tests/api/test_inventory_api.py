@@ -121,6 +121,15 @@ def test_staff_sets_rack_and_physical_host_readers_cannot(api, staff, client):
     assert response.status_code == 200, response.content
     vm.refresh_from_db()
     assert vm.rack == "R12" and vm.physical_host == server and vm.physical_host_manual
+    from inventory.services import revision_get
+
+    before = revision_get(name="inventory")
+    client.patch(
+        f"/api/v1/servers/{server.pk}/",
+        data=json.dumps({"rack": "R13"}),
+        content_type="application/json",
+    )
+    assert revision_get(name="inventory") == before + 1  # figures and failure domains follow
 
 
 @pytest.mark.parametrize("path", ["/api/v1/servers/", "/api/v1/gpus/", "/api/v1/mig-devices/"])
