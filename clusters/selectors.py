@@ -25,9 +25,17 @@ def _agent_gpu_count() -> Coalesce:
 
 def node_list(*, include_gone: bool = False) -> QuerySet[Node]:
     """Nodes with their cluster and bound server, and the agent's GPU count beside them."""
+    open_findings = (
+        Finding.objects.filter(node=OuterRef("pk"), resolved_at__isnull=True)
+        .order_by()
+        .values("node")
+        .annotate(n=Count("*"))
+        .values("n")
+    )
+    # Subqueries, not joins: the page's COUNT(*) stays a plain count without a GROUP BY.
     nodes = Node.objects.select_related("cluster", "server").annotate(
         agent_gpu_count=_agent_gpu_count(),
-        open_findings=Count("findings", filter=Q(findings__resolved_at__isnull=True)),
+        open_findings=Coalesce(Subquery(open_findings, output_field=IntegerField()), 0),
     )
     return nodes if include_gone else nodes.filter(gone_at__isnull=True)
 
