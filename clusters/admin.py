@@ -4,6 +4,7 @@ from django import forms
 from django.contrib import admin
 
 from .models import Cluster, Finding, Node
+from .services import node_bind
 
 
 class ClusterForm(forms.ModelForm):
@@ -55,6 +56,12 @@ class NodeAdmin(admin.ModelAdmin):
     search_fields = ["name", "hostname", "system_uuid"]
     raw_id_fields = ["server"]
     list_select_related = ["cluster", "server"]
+
+    def save_model(self, request, obj, form, change):
+        """Choosing a server here is a manual binding: it wins over reconciliation."""
+        if change and "server" in form.changed_data:
+            node_bind(node=obj, server=obj.server)
+        super().save_model(request, obj, form, change)
 
 
 @admin.register(Finding)
