@@ -21,7 +21,7 @@ from clusters.models import Node
 from inventory.choices import GpuStatus
 from inventory.models import Gpu, MigDevice, Nic, Server
 
-from .placement import Fleet, fleet_load, node_free_gpus
+from .placement import Fleet, fleet_counts, node_free_gpus
 
 SERVER_FIELDS = ("id", "hostname", "rack", "rack_position", "is_virtual", "physical_host_id")
 
@@ -68,7 +68,7 @@ def failure_domain(
         .exclude(gpu__status=GpuStatus.LOST)
         .values("uuid", "gpu_id", "gpu__server_id", "profile")
     )
-    fleet = fleet_load(with_links=False)
+    fleet = fleet_counts()
     lost_nodes = [n for n in fleet.nodes if n.server_id in lost_ids]
     gpus_by_server: dict[int, int] = defaultdict(int)
     for gpu in gpus:

@@ -1,0 +1,296 @@
+"""Benchmark: a placement query and a failure-domain query at 25,000 servers, beside floors.
+
+A fresh database holds N servers (default 25,000) of 8 GPUs each: 90% NVLink (NV18 between
+every pair), 10% PCIe (PIX pairs, NODE within a socket, SYS across) so the pair-link path is
+exercised; one NIC each on a leaf switch per rack of 40; half the servers are Kubernetes
+nodes, half Slurm nodes, some busy, a few drained. Printed per query: the median time, the
+query count, and two floors: the raw SQL fetch of the rows the query needs (what any answer
+from the database costs), and a plain in-memory scan of the same data already in Python
+(the arithmetic alone, no database).
+
+    .venv/bin/python bench/placement.py              # 25,000 servers, SQLite
+    .venv/bin/python bench/placement.py 5000
+    DATABASE_URL=postgres://... .venv/bin/python bench/placement.py
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import uuid
+
+from _django import bench_database, median, setup, timed
+
+SIZE = next((int(a) for a in sys.argv[1:] if a.isdigit()), 25_000)
+REPEAT = int(os.environ.get("BENCH_REPEAT", "5"))
+GPUS = 8
+RACK = 40
+
+
+def pcie_class(a: int, b: int) -> str:
+    if a // 2 == b // 2:
+        return "PIX"
+    return "NODE" if (a < 4) == (b < 4) else "SYS"
+
+
+def build(n: int) -> None:
+    """The fleet, straight into the tables with bulk_create (no report pipeline)."""
+    from django.utils import timezone
+
+    from clusters.models import Cluster, Node
+    from inventory.models import Gpu, Link, Nic, Server
+
+    now = timezone.now()
+    batch = 5000
+    Server.objects.bulk_create(
+        (
+            Server(
+                identity=f"uuid:{uuid.UUID(int=i + 1)}",
+                system_uuid=str(uuid.UUID(int=i + 1)),
+                hostname=f"gpu{i:05d}",
+                rack=f"rack-{i // RACK:04d}",
+                rack_position=i % RACK + 1,
+                last_seen=now,
+            )
+            for i in range(n)
+        ),
+        batch_size=batch,
+    )
+    ids = list(Server.objects.order_by("id").values_list("id", flat=True))
+    pcie = {sid for i, sid in enumerate(ids) if i % 10 == 9}
+    Gpu.objects.bulk_create(
+        (
+            Gpu(
+                server_id=sid,
+                index=g,
+                uuid=f"GPU-{sid:08d}-{g}",
+                name="NVIDIA L40S" if sid in pcie else "NVIDIA H100 80GB HBM3",
+                memory_total_bytes=(48 if sid in pcie else 80) * 2**30,
+                numa_node=0 if g < 4 else 1,
+                status="lost" if (sid % 997 == 0 and g == 7) else "ok",
+            )
+            for sid in ids
+            for g in range(GPUS)
+        ),
+        batch_size=batch,
+    )
+    gpu_ids: dict[tuple[int, int], int] = {
+        (s, i): g for g, s, i in Gpu.objects.values_list("id", "server_id", "index")
+    }
+    Nic.objects.bulk_create(
+        (
+            Nic(server_id=sid, name="mlx5_0", switch=f"leaf-{i // RACK:04d}", numa_node=0)
+            for i, sid in enumerate(ids)
+        ),
+        batch_size=batch,
+    )
+    nics = dict(Nic.objects.values_list("server_id", "id"))
+    Link.objects.bulk_create(
+        (
+            Link(
+                server_id=sid,
+                gpu_a_id=gpu_ids[sid, a],
+                gpu_b_id=gpu_ids[sid, b],
+                link_class=pcie_class(a, b) if sid in pcie else "NV18",
+            )
+            for sid in ids
+            for a in range(GPUS)
+            for b in range(a + 1, GPUS)
+        ),
+        batch_size=batch,
+    )
+    Link.objects.bulk_create(
+        (
+            Link(server_id=sid, gpu_a_id=gpu_ids[sid, a], nic_id=nics[sid], link_class="PIX")
+            for sid in ids
+            for a in (0, 1)
+        ),
+        batch_size=batch,
+    )
+    k8s = Cluster.objects.create(name="prod", kind="kubernetes")
+    slurm = Cluster.objects.create(name="hpc", kind="slurm")
+    nodes = []
+    for i, sid in enumerate(ids):
+        used = (i * 7) % 9 if i % 3 else 0  # 0..8 GPUs in use
+        drained = i % 50 == 0
+        kind = "kubernetes" if i % 2 == 0 else "slurm"
+        cluster = k8s if kind == "kubernetes" else slurm
+        nodes.append(
+            Node(
+                cluster=cluster,
+                name=f"gpu{i:05d}",
+                kind=kind,
+                state="idle" if kind == "slurm" else "ready",
+                state_flags=["drain"] if drained and kind == "slurm" else [],
+                ready=True,
+                schedulable=not drained,
+                partitions=["gpu"] if kind == "slurm" else [],
+                gpu_capacity=GPUS,
+                gpu_allocatable=GPUS,
+                gpu_used=min(used, GPUS),
+                gres=(
+                    [{"name": "gpu", "type": "h100", "count": GPUS, "used": min(used, GPUS)}]
+                    if kind == "slurm"
+                    else []
+                ),
+                server_id=sid,
+                binding_method="hostname" if kind == "slurm" else "system_uuid",
+            )
+        )
+    Node.objects.bulk_create(nodes, batch_size=batch)
+
+
+def measure(label: str, fn, floor_fetch, floor_scan) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    fn()  # warm
+    connection.queries_log.clear()  # the build filled the log: counts start afresh
+    with CaptureQueriesContext(connection) as ctx:
+        answer = fn()
+    t = median(timed(fn, REPEAT))
+    rows = floor_fetch()
+    fetch = median(timed(floor_fetch, REPEAT))
+    scan = median(timed(lambda: floor_scan(rows), REPEAT))
+    print(
+        f"  {label:<44} {t * 1000:8.0f} ms  {len(ctx.captured_queries):3d} queries"
+        f"   floor: fetch {fetch * 1000:6.0f} ms, scan {scan * 1000:5.0f} ms"
+        f"   ({t / (fetch + scan):.1f}x fetch+scan)"
+    )
+    return answer
+
+
+def main() -> None:
+    setup()
+    from django.db import connection
+
+    from topology.failure_domains import failure_domain, failure_domain_ranking
+    from topology.placement import placement_find
+
+    def fetch(sql: str):
+        def run():
+            with connection.cursor() as cursor:
+                cursor.execute(sql)
+                return cursor.fetchall()
+
+        return run
+
+    nodes_sql = (
+        "SELECT n.id, n.gpu_allocatable, n.gpu_used, n.ready, n.schedulable, n.server_id,"
+        " c.kind FROM clusters_node n JOIN clusters_cluster c ON c.id = n.cluster_id"
+        " WHERE n.gone_at IS NULL"
+    )
+    gpus_sql = (
+        "SELECT server_id, COUNT(*) FROM inventory_gpu WHERE status = 'ok' GROUP BY server_id"
+    )
+
+    def placement_rows():
+        return fetch(nodes_sql)(), dict(fetch(gpus_sql)())
+
+    def placement_scan(rows, kind: str = "slurm", need: int = 16) -> list:
+        """The fewest nodes with the most free GPUs: the arithmetic, nothing else."""
+        nodes, healthy = rows
+        free = [
+            (min(alloc - (used or 0), healthy.get(sid, 0)), nid)
+            for nid, alloc, used, ready, schedulable, sid, k in nodes
+            if ready and schedulable and k == kind
+        ]
+        free.sort(reverse=True)
+        chosen, total = [], 0
+        for f, nid in free:
+            if total >= need:
+                break
+            chosen.append(nid)
+            total += f
+        return chosen
+
+    rack = "rack-0001"
+    domain_sql = (
+        "SELECT s.id, s.physical_host_id, (SELECT COUNT(*) FROM inventory_gpu g"
+        " WHERE g.server_id = s.id AND g.status <> 'lost') FROM inventory_server s"
+    )
+    node_sql = "SELECT server_id, gpu_capacity, cluster_id FROM clusters_node WHERE gone_at IS NULL"
+    servers_sql = "SELECT id, rack, physical_host_id FROM inventory_server"
+
+    def domain_rows():
+        return fetch(servers_sql)(), fetch(node_sql)(), dict(fetch(gpus_sql)())
+
+    def domain_scan(rows):
+        servers, nodes, gpus = rows
+        lost = {sid for sid, r, _ in servers if r == rack}
+        lost_gpus = sum(gpus.get(s, 0) for s in lost)
+        capacity: dict[int, list[int]] = {}
+        for sid, cap, cid in nodes:
+            entry = capacity.setdefault(cid, [0, 0])
+            entry[0] += cap
+            if sid in lost:
+                entry[1] += cap
+        return lost_gpus, capacity
+
+    def ranking_scan(rows):
+        servers, _, gpus = rows
+        racks: dict[str, int] = {}
+        for sid, r, _ in servers:
+            racks[r] = racks.get(r, 0) + gpus.get(sid, 0)
+        return sorted(racks.items(), key=lambda kv: -kv[1])[:50]
+
+    del domain_sql
+    with bench_database() as (vendor, _):
+        start = time.perf_counter()
+        build(SIZE)
+        built = time.perf_counter() - start
+        print(
+            f"{vendor}: {SIZE:,} servers, {SIZE * GPUS:,} GPUs, {SIZE:,} nodes "
+            f"(built in {built:.0f} s); median of {REPEAT}"
+        )
+        fits = measure(
+            "placement: Slurm --gpus=16, all clusters",
+            lambda: placement_find(gpus=16),
+            placement_rows,
+            placement_scan,
+        )
+        assert fits.fits and fits.total_gpus == 16, fits.reason
+        pod = measure(
+            "placement: Kubernetes pod of 4 GPUs",
+            lambda: placement_find(cluster="prod", gpus=4),
+            placement_rows,
+            lambda rows: placement_scan(rows, "kubernetes", 4),
+        )
+        assert pod.fits and pod.nodes[0].link_class == "NV18"
+        measure(
+            "placement: pod of 4 L40S (PCIe pair links)",
+            lambda: placement_find(cluster="prod", gpus=4, model="L40S"),
+            placement_rows,
+            lambda rows: placement_scan(rows, "kubernetes", 4),
+        )
+        misfit = measure(
+            "placement: pod of 9 (no fit, alternatives)",
+            lambda: placement_find(cluster="prod", gpus=9),
+            placement_rows,
+            lambda rows: placement_scan(rows, "kubernetes", 9),
+        )
+        assert not misfit.fits and misfit.alternatives
+        domain = measure(
+            f"failure domain: rack {rack}",
+            lambda: failure_domain(rack=rack),
+            domain_rows,
+            domain_scan,
+        )
+        assert domain["servers"] == RACK, domain["servers"]
+        measure(
+            "failure domain: one server",
+            lambda: failure_domain(server=RACK + 1),
+            domain_rows,
+            domain_scan,
+        )
+        measure(
+            "failure-domain ranking by rack",
+            lambda: failure_domain_ranking(by="rack"),
+            domain_rows,
+            ranking_scan,
+        )
+
+
+if __name__ == "__main__":
+    main()
