@@ -352,3 +352,13 @@ def test_capacity_planner_compares_dense_and_sparse_layouts():
     assert (pcie.servers, pcie.spare_gpus, pcie.share_nvlink) == (2, 4, 0.0)
     with pytest.raises(CapacityRequestError):
         capacity_compare(gpus=8, per_server=[0])
+
+
+def test_a_request_that_does_not_fit_its_cluster_names_another_that_fits():
+    k8s_fleet([make_report("dgx-01"), make_report("dgx-02")])
+    slurm_fleet(["gpu000", "gpu001"])
+    result = placement_find(cluster="prod", gpus=16)
+    assert not result.fits
+    elsewhere = [a for a in result.alternatives if a.cluster == "hpc"]
+    assert elsewhere and elsewhere[0].params == {"cluster": "hpc", "gpus": 16}
+    assert elsewhere[0].nodes == ["gpu000", "gpu001"] and elsewhere[0].kind == "slurm"
