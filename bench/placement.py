@@ -58,7 +58,7 @@ def build(n: int) -> None:
         batch_size=batch,
     )
     ids = list(Server.objects.order_by("id").values_list("id", flat=True))
-    pcie = {sid for i, sid in enumerate(ids) if i % 10 == 9}
+    pcie = {sid for i, sid in enumerate(ids) if i % 20 in (18, 19)}  # both clusters
     Gpu.objects.bulk_create(
         (
             Gpu(

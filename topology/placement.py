@@ -412,14 +412,18 @@ def _json(text: str | None, default: Any) -> Any:
     return json.loads(text)
 
 
-def _scope(cluster: str | None) -> QuerySet[Node]:
-    """The cluster's nodes, and the other clusters' nodes on the same servers (what those use,
-    this cluster cannot have); every node when no cluster is named."""
+def _scope(cluster: str | None, other_than: str | None = None) -> QuerySet[Node]:
+    """The cluster's nodes (or every cluster's but `other_than`'s), with the nodes of other
+    clusters on the same servers: what those use, this cluster cannot have."""
     nodes = Node.objects.filter(gone_at__isnull=True)
-    if not cluster:
+    if cluster:
+        wanted = Q(cluster__name=cluster)
+    elif other_than:
+        wanted = ~Q(cluster__name=other_than)
+    else:
         return nodes
-    shared = nodes.filter(cluster__name=cluster, server__isnull=False).values("server_id")
-    return nodes.filter(Q(cluster__name=cluster) | Q(server_id__in=shared))
+    shared = nodes.filter(wanted, server__isnull=False).values("server_id")
+    return nodes.filter(wanted | Q(server_id__in=shared))
 
 
 def _node_facts(row: dict[str, Any]) -> _Node:
@@ -551,7 +555,11 @@ def fleet_counts(*, cluster: str | None = None) -> Fleet:
 
 
 def fleet_load(
-    *, cluster: str | None = None, with_mig: bool = False, with_links: bool = True
+    *,
+    cluster: str | None = None,
+    other_than: str | None = None,
+    with_mig: bool = False,
+    with_links: bool = True,
 ) -> Fleet:
     """Nodes in scope with their servers' GPUs and GPU-pair link classes: four queries at most.
 
@@ -559,7 +567,7 @@ def fleet_load(
     NV18 throughout; a PCIe server mixes PIX/NODE/SYS), so a fleet of 25,000 NVLink servers
     reads one class row per server instead of 28.
     """
-    scope = _scope(cluster)
+    scope = _scope(cluster, other_than)
     servers = scope.filter(server__isnull=False).values("server_id")
     nodes = [_node_facts(row) for row in _node_rows(scope)]
     by_server: dict[int, list[_Gpu]] = defaultdict(list)
@@ -609,6 +617,20 @@ def fleet_load(
         ):
             pairs[server_id][(a, b) if a < b else (b, a)] = link_class
     return Fleet(nodes=nodes, classes=dict(classes), pairs=dict(pairs))
+
+
+def fleet_merge(first: Fleet, second: Fleet) -> Fleet:
+    """One fleet of two reads (a cluster, then the others): each node once, sharing redone."""
+    seen = {n.id for n in first.nodes}
+    nodes = first.nodes + [n for n in second.nodes if n.id not in seen]
+    for node in nodes:
+        node.shared_busy, node.shared_used = set(), 0
+    _share_servers(nodes)
+    return Fleet(
+        nodes=nodes,
+        classes={**second.classes, **first.classes},
+        pairs={**second.pairs, **first.pairs},
+    )
 
 
 def _share_servers(nodes: list[_Node]) -> None:
@@ -1283,7 +1305,10 @@ def placement_find(
     alternatives: list[Alternative] = []
     if not best:
         # other clusters are alternatives too: read them (a fixed number of queries more)
-        whole = _Planner(fleet_load(with_mig=bool(profile))) if request.cluster else planner
+        whole = planner
+        if request.cluster:
+            others = fleet_load(other_than=request.cluster, with_mig=bool(profile))
+            whole = _Planner(fleet_merge(fleet, others))
         alternatives = _alternatives(whole, request)
     _load_details(fleet, chosen + spare)
     filters = _filters(request)
