@@ -462,6 +462,14 @@ def _node_facts(row: dict[str, Any]) -> _Node:
         for key, count in _json(row["mig_used_text"], {}).items():
             profile = normalize_mig_profile(key) or key
             mig_used[profile] = mig_used.get(profile, 0) + int(count or 0)
+        single = (
+            normalize_mig_profile(row["gpu_product"]) if row["mig_strategy"] == "single" else None
+        )
+        if single and "-mig-" in row["gpu_product"].lower():
+            # MIG strategy single: nvidia.com/gpu counts MIG devices of one profile, not GPUs
+            mig_allocatable[single] = allocatable
+            mig_used[single] = used or 0
+            allocatable, used, busy = 0, 0, set()
     memory_label = row["memory_label"] or ""
     return _Node(
         id=row["id"],
@@ -502,6 +510,7 @@ NODE_FIELDS = (
     "gpu_allocatable",
     "gpu_used",
     "gpu_product",
+    "mig_strategy",
 )
 NODE_JSON_FIELDS = ("state_flags", "partitions", "gres", "mig_resources", "mig_used")
 

@@ -362,3 +362,21 @@ def test_a_request_that_does_not_fit_its_cluster_names_another_that_fits():
     elsewhere = [a for a in result.alternatives if a.cluster == "hpc"]
     assert elsewhere and elsewhere[0].params == {"cluster": "hpc", "gpus": 16}
     assert elsewhere[0].nodes == ["gpu000", "gpu001"] and elsewhere[0].kind == "slurm"
+
+
+def test_mig_strategy_single_counts_mig_devices_not_gpus():
+    report = make_report("a100-01", model="NVIDIA A100-SXM4-40GB", mig_gpus={0: ["1g.5gb"] * 7})
+    node = k8s_node(
+        "a100-01",
+        system_uuid=report["host"]["system_uuid"],
+        gpus=7,
+        labels={
+            "nvidia.com/mig.strategy": "single",
+            "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb",
+        },
+    )
+    k8s_fleet([report], nodes=[node])
+    mig = placement_find(cluster="prod", gpus=7, mig_profile="1g.5gb")
+    assert mig.fits and mig.nodes[0].gpu_count == 7
+    whole = placement_find(cluster="prod", gpus=1)
+    assert not whole.fits and whole.blocked[0].reason == "mig_layout"
