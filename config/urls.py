@@ -8,6 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from clusters import views as cluster_views
 from inventory import views as inventory_views
 from topology import views as topology_views
+from topology import views_placement as placement_views
 
 urlpatterns = [
     path("", topology_views.overview, name="overview"),
@@ -17,7 +18,7 @@ urlpatterns = [
     path("nodes/", cluster_views.node_list, name="node-list"),
     path("findings/", cluster_views.finding_list, name="finding-list"),
     path("topology/", topology_views.topology, name="topology"),
-    path("placement/", topology_views.placement, name="placement"),
+    path("placement/", placement_views.placement_page, name="placement"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

@@ -56,8 +56,3 @@ def server_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 def topology(request: HttpRequest) -> HttpResponse:
     return render(request, "topology/topology.html", {})
-
-
-@login_required
-def placement(request: HttpRequest) -> HttpResponse:
-    return render(request, "topology/placement.html", {})
