@@ -1645,3 +1645,40 @@ def _rack_aggregate(
             meta={"empty": False, "aggregated": True, "links": True, "marks": len(x)},
         ),
     }
+
+
+def highlight_gpus(
+    figure: Figure, interconnect: Mapping[str, Any], indexes: Iterable[int]
+) -> Figure:
+    """Outline, on an interconnect matrix figure, the cells between the chosen GPUs.
+
+    Placement links to a server page with the GPUs it chose; this shows which pairs the job
+    would use and so which link classes it crosses. Returns a new figure; the input is kept.
+    """
+    chosen = set(indexes)
+    positions = [
+        p
+        for p, device in enumerate(interconnect["devices"])
+        if device["kind"] == "gpu" and device.get("index") in chosen
+    ]
+    if not positions:
+        return figure
+    shapes = [
+        {
+            "type": "rect",
+            "xref": "x",
+            "yref": "y",
+            "layer": "above",
+            "x0": x - 0.5,
+            "x1": x + 0.5,
+            "y0": y - 0.5,
+            "y1": y + 0.5,
+            "line": {"color": "#1f6feb", "width": 3},
+        }
+        for x in positions
+        for y in positions
+        if x != y
+    ]
+    marker = _legend_swatch("chosen by placement", "#1f6feb", symbol="square-open")
+    layout = {**figure["layout"], "shapes": [*figure["layout"].get("shapes", []), *shapes]}
+    return {**figure, "data": [*figure["data"], marker], "layout": layout}

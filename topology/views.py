@@ -10,6 +10,7 @@ from clusters import selectors as cluster_selectors
 from clusters.models import Finding, Node
 from inventory import selectors as inventory_selectors
 
+from .figures import highlight_gpus
 from .interconnect import server_interconnect
 from .render import server_figures
 
@@ -34,6 +35,12 @@ def overview(request: HttpRequest) -> HttpResponse:
 def server_detail(request: HttpRequest, pk: int) -> HttpResponse:
     server = get_object_or_404(inventory_selectors.server_detail(), pk=pk)
     interconnect = server_interconnect(server)
+    figures = server_figures(server, interconnect=interconnect)
+    chosen = _chosen_gpus(request.GET.get("gpus", ""))
+    if chosen and "interconnect_matrix" in figures:
+        figures["interconnect_matrix"] = highlight_gpus(
+            figures["interconnect_matrix"], interconnect, chosen
+        )
     return render(
         request,
         "topology/server_detail.html",
@@ -41,7 +48,8 @@ def server_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "server": server,
             "gpus": list(server.gpus.all()),
             "interconnect": interconnect,
-            "figures": server_figures(server, interconnect=interconnect),
+            "figures": figures,
+            "chosen_gpus": chosen,
             "matrix_rows": list(zip(interconnect["devices"], interconnect["matrix"], strict=True)),
             "nodes": Node.objects.filter(server=server, gone_at__isnull=True)
             .select_related("cluster")
@@ -56,3 +64,9 @@ def server_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 def topology(request: HttpRequest) -> HttpResponse:
     return render(request, "topology/topology.html", {})
+
+
+def _chosen_gpus(value: str) -> list[int]:
+    """`?gpus=0,1,2,3` from a placement answer: the GPU indexes to highlight."""
+    indexes = [int(part) for part in value.split(",")[:64] if part.strip().isdigit()]
+    return sorted({i for i in indexes if i < 64})
