@@ -64,3 +64,14 @@ def postgres_url() -> str | None:
             return url
     except Exception:
         return None
+
+
+def each_size_in_a_fresh_process(script: str, sizes: list[int], run_one) -> None:
+    """`script --one N` runs one size; without it, every size in its own process and database."""
+    import subprocess
+
+    if "--one" in sys.argv:
+        run_one(sizes[0])
+        return
+    for n in sizes:
+        subprocess.run([sys.executable, str(ROOT / "bench" / script), "--one", str(n)], check=True)

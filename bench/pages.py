@@ -12,12 +12,10 @@ the fleet figures with their mark counts.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import time
 
-from _django import median, setup, timed
+from _django import each_size_in_a_fresh_process, median, setup, timed
 
 SIZES = [int(a) for a in sys.argv[1:] if a.isdigit()] or [100, 5000, 25000]
 PAGES = ["/", "/servers/", "/nodes/", "/gpus/", "/findings/", "/topology/", "/servers/1/"]
@@ -83,14 +81,7 @@ def run_one(n: int) -> None:
 
 
 def main() -> None:
-    if "--one" in sys.argv:
-        run_one(SIZES[0])
-        return
-    here = os.path.dirname(os.path.abspath(__file__))
-    for n in SIZES:
-        subprocess.run(
-            [sys.executable, os.path.join(here, "pages.py"), "--one", str(n)], check=True
-        )
+    each_size_in_a_fresh_process("pages.py", SIZES, run_one)
 
 
 if __name__ == "__main__":

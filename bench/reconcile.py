@@ -12,14 +12,12 @@ join of the same identities.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import time
 import tracemalloc
 import uuid
 
-from _django import setup
+from _django import each_size_in_a_fresh_process, setup
 
 SIZES = [int(a) for a in sys.argv[1:] if a.isdigit()] or [1000, 10000, 25000]
 GPUS = 8
@@ -156,14 +154,7 @@ def run_one(n: int) -> None:
 
 
 def main() -> None:
-    if "--one" in sys.argv:
-        run_one(SIZES[0])
-        return
-    here = os.path.dirname(os.path.abspath(__file__))
-    for n in SIZES:
-        subprocess.run(
-            [sys.executable, os.path.join(here, "reconcile.py"), "--one", str(n)], check=True
-        )
+    each_size_in_a_fresh_process("reconcile.py", SIZES, run_one)
 
 
 if __name__ == "__main__":
