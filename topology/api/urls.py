@@ -1,9 +1,11 @@
 from django.urls import path
 
 from .figures import FigureListView, FigureView
+from .interconnect import ServerInterconnectView
 from .views import CapacityView, FailureDomainRankingView, FailureDomainView, PlacementView
 
 urlpatterns = [
+    path("topology/servers/<int:pk>/", ServerInterconnectView.as_view(), name="server-topology"),
     path("figures/", FigureListView.as_view(), name="figure-list"),
     path("figures/<slug:name>/", FigureView.as_view(), name="figure-detail"),
     path("placement/", PlacementView.as_view(), name="placement-find"),
