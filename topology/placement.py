@@ -47,8 +47,8 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
 from clusters.choices import ClusterKind
+from clusters.findings import model_matches, normalize_mig_profile
 from clusters.models import Cluster, Node
-from clusters.reconcile import model_matches, normalize_mig_profile
 from inventory.choices import GpuStatus, link_rank
 from inventory.models import Gpu, Link, MigDevice
 

@@ -11,8 +11,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from clusters.choices import BindingMethod, FindingType
+from clusters.findings import model_matches, normalize_mig_profile
 from clusters.models import Finding, Node
-from clusters.reconcile import model_matches, normalize_mig_profile, reconcile_all
+from clusters.reconcile import reconcile_all
 from clusters.services import node_bind, snapshot_ingest
 from inventory.models import HardwareProfile, Server
 from inventory.services import report_apply, report_receive
