@@ -19,47 +19,29 @@ at 20 nodes and at 25,000.
 from __future__ import annotations
 
 import functools
-import itertools
-import json
-import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from django.db import connection
-from django.db.models import (
-    Case,
-    Count,
-    ExpressionWrapper,
-    F,
-    IntegerField,
-    Max,
-    Min,
-    Q,
-    QuerySet,
-    TextField,
-    Value,
-    When,
-)
-from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
-
 from clusters.choices import ClusterKind
 from clusters.findings import model_matches, normalize_mig_profile
-from clusters.models import Cluster, Node
-from inventory.choices import GpuStatus, link_rank
+from clusters.models import Cluster
+from inventory.choices import GpuStatus
 from inventory.models import Gpu, Link, MigDevice
 
-from .interconnect import worst_link_class
+from .gpu_sets import NO_PAIRS_RANK, UNKNOWN_RANK, GpuSet, _set_key, best_gpu_set
+from .placement_facts import (
+    Fleet,
+    FleetGpu,
+    FleetMig,
+    FleetNode,
+    fleet_counts,
+    fleet_load,
+    fleet_merge,
+)
 
-UNKNOWN_RANK = 100
-"""A GPU set whose interconnect is not known ranks after every known link class."""
-NO_PAIRS_RANK = -1000
-"""One GPU has no pairs: its interconnect never makes a node worse than another."""
-BRUTE_FORCE_LIMIT = 3000
-"""Most GPU subsets tried exactly (C(8,4) = 70, C(16,8) = 12,870); beyond it, greedy."""
 BLOCKED_LIMIT = 50
 CANDIDATE_LIMIT = 10
 ALTERNATIVE_LIMIT = 6
@@ -232,595 +214,6 @@ class PlacementResult:
     request: dict[str, Any]
 
 
-# Facts loaded from the database ---------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Gpu:
-    id: int
-    index: int
-    name: str
-    memory_bytes: int | None
-    numa_node: int | None
-    mig: bool
-    problem: str | None
-
-
-@dataclass(slots=True)
-class _Mig:
-    uuid: str
-    gpu_id: int
-    profile: str
-    memory_bytes: int | None
-
-
-@dataclass(slots=True)
-class _Node:
-    id: int
-    name: str
-    cluster: str
-    kind: str
-    ready: bool
-    schedulable: bool
-    state: str
-    state_flags: list[str]
-    reason: str
-    partitions: list[str]
-    server_id: int | None
-    server_hostname: str | None
-    gpu_capacity: int
-    whole_allocatable: int
-    whole_used: int | None
-    busy_indexes: set[int] | None
-    mig_allocatable: dict[str, int]
-    mig_used: dict[str, int]
-    products: list[str]
-    memory_label_bytes: int | None
-    gpus: list[_Gpu] = field(default_factory=list)
-    migs: list[_Mig] = field(default_factory=list)
-    shared_busy: set[int] = field(default_factory=set)
-    shared_used: int = 0
-    healthy_whole: int | None = None
-
-    @property
-    def whole_free(self) -> int:
-        return max(self.whole_allocatable - (self.whole_used or 0), 0)
-
-
-@dataclass
-class Fleet:
-    """Nodes and the interconnect of their servers, as read for one query."""
-
-    nodes: list[_Node]
-    classes: dict[int, set[str]]
-    pairs: dict[int, dict[tuple[int, int], str]]
-    nic_pix: dict[int, list[str]] = field(default_factory=dict)
-    uuids: dict[int, str] = field(default_factory=dict)
-    _sets: dict[tuple, tuple[tuple[int, ...], str | None, tuple] | None] = field(
-        default_factory=dict
-    )
-
-    def best_set(self, server_id: int, gpus: list[_Gpu], m: int, filters: Filters) -> GpuSet | None:
-        """`best_gpu_set` for a server's free GPUs, remembered by wiring signature.
-
-        Servers of one model are wired alike, so 25,000 of them make a handful of searches:
-        the signature is the GPUs' index, NUMA node and NIC affinity plus every pair's class.
-        """
-        uniform, link_class = self.uniform_class(server_id)
-        described = tuple((g.index, g.numa_node, g.id in self.nic_pix) for g in gpus)
-        if uniform:
-            wiring: tuple = ("uniform", link_class)
-        else:
-            wiring = tuple(
-                self.pair_class(server_id, a.id, b.id) for a, b in itertools.combinations(gpus, 2)
-            )
-        memo = (described, wiring, m, filters.nvlink_only, filters.same_numa)
-        if memo not in self._sets:
-            found = best_gpu_set(
-                gpus,
-                m,
-                lambda a, b: self.pair_class(server_id, a, b),
-                nvlink_only=filters.nvlink_only,
-                same_numa=filters.same_numa,
-                nic_gpus=frozenset(g.id for g in gpus if g.id in self.nic_pix),
-                uniform=uniform,
-            )
-            position = {g.id: i for i, g in enumerate(gpus)}
-            self._sets[memo] = found and (
-                tuple(position[g.id] for g in found.gpus),
-                found.link_class,
-                found.key,
-            )
-        remembered = self._sets[memo]
-        if remembered is None:
-            return None
-        positions, worst, key = remembered
-        return GpuSet(tuple(gpus[i] for i in positions), worst, key)
-
-    def pair_class(self, server_id: int, a: int, b: int) -> str | None:
-        """The link class between two GPUs (by row id), None when not known."""
-        pairs = self.pairs.get(server_id)
-        if pairs is not None:
-            return pairs.get((a, b) if a < b else (b, a))
-        classes = self.classes.get(server_id)
-        if classes and len(classes) == 1:
-            return next(iter(classes))
-        return None
-
-    def uniform_class(self, server_id: int | None) -> tuple[bool, str | None]:
-        """(True, class) when every GPU pair of the server has one class (or none is known)."""
-        if server_id is None:
-            return True, None
-        classes = self.classes.get(server_id)
-        if not classes:
-            return True, None
-        if len(classes) == 1:
-            return True, next(iter(classes))
-        return False, None
-
-
-def _parse_indexes(text: str | None) -> set[int] | None:
-    """Slurm's `IDX:0-3,5` GPU indexes; None when not given."""
-    if not text or text.upper() in ("N/A", "(NULL)"):
-        return set() if text else None
-    indexes: set[int] = set()
-    for part in text.split(","):
-        bounds = part.strip().split("-")
-        try:
-            low, high = int(bounds[0]), int(bounds[-1])
-        except ValueError:
-            return None
-        indexes.update(range(low, high + 1))
-    return indexes
-
-
-GPU_PROBLEMS = (
-    None,
-    "lost",
-    "failing NVML queries",
-    "row remap failed",
-    "page retirement or row remap pending a reset",
-    "uncorrected ECC errors",
-)
-"""Why a GPU is not offered to a job, by the code `_gpu_problem()` computes in SQL."""
-
-
-def _gpu_state() -> Case:
-    """One integer per GPU: its problem (index in GPU_PROBLEMS, 0 healthy) x 2, plus 1 in MIG
-    mode. One computed column is one conversion per row instead of five."""
-    mig = Case(When(mig_mode_current=True, then=Value(1)), default=Value(0))
-    return ExpressionWrapper(_gpu_problem() * Value(2) + mig, output_field=IntegerField())
-
-
-def _gpu_problem() -> Case:
-    """0 for a healthy GPU, else the index of its first problem in GPU_PROBLEMS."""
-    return Case(
-        When(status=GpuStatus.LOST, then=Value(1)),
-        When(status=GpuStatus.ERROR, then=Value(2)),
-        When(remapped_rows_failure=True, then=Value(3)),
-        When(Q(retired_pages_pending=True) | Q(remapped_rows_pending=True), then=Value(4)),
-        When(ecc_errors_uncorrected__gt=0, then=Value(5)),
-        default=Value(0),
-        output_field=IntegerField(),
-    )
-
-
-def _json(text: str | None, default: Any) -> Any:
-    """A JSON column read as text: most are empty, and skipping their decode is most of the
-    cost of reading 25,000 nodes."""
-    if not text or text in ("[]", "{}", "null", '""'):
-        return default
-    return json.loads(text)
-
-
-def _scope(cluster: str | None, other_than: str | None = None) -> QuerySet[Node]:
-    """The cluster's nodes (or every cluster's but `other_than`'s), with the nodes of other
-    clusters on the same servers: what those use, this cluster cannot have."""
-    nodes = Node.objects.filter(gone_at__isnull=True)
-    if cluster:
-        wanted = Q(cluster__name=cluster)
-    elif other_than:
-        wanted = ~Q(cluster__name=other_than)
-    else:
-        return nodes
-    shared = nodes.filter(wanted, server__isnull=False).values("server_id")
-    return nodes.filter(wanted | Q(server_id__in=shared))
-
-
-def _node_facts(row: dict[str, Any]) -> _Node:
-    """Whole-GPU and MIG figures of one node row, the same way for both schedulers."""
-    kind = row["cluster__kind"]
-    gres = _json(row["gres_text"], [])
-    mig_allocatable: dict[str, int] = {}
-    mig_used: dict[str, int] = {}
-    products = [row["gpu_product"], row["product_label"] or ""]
-    if kind == ClusterKind.SLURM and gres:
-        whole = [g for g in gres if g.get("name") == "gpu" and not g.get("mig_profile")]
-        allocatable = sum(int(g.get("count") or 0) for g in whole)
-        used_values = [g.get("used") for g in whole]
-        used = None if any(u is None for u in used_values) else sum(used_values)
-        busy: set[int] | None = set() if used == 0 else None
-        if used:
-            parsed = [_parse_indexes(g.get("used_indexes")) for g in whole if g.get("used")]
-            if parsed and all(p is not None for p in parsed):
-                busy = set().union(*parsed)  # type: ignore[arg-type]
-        for g in gres:
-            profile = normalize_mig_profile(g.get("mig_profile"))
-            if g.get("name") != "gpu":
-                continue
-            if profile:
-                mig_allocatable[profile] = mig_allocatable.get(profile, 0) + int(g["count"] or 0)
-                mig_used[profile] = mig_used.get(profile, 0) + int(g.get("used") or 0)
-            elif g.get("type"):
-                products.append(g["type"])
-    else:
-        allocatable = row["gpu_allocatable"] or 0
-        used = row["gpu_used"]
-        busy = set() if used == 0 else None
-        for key, count in _json(row["mig_resources_text"], {}).items():
-            profile = normalize_mig_profile(key) or key
-            mig_allocatable[profile] = mig_allocatable.get(profile, 0) + int(count or 0)
-        for key, count in _json(row["mig_used_text"], {}).items():
-            profile = normalize_mig_profile(key) or key
-            mig_used[profile] = mig_used.get(profile, 0) + int(count or 0)
-        single = (
-            normalize_mig_profile(row["gpu_product"]) if row["mig_strategy"] == "single" else None
-        )
-        if single and "-mig-" in row["gpu_product"].lower():
-            # MIG strategy single: nvidia.com/gpu counts MIG devices of one profile, not GPUs
-            mig_allocatable[single] = allocatable
-            mig_used[single] = used or 0
-            allocatable, used, busy = 0, 0, set()
-    memory_label = row["memory_label"] or ""
-    return _Node(
-        id=row["id"],
-        name=row["name"],
-        cluster=row["cluster__name"],
-        kind=kind,
-        ready=row["ready"],
-        schedulable=row["schedulable"],
-        state=row["state"],
-        state_flags=list(_json(row["state_flags_text"], [])),
-        reason=row["reason"] or "",
-        partitions=list(_json(row["partitions_text"], [])),
-        server_id=row["server_id"],
-        server_hostname=row["server__hostname"],
-        gpu_capacity=row["gpu_capacity"] or 0,
-        whole_allocatable=allocatable,
-        whole_used=used,
-        busy_indexes=busy,
-        mig_allocatable=mig_allocatable,
-        mig_used=mig_used,
-        products=[p for p in products if p],
-        memory_label_bytes=int(memory_label) * 2**20 if str(memory_label).isdigit() else None,
-    )
-
-
-NODE_FIELDS = (
-    "id",
-    "name",
-    "cluster__name",
-    "cluster__kind",
-    "ready",
-    "schedulable",
-    "state",
-    "reason",
-    "server_id",
-    "server__hostname",
-    "gpu_capacity",
-    "gpu_allocatable",
-    "gpu_used",
-    "gpu_product",
-    "mig_strategy",
-)
-NODE_JSON_FIELDS = ("state_flags", "partitions", "gres", "mig_resources", "mig_used")
-
-
-def _node_rows(scope: QuerySet[Node]) -> QuerySet:
-    texts = {f"{name}_text": Cast(name, TextField()) for name in NODE_JSON_FIELDS}
-    return (
-        scope.order_by("cluster__name", "name")
-        .annotate(
-            **texts,
-            product_label=KT("labels__nvidia.com/gpu.product"),
-            memory_label=KT("labels__nvidia.com/gpu.memory"),
-        )
-        .values(*NODE_FIELDS, *texts, "product_label", "memory_label")
-    )
-
-
-def fleet_counts(*, cluster: str | None = None) -> Fleet:
-    """Nodes with their servers' healthy whole-GPU counts, not the GPUs: two queries.
-
-    Enough for what is free per node (`node_free_gpus`), at a tenth of the rows of
-    `fleet_load`; placement needs the GPUs themselves, failure domains do not.
-    """
-    scope = _scope(cluster)
-    nodes = [_node_facts(row) for row in _node_rows(scope)]
-    healthy = (
-        Q(status=GpuStatus.OK)
-        & ~Q(mig_mode_current=True)
-        & ~Q(remapped_rows_failure=True)
-        & ~Q(retired_pages_pending=True)
-        & ~Q(remapped_rows_pending=True)
-        & (Q(ecc_errors_uncorrected__isnull=True) | Q(ecc_errors_uncorrected__lte=0))
-    )
-    counts = {
-        server_id: n
-        for server_id, n, known in Gpu.objects.filter(
-            server_id__in=scope.filter(server__isnull=False).values("server_id")
-        )
-        .exclude(status=GpuStatus.LOST)
-        .order_by()
-        .values("server_id")
-        .annotate(n=Count("id", filter=healthy), known=Count("id"))
-        .values_list("server_id", "n", "known")
-        if known
-    }
-    for node in nodes:
-        if node.server_id in counts:
-            node.healthy_whole = counts[node.server_id]
-    _share_servers(nodes)
-    return Fleet(nodes=nodes, classes={}, pairs={})
-
-
-def fleet_load(
-    *,
-    cluster: str | None = None,
-    other_than: str | None = None,
-    with_mig: bool = False,
-    with_links: bool = True,
-) -> Fleet:
-    """Nodes in scope with their servers' GPUs and GPU-pair link classes: four queries at most.
-
-    Pair links are read only for servers whose GPU pairs are not all of one class (a DGX is
-    NV18 throughout; a PCIe server mixes PIX/NODE/SYS), so a fleet of 25,000 NVLink servers
-    reads one class row per server instead of 28.
-    """
-    scope = _scope(cluster, other_than)
-    servers = scope.filter(server__isnull=False).values("server_id")
-    nodes = [_node_facts(row) for row in _node_rows(scope)]
-    by_server: dict[int, list[_Gpu]] = defaultdict(list)
-    gpu_rows = (
-        Gpu.objects.filter(server_id__in=servers)
-        .order_by()
-        .annotate(gpu_state=_gpu_state())
-        .values_list(
-            "id", "server_id", "index", "name", "memory_total_bytes", "numa_node", "gpu_state"
-        )
-    )
-    for gpu_id, server_id, index, name, memory, numa, state in _rows(gpu_rows):
-        by_server[server_id].append(
-            _Gpu(gpu_id, index, name, memory, numa, bool(state & 1), GPU_PROBLEMS[state >> 1])
-        )
-    migs: dict[int, list[_Mig]] = defaultdict(list)
-    if with_mig:
-        rows = MigDevice.objects.filter(gpu__server_id__in=servers).order_by()
-        for row in rows.values("uuid", "gpu_id", "gpu__server_id", "profile", "memory_bytes"):
-            migs[row["gpu__server_id"]].append(
-                _Mig(
-                    uuid=row["uuid"],
-                    gpu_id=row["gpu_id"],
-                    profile=normalize_mig_profile(row["profile"]) or row["profile"],
-                    memory_bytes=row["memory_bytes"],
-                )
-            )
-    for node in nodes:
-        if node.server_id is not None:
-            node.gpus = sorted(by_server.get(node.server_id, []), key=lambda g: g.index)
-            node.migs = migs.get(node.server_id, [])
-    _share_servers(nodes)
-    if not with_links:
-        return Fleet(nodes=nodes, classes={}, pairs={})
-    per_server = (
-        Link.objects.filter(gpu_b__isnull=False, server_id__in=servers)
-        .order_by()
-        .values("server_id")
-        .annotate(low=Min("link_class"), high=Max("link_class"))
-    )
-    classes: dict[int, set[str]] = {
-        server_id: {low, high}
-        for server_id, low, high in per_server.values_list("server_id", "low", "high")
-    }
-    pairs: dict[int, dict[tuple[int, int], str]] = defaultdict(dict)
-    if any(len(c) > 1 for c in classes.values()):
-        mixed = per_server.filter(low__lt=F("high")).values("server_id")
-        for server_id, a, b, link_class in (
-            Link.objects.filter(gpu_b__isnull=False, server_id__in=mixed)
-            .order_by()
-            .values_list("server_id", "gpu_a_id", "gpu_b_id", "link_class")
-        ):
-            pairs[server_id][(a, b) if a < b else (b, a)] = link_class
-    return Fleet(nodes=nodes, classes=dict(classes), pairs=dict(pairs))
-
-
-def fleet_merge(first: Fleet, second: Fleet) -> Fleet:
-    """One fleet of two reads (a cluster, then the others): each node once, sharing redone."""
-    seen = {n.id for n in first.nodes}
-    nodes = first.nodes + [n for n in second.nodes if n.id not in seen]
-    for node in nodes:
-        node.shared_busy, node.shared_used = set(), 0
-    _share_servers(nodes)
-    return Fleet(
-        nodes=nodes,
-        classes={**second.classes, **first.classes},
-        pairs={**second.pairs, **first.pairs},
-    )
-
-
-def _rows(queryset: QuerySet) -> Iterable[tuple]:
-    """The queryset's rows as the database returns them, in chunks.
-
-    For the one hot read (200,000 GPU rows at 25,000 servers) whose columns need no
-    conversion: the ORM builds the SQL, the per-row converters are skipped (0.34 s -> 0.20 s
-    at 25,000 servers on SQLite).
-    """
-    sql, params = queryset.query.sql_with_params()
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        while chunk := cursor.fetchmany(5000):
-            yield from chunk
-
-
-def _share_servers(nodes: list[_Node]) -> None:
-    """A server in two schedulers (Kubernetes and Slurm) lends its GPUs to both: what one
-    uses, the other cannot have. Known Slurm indexes are excluded by index, the rest by count.
-    """
-    on_server: dict[int, list[_Node]] = defaultdict(list)
-    for node in nodes:
-        if node.server_id is not None:
-            on_server[node.server_id].append(node)
-    for sharing in on_server.values():
-        if len(sharing) < 2:
-            continue
-        for node in sharing:
-            for other in sharing:
-                if other is node or not other.whole_used:
-                    continue
-                if other.busy_indexes is not None:
-                    node.shared_busy |= other.busy_indexes
-                else:
-                    node.shared_used += other.whole_used
-
-
-# Choosing GPUs inside one node -----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class GpuSet:
-    """A set of GPUs of one server and why it ranks where it does (lower key is better)."""
-
-    gpus: tuple[_Gpu, ...]
-    link_class: str | None
-    key: tuple
-
-
-def _set_key(
-    gpus: Sequence[_Gpu],
-    pair_class: Callable[[int, int], str | None],
-    nic_gpus: set[int],
-) -> tuple[tuple, str | None]:
-    classes: list[str | None] = [pair_class(a.id, b.id) for a, b in itertools.combinations(gpus, 2)]
-    if not classes:
-        rank, worst, total = NO_PAIRS_RANK, None, 0
-    elif any(c is None for c in classes):
-        rank, worst, total = UNKNOWN_RANK, None, UNKNOWN_RANK * len(classes)
-    else:
-        known = [c for c in classes if c is not None]
-        worst = worst_link_class(known)
-        rank = link_rank(worst or "")
-        total = sum(link_rank(c) for c in known)
-    numa = len({g.numa_node for g in gpus})
-    nic_missing = sum(1 for g in gpus if g.id not in nic_gpus)
-    return (rank, numa, nic_missing, total, tuple(g.index for g in gpus)), worst
-
-
-def _valid(gpu_set: GpuSet, m: int, nvlink_only: bool, same_numa: bool) -> bool:
-    if nvlink_only and m > 1 and not (gpu_set.link_class or "").startswith("NV"):
-        return False
-    split = gpu_set.key[1] > 1 or any(g.numa_node is None for g in gpu_set.gpus)
-    return not (same_numa and split)
-
-
-def best_gpu_set(
-    gpus: Sequence[_Gpu],
-    m: int,
-    pair_class: Callable[[int, int], str | None],
-    *,
-    nvlink_only: bool = False,
-    same_numa: bool = False,
-    nic_gpus: set[int] | frozenset[int] = frozenset(),
-    uniform: bool = False,
-) -> GpuSet | None:
-    """The m GPUs whose worst pair link is best, then fewest NUMA nodes, then NIC at PIX.
-
-    Exhaustive up to BRUTE_FORCE_LIMIT subsets (an 8-GPU server: at most 70), greedy beyond.
-    `uniform` says every pair has the same class, so only NUMA and NICs decide (no search).
-    None when no set of m satisfies nvlink_only / same_numa.
-    """
-    if m <= 0 or m > len(gpus):
-        return None
-    nic = set(nic_gpus)
-    if uniform:
-        chosen = _numa_pack(gpus, m, nic)
-    elif math.comb(len(gpus), m) <= BRUTE_FORCE_LIMIT:
-        best: tuple | None = None
-        chosen = ()
-        for subset in itertools.combinations(gpus, m):
-            key, worst = _set_key(subset, pair_class, nic)
-            candidate = GpuSet(subset, worst, key)
-            if not _valid(candidate, m, nvlink_only, same_numa):
-                continue
-            if best is None or key < best:
-                best, chosen = key, subset
-        if best is None:
-            return None
-    else:
-        chosen = _greedy(gpus, m, pair_class, nic, same_numa)
-    key, worst = _set_key(chosen, pair_class, nic)
-    result = GpuSet(tuple(chosen), worst, key)
-    return result if _valid(result, m, nvlink_only, same_numa) else None
-
-
-def _numa_pack(gpus: Sequence[_Gpu], m: int, nic: set[int]) -> tuple[_Gpu, ...]:
-    """m GPUs on as few NUMA nodes as possible, the tightest-fitting NUMA node first."""
-    groups: dict[int | None, list[_Gpu]] = defaultdict(list)
-    for g in gpus:
-        groups[g.numa_node].append(g)
-    for members in groups.values():
-        members.sort(key=lambda g: (g.id not in nic, g.index))
-    fitting = [k for k, v in groups.items() if len(v) >= m and k is not None]
-    if fitting:
-        best = min(fitting, key=lambda k: (len(groups[k]), k))
-        return tuple(groups[best][:m])
-    chosen: list[_Gpu] = []
-    for key in sorted(groups, key=lambda k: (-len(groups[k]), k is None, k or 0)):
-        chosen.extend(groups[key][: m - len(chosen)])
-        if len(chosen) == m:
-            break
-    return tuple(sorted(chosen, key=lambda g: g.index))
-
-
-def _greedy(
-    gpus: Sequence[_Gpu],
-    m: int,
-    pair_class: Callable[[int, int], str | None],
-    nic: set[int],
-    same_numa: bool,
-) -> tuple[_Gpu, ...]:
-    """Grow a set from every seed GPU, adding the GPU whose worst link to the set is best."""
-
-    def rank(a: _Gpu, b: _Gpu) -> int:
-        c = pair_class(a.id, b.id)
-        return UNKNOWN_RANK if c is None else link_rank(c)
-
-    best: tuple | None = None
-    best_set: tuple[_Gpu, ...] = tuple(gpus[:m])
-    for seed in gpus:
-        chosen = [seed]
-        rest = [
-            g for g in gpus if g is not seed and (not same_numa or g.numa_node == seed.numa_node)
-        ]
-        while len(chosen) < m and rest:
-            pick = min(
-                rest,
-                key=lambda g: (
-                    max(rank(g, c) for c in chosen),
-                    g.numa_node != seed.numa_node,
-                    g.id not in nic,
-                    g.index,
-                ),
-            )
-            chosen.append(pick)
-            rest.remove(pick)
-        if len(chosen) < m:
-            continue
-        key, _ = _set_key(chosen, pair_class, nic)
-        if best is None or key < best:
-            best, best_set = key, tuple(sorted(chosen, key=lambda g: g.index))
-    return best_set
-
-
 # One node against one request -----------------------------------------------------------
 
 
@@ -838,22 +231,22 @@ class Filters:
 class _Offer:
     """What one node can give a request: free GPUs (or MIG devices) after the filters."""
 
-    node: _Node
+    node: FleetNode
     free: int
-    gpus: list[_Gpu] | None
-    migs: list[_Mig] | None = None
+    gpus: list[FleetGpu] | None
+    migs: list[FleetMig] | None = None
 
 
 @dataclass(slots=True)
 class _Option:
-    node: _Node
+    node: FleetNode
     m: int
     gpu_set: GpuSet | None
     free: int
     key: tuple
 
 
-def _block(node: _Node, reason: str, detail: str) -> BlockedNode:
+def _block(node: FleetNode, reason: str, detail: str) -> BlockedNode:
     return BlockedNode(
         node=node.name,
         node_id=node.id,
@@ -865,7 +258,7 @@ def _block(node: _Node, reason: str, detail: str) -> BlockedNode:
     )
 
 
-def _state_block(node: _Node) -> BlockedNode | None:
+def _state_block(node: FleetNode) -> BlockedNode | None:
     why = f" ({node.reason})" if node.reason else ""
     if not node.ready:
         state = "NotReady" if node.kind == ClusterKind.KUBERNETES else node.state.upper()
@@ -899,11 +292,11 @@ def _products_match(query: str, products: list[str]) -> bool:
     )
 
 
-def _has_gpus(node: _Node) -> bool:
+def _has_gpus(node: FleetNode) -> bool:
     return bool(node.whole_allocatable or node.mig_allocatable or node.gpus)
 
 
-def node_offer(node: _Node, filters: Filters) -> _Offer | BlockedNode | None:
+def node_offer(node: FleetNode, filters: Filters) -> _Offer | BlockedNode | None:
     """What the node can give under the filters, why it cannot, or None when out of scope.
 
     Out of scope (None): another partition, or a node with no GPUs at all.
@@ -944,7 +337,7 @@ def node_offer(node: _Node, filters: Filters) -> _Offer | BlockedNode | None:
     return _Offer(node=node, free=max(free, 0), gpus=offered)
 
 
-def _mig_offer(node: _Node, filters: Filters) -> _Offer | BlockedNode:
+def _mig_offer(node: FleetNode, filters: Filters) -> _Offer | BlockedNode:
     profile = filters.mig_profile or ""
     offered_by_scheduler = node.mig_allocatable.get(profile, 0)
     devices = [
@@ -1022,7 +415,7 @@ def _mig_set(offer: _Offer, m: int, fleet: Fleet) -> GpuSet | None:
     node = offer.node
     per_gpu: dict[int, int] = Counter(d.gpu_id for d in offer.migs or [])
     gpus = {g.id: g for g in node.gpus}
-    parents: list[_Gpu] = []
+    parents: list[FleetGpu] = []
     taken = 0
     for gpu_id, count in sorted(per_gpu.items(), key=lambda kv: (-kv[1], kv[0])):
         if taken >= m:

@@ -13,8 +13,8 @@ from tests.nodes import k8s_node, k8s_node_list, scontrol_node, scontrol_text
 from tests.reports import apply_reports, make_report
 from topology.capacity import CapacityRequestError, capacity_compare
 from topology.placement import (
+    FleetGpu,
     PlacementRequestError,
-    _Gpu,
     best_gpu_set,
     gpu_memory_text,
     placement_find,
@@ -309,8 +309,10 @@ def test_placement_costs_the_same_queries_for_few_and_many_nodes():
 # Choosing GPUs in one node --------------------------------------------------------------
 
 
-def gpu(i: int, numa: int = 0) -> _Gpu:
-    return _Gpu(id=i, index=i, name="X", memory_bytes=None, numa_node=numa, mig=False, problem=None)
+def gpu(i: int, numa: int = 0) -> FleetGpu:
+    return FleetGpu(
+        id=i, index=i, name="X", memory_bytes=None, numa_node=numa, mig=False, problem=None
+    )
 
 
 def test_best_gpu_set_is_greedy_beyond_the_brute_force_limit():
