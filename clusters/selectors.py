@@ -63,16 +63,6 @@ def open_findings_by_severity() -> dict[str, int]:
     )
 
 
-def open_findings_by_type() -> list[dict]:
-    return list(
-        Finding.objects.filter(resolved_at__isnull=True)
-        .order_by()
-        .values("type")
-        .annotate(n=Count("id"))
-        .order_by("-n", "type")
-    )
-
-
 def scheduler_summary() -> dict:
     """Node counts per cluster and kind for the overview, in two aggregate queries."""
     clusters = list(cluster_list().order_by("name"))

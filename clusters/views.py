@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
 
 from inventory.models import HardwareProfile
 from inventory.selectors import hardware_profile_for
-from inventory.tables import Column, csv_response, paginate, query_without, sort_queryset
+from inventory.tables import Column, table_page
 
 from . import selectors
 from .choices import ClusterKind, FindingType, Severity
@@ -79,54 +78,40 @@ def _with_expected(nodes) -> list:
     return nodes
 
 
+def _cluster_names() -> list[str]:
+    return list(Cluster.objects.order_by("name").values_list("name", flat=True))
+
+
 @login_required
 def node_list(request: HttpRequest) -> HttpResponse:
-    filterset = NodeFilter(request.GET, queryset=selectors.node_list())
-    queryset, sort = sort_queryset(request, filterset.qs, NODE_COLUMNS, "cluster__name")
-    if request.GET.get("format") == "csv":
-        rows = _with_expected(list(queryset))
-        return csv_response("nodes.csv", NODE_COLUMNS, rows)
-    page = paginate(request, queryset)
-    page.object_list = _with_expected(list(page.object_list))
-    return render(
+    return table_page(
         request,
-        "clusters/node_list.html",
-        {
-            "page": page,
-            "columns": NODE_COLUMNS,
-            "sort": sort,
-            "clusters": Cluster.objects.order_by("name").values_list("name", flat=True),
-            "kinds": ClusterKind.choices,
-            "query": query_without(request, "page", "format"),
-            "sort_query": query_without(request, "page", "format", "sort"),
-        },
+        queryset=NodeFilter(request.GET, queryset=selectors.node_list()).qs,
+        columns=NODE_COLUMNS,
+        default_sort="cluster__name",
+        template="clusters/node_list.html",
+        filename="nodes.csv",
+        context=lambda: {"clusters": _cluster_names(), "kinds": ClusterKind.choices},
+        prepare=_with_expected,
     )
 
 
 @login_required
 def finding_list(request: HttpRequest) -> HttpResponse:
     params = request.GET.copy()
-    if "open" not in params:
-        params["open"] = "true"
-    filterset = FindingFilter(params, queryset=selectors.finding_list())
-    queryset, sort = sort_queryset(request, filterset.qs, FINDING_COLUMNS, "-last_seen")
-    if request.GET.get("format") == "csv":
-        return csv_response("findings.csv", FINDING_COLUMNS, queryset.iterator(chunk_size=2000))
-    page = paginate(request, queryset)
-    return render(
+    params.setdefault("open", "true")
+    return table_page(
         request,
-        "clusters/finding_list.html",
-        {
-            "page": page,
-            "columns": FINDING_COLUMNS,
-            "sort": sort,
+        queryset=FindingFilter(params, queryset=selectors.finding_list()).qs,
+        columns=FINDING_COLUMNS,
+        default_sort="-last_seen",
+        template="clusters/finding_list.html",
+        filename="findings.csv",
+        context=lambda: {
             "open": params["open"],
             "types": FindingType.choices,
             "severities": Severity.choices,
             "by_severity": selectors.open_findings_by_severity(),
-            "by_type": selectors.open_findings_by_type(),
-            "clusters": Cluster.objects.order_by("name").values_list("name", flat=True),
-            "query": query_without(request, "page", "format"),
-            "sort_query": query_without(request, "page", "format", "sort"),
+            "clusters": _cluster_names(),
         },
     )

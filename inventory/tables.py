@@ -13,7 +13,8 @@ from typing import Any
 
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
-from django.http import HttpRequest, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import render
 
 PAGE_SIZES = (25, 50, 100, 500)
 
@@ -79,3 +80,40 @@ def query_without(request: HttpRequest, *keys: str) -> str:
     for key in keys:
         params.pop(key, None)
     return params.urlencode()
+
+
+def table_page(
+    request: HttpRequest,
+    *,
+    queryset: QuerySet,
+    columns: list[Column],
+    default_sort: str,
+    template: str,
+    filename: str,
+    context: Callable[[], dict[str, Any]] | None = None,
+    prepare: Callable[[list], list] | None = None,
+) -> HttpResponse:
+    """A list page: `?sort=`, then `?format=csv` of the whole set, or one page rendered.
+
+    `prepare` adds what rows need beyond the query (it sees one page, or the whole export);
+    `context` is called only for the HTML page, so an export runs none of its queries.
+    """
+    queryset, sort = sort_queryset(request, queryset, columns, default_sort)
+    if request.GET.get("format") == "csv":
+        rows = prepare(list(queryset)) if prepare else queryset.iterator(chunk_size=2000)
+        return csv_response(filename, columns, rows)
+    page = paginate(request, queryset)
+    if prepare:
+        page.object_list = prepare(list(page.object_list))
+    return render(
+        request,
+        template,
+        {
+            "page": page,
+            "columns": columns,
+            "sort": sort,
+            "query": query_without(request, "page", "format"),
+            "sort_query": query_without(request, "page", "format", "sort"),
+            **(context() if context else {}),
+        },
+    )

@@ -5,13 +5,12 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
 
 from . import selectors
 from .choices import GpuStatus, ServerState
 from .filters import GpuFilter, ServerFilter
 from .models import Gpu, Server
-from .tables import Column, csv_response, paginate, query_without, sort_queryset
+from .tables import Column, table_page
 
 SERVER_COLUMNS = [
     Column("Hostname", "hostname", lambda s: s.hostname),
@@ -43,59 +42,48 @@ GPU_COLUMNS = [
 
 @login_required
 def server_list(request: HttpRequest) -> HttpResponse:
-    filterset = ServerFilter(request.GET, queryset=selectors.server_list())
-    queryset, sort = sort_queryset(request, filterset.qs, SERVER_COLUMNS, "hostname")
-    if request.GET.get("format") == "csv":
-        return csv_response("servers.csv", SERVER_COLUMNS, queryset.iterator(chunk_size=2000))
-    page = paginate(request, queryset)
-    gpu_models = (
-        Gpu.objects.exclude(status=GpuStatus.LOST)
-        .exclude(name="")
-        .order_by("name")
-        .values_list("name", flat=True)
-        .distinct()
-    )
-    racks = (
-        Server.objects.exclude(rack="").order_by("rack").values_list("rack", flat=True).distinct()
-    )
-    return render(
-        request,
-        "inventory/server_list.html",
-        {
-            "page": page,
-            "columns": SERVER_COLUMNS,
-            "sort": sort,
-            "filters": filterset.form,
+    def context() -> dict:
+        gpu_models = (
+            Gpu.objects.exclude(status=GpuStatus.LOST)
+            .exclude(name="")
+            .order_by("name")
+            .values_list("name", flat=True)
+            .distinct()
+        )
+        racks = Server.objects.exclude(rack="").order_by("rack").values_list("rack", flat=True)
+        return {
             "states": ServerState.choices,
             "gpu_models": list(gpu_models),
-            "racks": list(racks),
-            "query": query_without(request, "page", "format"),
-            "sort_query": query_without(request, "page", "format", "sort"),
-        },
+            "racks": list(racks.distinct()),
+        }
+
+    return table_page(
+        request,
+        queryset=ServerFilter(request.GET, queryset=selectors.server_list()).qs,
+        columns=SERVER_COLUMNS,
+        default_sort="hostname",
+        template="inventory/server_list.html",
+        filename="servers.csv",
+        context=context,
     )
 
 
 @login_required
 def gpu_list(request: HttpRequest) -> HttpResponse:
-    filterset = GpuFilter(request.GET, queryset=selectors.gpu_list())
-    queryset, sort = sort_queryset(request, filterset.qs, GPU_COLUMNS, "server__hostname")
-    if request.GET.get("format") == "csv":
-        return csv_response("gpus.csv", GPU_COLUMNS, queryset.iterator(chunk_size=2000))
-    page = paginate(request, queryset)
-    return render(
+    def context() -> dict:
+        unhealthy = Gpu.objects.filter(
+            Q(status__in=[GpuStatus.LOST, GpuStatus.ERROR])
+            | Q(remapped_rows_failure=True)
+            | Q(retired_pages_pending=True)
+        )
+        return {"statuses": GpuStatus.choices, "unhealthy": unhealthy.count()}
+
+    return table_page(
         request,
-        "inventory/gpu_list.html",
-        {
-            "page": page,
-            "columns": GPU_COLUMNS,
-            "sort": sort,
-            "statuses": GpuStatus.choices,
-            "unhealthy": Gpu.objects.filter(
-                Q(status__in=[GpuStatus.LOST, GpuStatus.ERROR])
-                | Q(remapped_rows_failure=True)
-                | Q(retired_pages_pending=True)
-            ).count(),
-            "query": query_without(request, "page", "format"),
-            "sort_query": query_without(request, "page", "format", "sort"),
-        },
+        queryset=GpuFilter(request.GET, queryset=selectors.gpu_list()).qs,
+        columns=GPU_COLUMNS,
+        default_sort="server__hostname",
+        template="inventory/gpu_list.html",
+        filename="gpus.csv",
+        context=context,
     )
