@@ -110,9 +110,9 @@ def snapshot_ingest(*, cluster_name: str, raw: bytes | str) -> SnapshotResult:
     not yet known creates the cluster, its kind taken from the format.
     """
     _check_name(cluster_name)
-    pods_document = _pod_list(raw)
-    if pods_document is not None:
-        return _pods_ingest(cluster_name, pods_document)
+    document = _json_object(raw)
+    if document is not None:  # decoded once, whatever it turns out to be
+        return snapshot_ingest_document(cluster_name=cluster_name, document=document)
     try:
         snapshot = parse_snapshot(raw)
     except SnapshotFormatError as exc:
@@ -123,7 +123,7 @@ def snapshot_ingest(*, cluster_name: str, raw: bytes | str) -> SnapshotResult:
 def snapshot_ingest_document(*, cluster_name: str, document: dict[str, Any]) -> SnapshotResult:
     """The same for JSON a pull already decoded (a NodeList, a PodList, a slurmrestd answer)."""
     _check_name(cluster_name)
-    if document.get("kind") in ("PodList", "Pod"):
+    if _is_pod_list(document):
         return _pods_ingest(cluster_name, document)
     try:
         snapshot = parse_document(document)
@@ -239,25 +239,29 @@ def node_set_replace(*, cluster: Cluster, records: list[NodeRecord], now) -> tup
     return len(set(names) - known), gone
 
 
-def _pod_list(raw: bytes | str) -> dict[str, Any] | None:
-    """The document when the body is a pod list (kubectl get pods -A -o json), else None."""
-    head = raw[:4096] if isinstance(raw, bytes | str) else b""
-    head_text = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
-    if '"Pod' not in head_text and '"kind": "List"' not in head_text and "PodList" not in head_text:
+def _json_object(raw: bytes | str) -> dict[str, Any] | None:
+    """The body as a JSON object, or None: text formats and broken JSON go to the parsers,
+    whose errors say what is wrong."""
+    if raw.lstrip()[:1] not in (b"{", "{"):
         return None
     try:
         document = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None
-    if not isinstance(document, dict):
-        return None
-    items = document.get("items")
+    return document if isinstance(document, dict) else None
+
+
+def _is_pod_list(document: dict[str, Any]) -> bool:
+    """`kubectl get pods -A -o json` (a List of Pods), the API's PodList, or one Pod."""
     if document.get("kind") in ("PodList", "Pod"):
-        return document
-    is_list = document.get("kind") == "List" and isinstance(items, list) and bool(items)
-    if is_list and all(isinstance(i, dict) and i.get("kind") == "Pod" for i in items):
-        return document
-    return None
+        return True
+    items = document.get("items")
+    return (
+        document.get("kind") == "List"
+        and isinstance(items, list)
+        and bool(items)
+        and all(isinstance(i, dict) and i.get("kind") == "Pod" for i in items)
+    )
 
 
 def _pods_ingest(cluster_name: str, document: dict[str, Any]) -> SnapshotResult:
