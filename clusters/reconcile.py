@@ -7,16 +7,16 @@ is a few seconds and a fixed number of queries per 2,000 changed rows, never one
 
 from __future__ import annotations
 
+import ipaddress
 import logging
-import re
 import time
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Count, Q
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from inventory.choices import GpuStatus
@@ -95,44 +95,12 @@ def reconcile_needed() -> bool:
 
 
 def _load_servers() -> dict[int, ServerFacts]:
-    servers = {
-        row["id"]: ServerFacts(
-            id=row["id"],
-            hostname=row["hostname"],
-            fqdn=row["fqdn"],
-            system_uuid=row["system_uuid"],
-            machine_id=row["machine_id"],
-            addresses=row["addresses"] or [],
-            last_seen=row["last_seen"],
-            driver_version=row["driver_version"],
-            cuda_version=row["cuda_version"],
-            vendor=row["vendor"],
-            product=row["product"],
-            profile_id=row["hardware_profile_id"],
-            pci_gpu_count=row["pci_gpu_count"],
-            is_virtual=row["is_virtual"],
-            physical_host_id=row["physical_host_id"],
-            nvml_error=row["nvml_error"],
-        )
-        for row in Server.objects.values(
-            "id",
-            "hostname",
-            "fqdn",
-            "system_uuid",
-            "machine_id",
-            "addresses",
-            "last_seen",
-            "driver_version",
-            "cuda_version",
-            "vendor",
-            "product",
-            "hardware_profile_id",
-            "pci_gpu_count",
-            "is_virtual",
-            "physical_host_id",
-            "nvml_error",
-        )
-    }
+    required = [f.name for f in fields(ServerFacts) if f.default is f.default_factory is MISSING]
+    columns = [name for name in required if name != "profile_id"]
+    servers = {}
+    for row in Server.objects.values(*columns, profile_id=F("hardware_profile_id")):
+        row["addresses"] = row["addresses"] or []
+        servers[row["id"]] = ServerFacts(**row)
     live = ~Q(status=GpuStatus.LOST)
     for row in (
         Gpu.objects.order_by()
@@ -271,7 +239,11 @@ def binding_for(node: dict[str, Any], index) -> tuple[set[int], str]:
 
 
 def _is_ip(value: str) -> bool:
-    return bool(re.fullmatch(r"[0-9.]+|[0-9a-fA-F:]+:[0-9a-fA-F:.]*", value or ""))
+    try:
+        ipaddress.ip_address((value or "").strip())
+    except ValueError:
+        return False
+    return True
 
 
 def _bind(

@@ -61,17 +61,9 @@ def _cluster_q(value: str, *, exact: bool) -> Q:
     The node tables belong to the clusters app, a layer above; the lookup goes through the
     reverse relation by name, so this layer imports nothing from it.
     """
-    from django.apps import apps
-
-    if not apps.is_installed("clusters") or not _has_relation("nodes"):
-        return Q(pk__in=[])
     if exact:
         return Q(nodes__cluster__name=value)
     return Q(nodes__cluster__name__iexact=value) | Q(nodes__name__iexact=value)
-
-
-def _has_relation(name: str) -> bool:
-    return any(f.name == name for f in Server._meta.get_fields())
 
 
 class GpuFilter(django_filters.FilterSet):
