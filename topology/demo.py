@@ -57,15 +57,12 @@ def _gfd_product(name: str) -> str:
 
 def kubernetes_nodes(reports: list[dict[str, Any]]) -> str:
     """`kubectl get nodes -o json` for the H100 servers and the VMs, as the device plugin and
-    GPU Feature Discovery would label them (the server that lost a GPU still advertises 8:
-    the device plugin has not restarted)."""
+    GPU Feature Discovery would label them, plus a node whose server runs no agent."""
     items = []
     for report in reports:
         host = report["host"]
         gpus = [g for g in report["gpus"] if g.get("status") != "error"]
-        advertised = (
-            len(report.get("pci_gpus") or gpus) if host["hostname"].endswith("10") else len(gpus)
-        )
+        advertised = len(gpus)
         labels = {
             "kubernetes.io/hostname": host["hostname"],
             "nvidia.com/gpu.count": str(advertised),
@@ -148,6 +145,12 @@ def kubernetes_pods(node_names: list[str]) -> str:
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": pods, "metadata": {}})
 
 
+def _gres_type(gpu_name: str) -> str:
+    """The GRES type an admin would write for an NVML name: `NVIDIA H100 80GB HBM3` -> h100."""
+    words = gpu_name.lower().replace("-", " ").split()
+    return next((w for w in words if w[:1].isalpha() and any(c.isdigit() for c in w)), "gpu")
+
+
 def slurm_nodes(reports: list[dict[str, Any]]) -> str:
     """`scontrol show node` for the Slurm side: H100s, the A100 in MIG mode, the L40S servers."""
     records = []
@@ -156,12 +159,7 @@ def slurm_nodes(reports: list[dict[str, Any]]) -> str:
         gpus = report["gpus"]
         mig = [m for g in gpus for m in g.get("mig_devices", [])]
         whole = [g for g in gpus if not g.get("mig_mode_current")]
-        model = (whole[0]["name"] if whole else gpus[0]["name"]).split()[-1].lower() if gpus else ""
-        model = "h100" if "H100" in (gpus[0]["name"] if gpus else "") else model
-        if "L40S" in (gpus[0]["name"] if gpus else ""):
-            model = "l40s"
-        if "A100" in (gpus[0]["name"] if gpus else ""):
-            model = "a100"
+        model = _gres_type(gpus[0]["name"] if gpus else "")
         parts = [f"gpu:{model}:{len(whole)}"] if whole else []
         by_profile: dict[str, int] = {}
         for m in mig:
