@@ -75,14 +75,13 @@ def sync_cluster(cluster_id: int) -> str:
 def pull_documents(cluster: Cluster) -> list[dict]:
     """The raw documents a pull yields: nodes first, then pods (Kubernetes)."""
     if cluster.source in (ClusterSource.KUBECONFIG, ClusterSource.IN_CLUSTER):
-        from .pull.kubernetes import list_nodes, list_pods
+        from .pull.kubernetes import list_nodes_and_pods
 
-        options = {
-            "kubeconfig_path": cluster.kubeconfig_path or None,
-            "context": cluster.kube_context or None,
-            "in_cluster": cluster.source == ClusterSource.IN_CLUSTER,
-        }
-        return [list_nodes(**options), list_pods(**options)]
+        return list_nodes_and_pods(
+            kubeconfig_path=cluster.kubeconfig_path or None,
+            context=cluster.kube_context or None,
+            in_cluster=cluster.source == ClusterSource.IN_CLUSTER,
+        )
     from .pull.slurmrestd import fetch_nodes
 
     return [

@@ -151,6 +151,36 @@ def _list_all(
     }
 
 
+def list_nodes_and_pods(
+    kubeconfig_path: str | None = None,
+    context: str | None = None,
+    in_cluster: bool = False,
+    page_size: int = DEFAULT_PAGE_SIZE,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    *,
+    lists: tuple[str, ...] = ("NodeList", "PodList"),
+) -> list[dict[str, Any]]:
+    """The cluster's NodeList and PodList (or the `lists` named), through one API client.
+
+    Each is a whole list read page by page (``parse_document`` and ``parse_pods`` read them).
+    Raises KubernetesPullError on any failure; a partial list is never returned.
+    """
+    with api_client(kubeconfig_path, context, in_cluster) as api:
+        core = client.CoreV1Api(api)
+        methods = {"NodeList": core.list_node, "PodList": core.list_pod_for_all_namespaces}
+        calls = [(methods[kind], kind) for kind in lists]
+        return [
+            _list_all(
+                method,
+                kind=kind,
+                host=api.configuration.host,
+                page_size=page_size,
+                timeout=timeout,
+            )
+            for method, kind in calls
+        ]
+
+
 def list_nodes(
     kubeconfig_path: str | None = None,
     context: str | None = None,
@@ -158,19 +188,9 @@ def list_nodes(
     page_size: int = DEFAULT_PAGE_SIZE,
     timeout: float = DEFAULT_TIMEOUT_S,
 ) -> dict[str, Any]:
-    """All Nodes of a cluster as one NodeList-shaped dict (``parse_document`` reads it).
-
-    Raises KubernetesPullError on any failure; a partial list is never returned.
-    """
-    with api_client(kubeconfig_path, context, in_cluster) as api:
-        host = api.configuration.host
-        return _list_all(
-            client.CoreV1Api(api).list_node,
-            kind="NodeList",
-            host=host,
-            page_size=page_size,
-            timeout=timeout,
-        )
+    """All Nodes of a cluster as one NodeList-shaped dict."""
+    options = (kubeconfig_path, context, in_cluster, page_size, timeout)
+    return list_nodes_and_pods(*options, lists=("NodeList",))[0]
 
 
 def list_pods(
@@ -180,13 +200,6 @@ def list_pods(
     page_size: int = DEFAULT_PAGE_SIZE,
     timeout: float = DEFAULT_TIMEOUT_S,
 ) -> dict[str, Any]:
-    """All Pods of all namespaces as one PodList-shaped dict (``parse_pods`` reads it)."""
-    with api_client(kubeconfig_path, context, in_cluster) as api:
-        host = api.configuration.host
-        return _list_all(
-            client.CoreV1Api(api).list_pod_for_all_namespaces,
-            kind="PodList",
-            host=host,
-            page_size=page_size,
-            timeout=timeout,
-        )
+    """All Pods of all namespaces as one PodList-shaped dict."""
+    options = (kubeconfig_path, context, in_cluster, page_size, timeout)
+    return list_nodes_and_pods(*options, lists=("PodList",))[0]
