@@ -103,9 +103,15 @@ def test_not_a_report_is_400(post_report, agent_token, body, field):
 def test_cross_references_are_checked(post_report, agent_token):
     report = make_report(gpus=2)
     report["links"].append({"a": "gpu:0", "b": "gpu:9", "link_class": "NV4"})
+    report["links"].append({"a": "gpu:1", "b": "nic:mlx5_9", "link_class": "PIX"})
     report["gpus"][1]["uuid"] = report["gpus"][0]["uuid"]
-    errors = post_report(report, agent_token).json()["errors"]
-    assert "gpus.1.uuid" in errors
+    last = len(report["links"]) - 1
+    response = post_report(report, agent_token)
+    assert response.status_code == 400
+    errors = response.json()["errors"]
+    assert errors["gpus.1.uuid"] == ["GPU UUID appears twice."]
+    assert errors[f"links.{last - 1}.b"] == ["no GPU with index 9 in this report."]
+    assert errors[f"links.{last}.b"] == ["no NIC named mlx5_9 in this report."]
 
 
 def test_oversized_report_is_413(post_report, agent_token, settings):
