@@ -1,14 +1,28 @@
-"""Top-level URLs: the dashboard pages, the API under /api/v1/, the OpenAPI schema."""
+"""Top-level URLs: the dashboard pages, and everything under /api/ in the `api` namespace.
+
+Pages and API routes never share a URL name: the DRF routers name their routes after the
+resource (`server-list`, `server-detail`), which are also the pages' names, and `reverse()`
+would hand a page link the API's path. Pages keep plain names (`{% url 'server-list' %}`);
+the API is reversed as `api:server-list`. tests/pages/test_urls.py holds both rules.
+"""
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from clusters import views as cluster_views
 from inventory import views as inventory_views
+from inventory.api.schema_views import SchemaView, api_docs
 from topology import views as topology_views
 from topology import views_placement as placement_views
+
+api_patterns = [
+    path("schema/", SchemaView.as_view(), name="schema"),
+    path("docs/", api_docs, name="docs"),
+    path("v1/", include("inventory.api.urls")),
+    path("v1/", include("clusters.api.urls")),
+    path("v1/", include("topology.api.urls")),
+]
 
 urlpatterns = [
     path("", topology_views.overview, name="overview"),
@@ -22,9 +36,5 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
-    path("api/v1/", include("inventory.api.urls")),
-    path("api/v1/", include("clusters.api.urls")),
-    path("api/v1/", include("topology.api.urls")),
+    path("api/", include((api_patterns, "api"))),
 ]

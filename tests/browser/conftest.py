@@ -1,7 +1,8 @@
 """Browser tier: Playwright for Python driving Debian's headless Chromium against live_server.
 
-Every page load records console errors, page errors, dialogs and any request that leaves
-127.0.0.1, so a test fails on a CDN, a script error or an XSS that opens an alert.
+Every page load records console errors, page errors, dialogs, Content-Security-Policy
+violations and any request that leaves 127.0.0.1, so a test fails on a CDN, a script error,
+an inline style or script the policy refuses, or an XSS that opens an alert.
 """
 
 from __future__ import annotations
@@ -48,6 +49,14 @@ def browser():
         browser.close()
 
 
+CSP_LISTENER = """
+document.addEventListener("securitypolicyviolation", function (e) {
+  window.__atlasCspViolation(e.violatedDirective + " " + (e.blockedURI || "inline") + " at " +
+    e.sourceFile + ":" + e.lineNumber + " sample=" + e.sample);
+});
+"""
+
+
 class Watched:
     """A page with the problems it ran into."""
 
@@ -58,6 +67,11 @@ class Watched:
         self.page_errors: list[str] = []
         self.dialogs: list[str] = []
         self.outside_requests: list[str] = []
+        self.csp_violations: list[str] = []
+        # The browser reports each violation as an event in the page; it comes back to Python
+        # as it happens, so one on a page the test has since left is not lost.
+        page.expose_function("__atlasCspViolation", lambda text: self.csp_violations.append(text))
+        page.add_init_script(CSP_LISTENER)
         page.on("console", lambda m: m.type == "error" and self.console_errors.append(m.text))
         page.on("pageerror", lambda e: self.page_errors.append(str(e)))
         page.on("dialog", self._dialog)
@@ -90,6 +104,7 @@ class Watched:
         assert self.page_errors == [], self.page_errors
         assert self.dialogs == [], self.dialogs
         assert self.outside_requests == [], self.outside_requests
+        assert self.csp_violations == [], self.csp_violations
 
 
 @pytest.fixture

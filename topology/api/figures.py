@@ -74,7 +74,7 @@ class FigureListView(APIView):
             figures.append(
                 {
                     "name": name,
-                    "url": reverse("figure-detail", args=[name], request=request),
+                    "url": reverse("api:figure-detail", args=[name], request=request),
                     "status": "pending" if row is None else "rendered",
                     "revision": row["revision"] if row else None,
                     "current": bool(row) and row["revision"] == revision,
