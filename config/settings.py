@@ -10,6 +10,8 @@ from pathlib import Path
 
 import dj_database_url
 
+from config.csp import content_security_policy
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("ATLAS_VAR_DIR", BASE_DIR / "var"))
 
@@ -48,10 +50,10 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
-    "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI served locally: dashboards run in closed networks
+    "csp",
     "inventory",
     "clusters",
     "topology",
@@ -66,6 +68,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -106,6 +109,34 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Security: TLS, cookies and the Content-Security-Policy. The production values are in
+# README ("Production shape"); `manage.py check --deploy` passes with them
+# (tests/config/test_security.py).
+# Behind a proxy that terminates TLS: the header it sets, e.g. HTTP_X_FORWARDED_PROTO (only
+# when the proxy always sets or overwrites it, else a client could claim https).
+_proxy_header = os.environ.get("DJANGO_SECURE_PROXY_SSL_HEADER", "").strip()
+if _proxy_header:
+    _proxy_header = _proxy_header.upper().replace("-", "_")
+    if not _proxy_header.startswith("HTTP_"):
+        _proxy_header = "HTTP_" + _proxy_header
+    SECURE_PROXY_SSL_HEADER = (_proxy_header, "https")
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", False)
+# Cookies only over HTTPS once DEBUG is off; a plain-HTTP deployment sets these to 0.
+SESSION_COOKIE_SECURE = env_bool("DJANGO_SESSION_COOKIE_SECURE", not DEBUG)
+CSRF_COOKIE_SECURE = env_bool("DJANGO_CSRF_COOKIE_SECURE", not DEBUG)
+# The pages load only this server's scripts, styles and images (config/csp.py says why and
+# what plotly.js needs). ATLAS_CSP_REPORT_ONLY=1 sends it as
+# Content-Security-Policy-Report-Only instead: violations are reported (in the console, and
+# to ATLAS_CSP_REPORT_URI when set), nothing is blocked.
+_csp = content_security_policy(report_uri=os.environ.get("ATLAS_CSP_REPORT_URI", ""))
+if env_bool("ATLAS_CSP_REPORT_ONLY", False):
+    CONTENT_SECURITY_POLICY_REPORT_ONLY = _csp
+else:
+    CONTENT_SECURITY_POLICY = _csp
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
@@ -128,7 +159,8 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on every star
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Token first: unauthenticated API calls get 401 with WWW-Authenticate, not 403.
-        "rest_framework.authentication.TokenAuthentication",
+        # People's tokens are stored hashed (inventory.UserToken), like agents'.
+        "inventory.api.authentication.UserTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -202,6 +234,8 @@ ATLAS_SERVER_OFFLINE_AFTER_S = env_int("ATLAS_SERVER_OFFLINE_AFTER_S", 3600)
 ATLAS_REPORT_MAX_BYTES = env_int("ATLAS_REPORT_MAX_BYTES", 2 * 1024 * 1024)
 ATLAS_REPORT_RETENTION = env_int("ATLAS_REPORT_RETENTION", 20)
 ATLAS_PENDING_REPORT_GRACE_S = env_int("ATLAS_PENDING_REPORT_GRACE_S", 30)
+# Open /api/schema/ and /api/docs/ to anonymous callers (by default: signed-in people only).
+ATLAS_PUBLIC_API_SCHEMA = env_bool("ATLAS_PUBLIC_API_SCHEMA", False)
 ATLAS_SNAPSHOT_MAX_BYTES = env_int("ATLAS_SNAPSHOT_MAX_BYTES", 256 * 1024 * 1024)
 # Each upload endpoint enforces its own limit from Content-Length (413 with a clear message).
 DATA_UPLOAD_MAX_MEMORY_SIZE = None

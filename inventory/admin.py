@@ -2,9 +2,30 @@
 
 from django.contrib import admin, messages
 
-from .models import AgentToken, ChangeEvent, Gpu, HardwareProfile, MigDevice, Nic, Report, Server
-from .services import agent_token_create, agent_token_unbind, revision_bump
+from .models import (
+    AgentToken,
+    ChangeEvent,
+    Gpu,
+    HardwareProfile,
+    MigDevice,
+    Nic,
+    Report,
+    Server,
+    UserToken,
+)
+from .services import (
+    agent_token_create,
+    agent_token_unbind,
+    revision_bump,
+    user_token_create,
+    user_token_revoke,
+)
 from .services.tokens import agent_token_revoke
+
+
+def _show_key_once(request, what: str, key: str) -> None:
+    """The one time a key is shown: the page after creating it. Only its digest is stored."""
+    messages.warning(request, f"{what} (shown once, store it now): {key}")
 
 
 class GpuInline(admin.TabularInline):
@@ -99,7 +120,7 @@ class AgentTokenAdmin(admin.ModelAdmin):
             return super().save_model(request, obj, form, change)
         token, key = agent_token_create(name=obj.name)
         obj.pk = token.pk
-        messages.warning(request, f"Agent token for {obj.name or 'a server'} (shown once): {key}")
+        _show_key_once(request, f"Agent token for {obj.name or 'a server'}", key)
 
     @admin.action(description="Re-bind: let the token claim a server again")
     def unbind(self, request, queryset):
@@ -110,6 +131,47 @@ class AgentTokenAdmin(admin.ModelAdmin):
     def revoke(self, request, queryset):
         for token in queryset:
             agent_token_revoke(token=token)
+
+
+@admin.register(UserToken)
+class UserTokenAdmin(admin.ModelAdmin):
+    """People's API tokens: the key is shown once, on creation; the list shows its prefix.
+
+    Staff who are not superusers see and create tokens for themselves only: a token acts with
+    its user's permissions, so minting one for another user would borrow theirs.
+    """
+
+    list_display = ["name", "user", "prefix", "created_at", "last_used_at", "revoked_at"]
+    list_filter = ["revoked_at"]
+    list_select_related = ["user"]
+    search_fields = ["name", "prefix", "user__username"]
+    fields = ["user", "name", "prefix", "created_at", "last_used_at", "revoked_at"]
+    readonly_fields = ["prefix", "created_at", "last_used_at", "revoked_at"]
+    actions = ["revoke"]
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        return queryset if request.user.is_superuser else queryset.filter(user=request.user)
+
+    def get_readonly_fields(self, request, obj=None):
+        return [*self.readonly_fields, "user"] if obj else self.readonly_fields
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "user" and not request.user.is_superuser:
+            kwargs["queryset"] = db_field.related_model.objects.filter(pk=request.user.pk)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return super().save_model(request, obj, form, change)
+        token, key = user_token_create(user=obj.user, name=obj.name)
+        obj.pk = token.pk
+        _show_key_once(request, f"API token for {obj.user}", key)
+
+    @admin.action(description="Revoke")
+    def revoke(self, request, queryset):
+        for token in queryset:
+            user_token_revoke(token=token)
 
 
 @admin.register(Report)

@@ -324,6 +324,30 @@ class AgentToken(models.Model):
         return f"{self.name or 'agent token'} ({self.prefix}…)"
 
 
+class UserToken(models.Model):
+    """A person's (or a script's) API key: `Authorization: Token <key>` acts as that user.
+
+    Stored like an agent token, as a SHA-256 of the key, shown once when created; it never
+    posts reports (those take agent tokens) and goes with the user's own permissions.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=200, blank=True, default="", help_text="what it is for")
+    key_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=12, help_text="first characters, to recognise a token")
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["user_id", "name", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.name or 'API token'} of {self.user} ({self.prefix}…)"
+
+
 class Report(models.Model):
     """A raw agent report as received; applied to the inventory by `report_apply`."""
 

@@ -3,7 +3,14 @@
 from .apply import ApplyResult, report_apply
 from .ingest import ReceiveResult, ReportRejected, report_receive
 from .revision import revision_bump, revision_get
-from .tokens import agent_token_authenticate, agent_token_create, agent_token_unbind
+from .tokens import (
+    agent_token_authenticate,
+    agent_token_create,
+    agent_token_unbind,
+    user_token_authenticate,
+    user_token_create,
+    user_token_revoke,
+)
 
 __all__ = [
     "ApplyResult",
@@ -16,4 +23,7 @@ __all__ = [
     "report_receive",
     "revision_bump",
     "revision_get",
+    "user_token_authenticate",
+    "user_token_create",
+    "user_token_revoke",
 ]

@@ -1,38 +1,60 @@
-"""Agent tokens: created by admins, shown once, stored only as a SHA-256 digest."""
+"""API tokens, for agents and for people: created by admins, shown once, stored as SHA-256.
+
+One mechanism for both kinds: a random key with a recognisable prefix (`caa_` for an agent,
+`cau_` for a person, so secret scanners and a glance at a log tell them apart), of which
+only the digest and the first characters are kept. A key therefore cannot be read back
+from the database, the admin or a backup; a lost key is revoked and a new one created.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+from datetime import timedelta
 
 from django.utils import timezone
 
-from ..models import AgentToken
+from ..models import AgentToken, UserToken
 
-TOKEN_PREFIX = "caa_"  # recognisable in secret scanners and logs
+TOKEN_PREFIX = "caa_"  # an agent's key
+USER_TOKEN_PREFIX = "cau_"  # a person's (or a script's) key
+PREFIX_SHOWN = 10  # characters kept in clear: the kind and 36 bits of the key
+MAX_KEY_LENGTH = 200
+# A person's token records its last use at most this often: no write on every API call.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
-def _digest(key: str) -> str:
+def token_digest(key: str) -> str:
+    """The stored form of a key (hex SHA-256): the key itself is random, so no salt is needed."""
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def _new_key(prefix: str) -> str:
+    return prefix + secrets.token_urlsafe(32)
+
+
+def _usable(key: str) -> bool:
+    return bool(key) and len(key) <= MAX_KEY_LENGTH
 
 
 def agent_token_create(*, name: str = "") -> tuple[AgentToken, str]:
     """Create a token; returns the row and the key, which is never retrievable again."""
-    key = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    token = AgentToken.objects.create(name=name, key_hash=_digest(key), prefix=key[:10])
+    key = _new_key(TOKEN_PREFIX)
+    token = AgentToken.objects.create(
+        name=name, key_hash=token_digest(key), prefix=key[:PREFIX_SHOWN]
+    )
     return token, key
 
 
 def agent_token_authenticate(key: str) -> AgentToken | None:
     """The live token for a key, with its bound server, in one query; None if unknown/revoked."""
-    if not key or len(key) > 200:
+    if not _usable(key):
         return None
-    token = (
+    return (
         AgentToken.objects.select_related("server")
-        .filter(key_hash=_digest(key), revoked_at__isnull=True)
+        .filter(key_hash=token_digest(key), revoked_at__isnull=True)
         .first()
     )
-    return token
 
 
 def agent_token_unbind(*, token: AgentToken) -> None:
@@ -43,5 +65,39 @@ def agent_token_unbind(*, token: AgentToken) -> None:
 
 
 def agent_token_revoke(*, token: AgentToken) -> None:
+    token.revoked_at = timezone.now()
+    token.save(update_fields=["revoked_at"])
+
+
+def user_token_create(*, user, name: str = "") -> tuple[UserToken, str]:
+    """A person's API token; returns the row and the key, which is never retrievable again."""
+    key = _new_key(USER_TOKEN_PREFIX)
+    token = UserToken.objects.create(
+        user=user, name=name, key_hash=token_digest(key), prefix=key[:PREFIX_SHOWN]
+    )
+    return token, key
+
+
+def user_token_authenticate(key: str) -> UserToken | None:
+    """The live token for a key, with its user, in one query; None if unknown or revoked.
+
+    Whether the user may still sign in (is_active) is the caller's decision, as for a session.
+    """
+    if not _usable(key):
+        return None
+    token = (
+        UserToken.objects.select_related("user")
+        .filter(key_hash=token_digest(key), revoked_at__isnull=True)
+        .first()
+    )
+    if token is not None:
+        now = timezone.now()
+        if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
+            UserToken.objects.filter(pk=token.pk).update(last_used_at=now)
+            token.last_used_at = now
+    return token
+
+
+def user_token_revoke(*, token: UserToken) -> None:
     token.revoked_at = timezone.now()
     token.save(update_fields=["revoked_at"])

@@ -38,9 +38,9 @@ def test_unknown_token_is_401_and_missing_token_is_401(post_report, client):
 
 
 def test_human_api_token_cannot_post_reports(post_report, user):
-    from rest_framework.authtoken.models import Token
+    from inventory.services import user_token_create
 
-    key = Token.objects.create(user=user).key
+    _token, key = user_token_create(user=user)
     assert post_report(make_report(), key).status_code == 401
 
 

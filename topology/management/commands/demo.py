@@ -6,12 +6,11 @@ import os
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
-from rest_framework.authtoken.models import Token
 
 from agent.simulator import demo_servers, push_reports
 from clusters.reconcile import reconcile_all
-from inventory.models import AgentToken, HardwareProfile, Server
-from inventory.services import agent_token_create
+from inventory.models import AgentToken, HardwareProfile, Server, UserToken
+from inventory.services import agent_token_create, user_token_create
 
 from ... import demo
 
@@ -34,7 +33,8 @@ class Command(BaseCommand):
         # Demo tokens are re-issued on every run: a key is never stored in clear text.
         AgentToken.objects.filter(name__startswith="demo:").delete()
         keys = [agent_token_create(name=f"demo:{r['host']['hostname']}")[1] for r in reports]
-        api_token, _ = Token.objects.get_or_create(user=user)
+        UserToken.objects.filter(user=user, name="demo").delete()
+        _api_token, api_key = user_token_create(user=user, name="demo")
         by_name = {r["host"]["hostname"]: r for r in reports}
         k8s = [by_name[n] for n in by_name if n.startswith(("dgx-h100-0", "gpu-vm"))]
         slurm = [
@@ -61,7 +61,7 @@ class Command(BaseCommand):
                 answer = demo.post(
                     f"{url}/api/v1/clusters/{cluster}/snapshots/",
                     body.encode(),
-                    api_token.key,
+                    api_key,
                     content_type,
                 )
                 self.stdout.write(
