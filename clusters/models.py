@@ -13,6 +13,7 @@ from django.utils import timezone
 from inventory.models import Server
 
 from .choices import BindingMethod, ClusterKind, ClusterSource, FindingType, Severity
+from .kubeconfig import validate_kubeconfig_path
 
 
 class Cluster(models.Model):
@@ -24,7 +25,13 @@ class Cluster(models.Model):
         max_length=16, choices=ClusterSource.choices, default=ClusterSource.PUSH
     )
     # Pull settings. Secrets: write-only in the API, never shown in pages or logs.
-    kubeconfig_path = models.CharField(max_length=500, blank=True, default="")
+    kubeconfig_path = models.CharField(
+        max_length=500,
+        blank=True,
+        default="",
+        validators=[validate_kubeconfig_path],
+        help_text="a file inside ATLAS_KUBECONFIG_DIR (a relative path is taken there)",
+    )
     kube_context = models.CharField(max_length=200, blank=True, default="")
     slurmrestd_url = models.URLField(max_length=500, blank=True, default="")
     slurmrestd_user = models.CharField(max_length=100, blank=True, default="")

@@ -10,6 +10,7 @@ from django.db import OperationalError
 from django.utils import timezone
 
 from .choices import ClusterSource
+from .kubeconfig import kubeconfig_for_pull
 from .models import Cluster
 from .reconcile import reconcile_all, reconcile_needed
 from .services import snapshot_ingest_document
@@ -78,7 +79,7 @@ def pull_documents(cluster: Cluster) -> list[dict]:
         from .pull.kubernetes import list_nodes_and_pods
 
         return list_nodes_and_pods(
-            kubeconfig_path=cluster.kubeconfig_path or None,
+            kubeconfig_path=kubeconfig_for_pull(cluster.kubeconfig_path),
             context=cluster.kube_context or None,
             in_cluster=cluster.source == ClusterSource.IN_CLUSTER,
         )

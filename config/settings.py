@@ -234,6 +234,8 @@ ATLAS_SERVER_OFFLINE_AFTER_S = env_int("ATLAS_SERVER_OFFLINE_AFTER_S", 3600)
 ATLAS_REPORT_MAX_BYTES = env_int("ATLAS_REPORT_MAX_BYTES", 2 * 1024 * 1024)
 ATLAS_REPORT_RETENTION = env_int("ATLAS_REPORT_RETENTION", 20)
 ATLAS_PENDING_REPORT_GRACE_S = env_int("ATLAS_PENDING_REPORT_GRACE_S", 30)
+# A cluster's kubeconfig_path must be a file inside this directory (clusters/kubeconfig.py).
+ATLAS_KUBECONFIG_DIR = Path(os.environ.get("ATLAS_KUBECONFIG_DIR", VAR_DIR / "kubeconfigs"))
 # Open /api/schema/ and /api/docs/ to anonymous callers (by default: signed-in people only).
 ATLAS_PUBLIC_API_SCHEMA = env_bool("ATLAS_PUBLIC_API_SCHEMA", False)
 ATLAS_SNAPSHOT_MAX_BYTES = env_int("ATLAS_SNAPSHOT_MAX_BYTES", 256 * 1024 * 1024)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import urllib3
+import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
@@ -57,7 +58,7 @@ def api_client(
                 client_configuration=configuration,
                 persist_config=False,
             )
-    except (ConfigException, OSError, ValueError, TypeError) as exc:
+    except (ConfigException, OSError, ValueError, TypeError, yaml.YAMLError) as exc:
         source = "the in-cluster service account" if in_cluster else "the kubeconfig"
         raise KubernetesPullError(f"cannot load {source}: {_config_reason(exc)}") from None
     return client.ApiClient(configuration)
@@ -65,7 +66,7 @@ def api_client(
 
 def _config_reason(exc: Exception) -> str:
     # ConfigException messages name files and missing keys, never credentials; other
-    # exception texts (a YAML error quoting the file) are reduced to their type.
+    # exception texts (a YAML error can quote the file) are reduced to their type.
     if isinstance(exc, ConfigException | FileNotFoundError):
         return str(exc)[:300]
     return type(exc).__name__

@@ -62,7 +62,8 @@ def test_a_failed_pull_records_the_error_keeps_the_nodes_and_hides_the_token(slu
     )
 
 
-def test_kubernetes_pull_pages_through_nodes_and_pods(fake_api, tmp_path):  # noqa: F811
+def test_kubernetes_pull_pages_through_nodes_and_pods(fake_api, tmp_path, settings):  # noqa: F811
+    settings.ATLAS_KUBECONFIG_DIR = tmp_path
     api, url = fake_api
     cluster = Cluster.objects.create(
         name="lab",
@@ -80,7 +81,8 @@ def test_kubernetes_pull_pages_through_nodes_and_pods(fake_api, tmp_path):  # no
     assert sync_due_clusters.run() == 0  # synced a moment ago: not due
 
 
-def test_kubernetes_pull_failure_keeps_the_last_good_node_set(fake_api, tmp_path):  # noqa: F811
+def test_kubernetes_pull_failure_keeps_the_last_good_node_set(fake_api, tmp_path, settings):  # noqa: F811
+    settings.ATLAS_KUBECONFIG_DIR = tmp_path
     api, url = fake_api
     cluster = Cluster.objects.create(
         name="lab",
