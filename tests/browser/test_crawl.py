@@ -166,3 +166,24 @@ def test_menu_api_link_opens_the_docs_page(signed_in):
     assert response.headers["content-type"].startswith("text/html")
     signed_in.page.wait_for_selector(".swagger-ui .info", timeout=15000)
     signed_in.assert_clean()
+
+
+def test_the_policy_is_sent_enforced_and_met_by_the_figures(signed_in):
+    crawl_fleet()
+    server = Server.objects.get(hostname="a100-01")
+    response = signed_in.open(
+        f"/servers/{server.pk}/", wait_for="#figure-interconnect_matrix .main-svg"
+    )
+    policy = response.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "'unsafe-inline'" not in policy
+    for name in ("nvlink_graph", "mig_layout"):
+        signed_in.page.wait_for_selector(f"#figure-{name} .main-svg")
+    signed_in.page.hover("#figure-interconnect_matrix .nsewdrag")  # hover text: <b> labels
+    signed_in.page.wait_for_selector("#figure-interconnect_matrix .hovertext")
+    assert signed_in.page.locator("#figure-interconnect_matrix tspan[style]").count() > 0
+    signed_in.assert_clean()  # plotly's own inline styles are all allowed, by hash
+
+    # Enforced, not only sent: a script injected into the page does not run.
+    with pytest.raises(Exception, match=r"Content Security Policy|CSP"):
+        signed_in.page.add_script_tag(content="document.body.dataset.injected = 'ran'")
+    assert signed_in.page.get_attribute("body", "data-injected") is None
