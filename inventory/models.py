@@ -343,6 +343,7 @@ class UserToken(models.Model):
 
     class Meta:
         ordering = ["user_id", "name", "id"]
+        verbose_name = "API token"
 
     def __str__(self) -> str:
         return f"{self.name or 'API token'} of {self.user} ({self.prefix}…)"

@@ -61,6 +61,7 @@ class Migration(migrations.Migration):
                 ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='api_tokens', to=settings.AUTH_USER_MODEL)),
             ],
             options={
+                'verbose_name': 'API token',
                 'ordering': ['user_id', 'name', 'id'],
             },
         ),
