@@ -202,6 +202,9 @@ ATLAS_SERVER_OFFLINE_AFTER_S = env_int("ATLAS_SERVER_OFFLINE_AFTER_S", 3600)
 ATLAS_REPORT_MAX_BYTES = env_int("ATLAS_REPORT_MAX_BYTES", 2 * 1024 * 1024)
 ATLAS_REPORT_RETENTION = env_int("ATLAS_REPORT_RETENTION", 20)
 ATLAS_PENDING_REPORT_GRACE_S = env_int("ATLAS_PENDING_REPORT_GRACE_S", 30)
+# After a failed hand-off to the broker, reports skip it this long (they stay pending for the
+# sweep), so a broker that is down costs no request its connect timeouts.
+ATLAS_BROKER_RETRY_AFTER_S = env_int("ATLAS_BROKER_RETRY_AFTER_S", 15)
 ATLAS_SNAPSHOT_MAX_BYTES = env_int("ATLAS_SNAPSHOT_MAX_BYTES", 256 * 1024 * 1024)
 # Each upload endpoint enforces its own limit from Content-Length (413 with a clear message).
 DATA_UPLOAD_MAX_MEMORY_SIZE = None
