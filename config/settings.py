@@ -90,6 +90,9 @@ DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}",
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
+        # A kept connection the server dropped (restart, failover, idle kill) is checked once
+        # per request and replaced, instead of failing that request with a 500.
+        conn_health_checks=env_bool("DATABASE_CONN_HEALTH_CHECKS", True),
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":

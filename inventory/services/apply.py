@@ -25,6 +25,7 @@ from typing import Any
 
 from django.db import IntegrityError, models, transaction
 from django.db.models import Case, F, Q, Value, When
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from agent.schema import normalize_pci_bus_id
@@ -796,7 +797,10 @@ def _relink_vms(server: Server, uuids: list[str], now) -> bool:
     if moves:
         Server.objects.filter(pk__in=moves).update(
             physical_host_id=Case(
-                *(When(pk=pk, then=Value(host_id)) for pk, host_id in moves.items()),
+                *(
+                    When(pk=pk, then=Cast(Value(host_id), models.BigIntegerField()))
+                    for pk, host_id in moves.items()
+                ),
                 output_field=models.BigIntegerField(null=True),
             )
         )
