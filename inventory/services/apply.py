@@ -735,8 +735,8 @@ def _apply_guests(server: Server, host: dict[str, Any], now) -> bool:
     """Replace the guests this host lists; re-link the VMs they name, and this VM to its host.
 
     Only a server whose own report says it is virtual hangs under a host (its SMBIOS UUID is
-    the guest's UUID); a physical server never does. Returns whether another server's link
-    changed.
+    the guest's UUID); a physical server never does. Returns whether a VM-to-host link
+    changed (failure domains and figures follow them).
     """
     guests: dict[str, dict] = {}
     for g in host.get("guests") or []:
@@ -750,12 +750,14 @@ def _apply_guests(server: Server, host: dict[str, Any], now) -> bool:
         )
         changed = _relink_vms(server, list(guests), now)
     if not server.physical_host_manual:
+        before = server.physical_host_id
         if server.is_virtual and server.system_uuid:
             claims = _guest_claims([server.system_uuid], now).get(server.system_uuid, [])
             own = [c for c in claims if c.host_id != server.pk]
             server.physical_host_id = vm_host_for(server.physical_host_id, own)
         else:
             server.physical_host_id = None  # its own report says it is physical
+        changed = changed or server.physical_host_id != before
     return changed
 
 
