@@ -9,6 +9,9 @@
   (temporary file, fsync, rename), newest `max_reports` kept; replayed oldest first.
 - `Sender.deliver` ties them together: replay the spool, then send the new report with
   exponential backoff and full jitter; when the backend stays away the report is spooled.
+  A spooled report the backend keeps failing (5xx) while it takes others does not hold the
+  queue: replay goes past it, and after `SET_ASIDE_AFTER` such failures it is set aside
+  (kept in `<spool>/set-aside/`, logged by name, named in every later report's warnings).
 
 The token is never logged or printed: it only ever appears in the request header, and
 `RedactingFilter` scrubs it from any log line that might echo it back.
@@ -20,6 +23,7 @@ import json
 import logging
 import os
 import random
+import re
 import ssl
 import threading
 import time
@@ -27,7 +31,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from email.message import Message
 from http.client import HTTPException
 from pathlib import Path
@@ -45,11 +49,17 @@ class DeliveryError(Exception):
 
 
 class TransientError(DeliveryError):
-    """Worth retrying: the backend is unreachable, overloaded or failing (5xx, 408, 429)."""
+    """Worth retrying: the backend is unreachable, overloaded or failing (5xx, 408, 429).
 
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+    `status` is the backend's HTTP answer, None when it could not be reached.
+    """
+
+    def __init__(
+        self, message: str, *, retry_after: float | None = None, status: int | None = None
+    ) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.status = status
 
 
 class PermanentError(DeliveryError):
@@ -195,7 +205,9 @@ class Transport:
             message = _error_message(status, body_text).replace(self._token, "***")
             if status >= 500 or status in (408, 429):
                 raise TransientError(
-                    f"backend answered {status}: {message}", retry_after=_retry_after(exc.headers)
+                    f"backend answered {status}: {message}",
+                    retry_after=_retry_after(exc.headers),
+                    status=status,
                 ) from None
             if 300 <= status < 400:
                 location = exc.headers.get("Location") if exc.headers else None
@@ -221,10 +233,26 @@ class Transport:
         return answer if isinstance(answer, dict) else {}
 
 
+# A spooled report is set aside after this many deliveries the backend failed (5xx) while it
+# took other reports of the same agent: a deploy or a database failover clears in a cycle or
+# two, five means the backend fails on this report itself. Failures while nothing gets
+# through (the backend down for everyone) never count, so an outage sets nothing aside.
+SET_ASIDE_AFTER = 5
+# Set-aside reports are kept for a person to read; twenty are plenty to diagnose and bound
+# the disk a backend that fails every report could fill (a report is 10-200 KB).
+SET_ASIDE_MAX = 20
+_ATTEMPTS_RE = re.compile(r"\+(\d+)\.json$")
+
+
 class Spool:
-    """Reports waiting for the backend: one file each, oldest first, at most `max_reports`."""
+    """Reports waiting for the backend: one file each, oldest first, at most `max_reports`.
+
+    A report's failed deliveries are counted in its file name (`<name>+<n>.json`), so the count
+    survives restarts and one-shot runs; `set_aside` moves a report to `set-aside/` within.
+    """
 
     SUFFIX = ".json"
+    SET_ASIDE = "set-aside"
 
     def __init__(self, directory: str | os.PathLike[str], max_reports: int = 100) -> None:
         if max_reports < 1:
@@ -268,6 +296,61 @@ class Spool:
     def remove(self, path: Path) -> None:
         path.unlink(missing_ok=True)
 
+    @staticmethod
+    def attempts(path: Path) -> int:
+        """Failed deliveries of a spooled report counted so far."""
+        match = _ATTEMPTS_RE.search(path.name)
+        return int(match[1]) if match else 0
+
+    def count_failure(self, path: Path) -> Path:
+        """Count one more failed delivery of a spooled report; returns its new path."""
+        base = _ATTEMPTS_RE.sub("", path.name).removesuffix(self.SUFFIX)
+        new = path.with_name(f"{base}+{self.attempts(path) + 1}{self.SUFFIX}")
+        os.replace(path, new)
+        return new
+
+    @property
+    def set_aside_directory(self) -> Path:
+        return self.directory / self.SET_ASIDE
+
+    def set_aside(self, path: Path) -> Path:
+        """Move a report out of the replay queue, kept; the oldest beyond SET_ASIDE_MAX go."""
+        folder = self.set_aside_directory
+        folder.mkdir(exist_ok=True, mode=0o700)
+        final = folder / path.name
+        os.replace(path, final)
+        self._fsync_directory()
+        kept = self.set_aside_reports()
+        for old in kept[: max(0, len(kept) - SET_ASIDE_MAX)]:
+            logger.error(
+                "set-aside folder full (%d reports): deleting the oldest, %s",
+                SET_ASIDE_MAX,
+                old.name,
+            )
+            old.unlink(missing_ok=True)
+        return final
+
+    def set_aside_reports(self) -> list[Path]:
+        """Reports set aside, oldest first."""
+        folder = self.set_aside_directory
+        if not folder.is_dir():
+            return []
+        return sorted(p for p in folder.iterdir() if p.name.endswith(self.SUFFIX))
+
+    def notice(self) -> str | None:
+        """A line for a report's warnings while reports are set aside (stable while they are,
+        so an unchanged server still reports an unchanged report)."""
+        kept = self.set_aside_reports()
+        if not kept:
+            return None
+        names = ", ".join(p.name for p in kept[-3:])
+        more = f" (newest: {names})" if len(kept) > 3 else f": {names}"
+        text = (
+            f"agent: {len(kept)} report(s) set aside in {self.set_aside_directory} after "
+            f"{SET_ASIDE_AFTER} failed deliveries each while the backend took others{more}"
+        )
+        return text[:500]
+
     def _trim(self) -> None:
         waiting = self.pending()
         for old in waiting[: max(0, len(waiting) - self.max_reports)]:
@@ -305,6 +388,21 @@ class Backoff:
         return wait
 
 
+# Replay ends after this many spooled reports failed in a row: one report that breaks the
+# backend is passed over, a backend that fails everything is not sent the whole spool.
+MAX_FAILURES_IN_A_ROW = 3
+
+
+@dataclass
+class _Replay:
+    """What one delivery learnt: reports sent from the spool, those the backend failed, and
+    whether it took or refused any report (so those failures were the reports' own)."""
+
+    sent: int = 0
+    failed: list[Path] = field(default_factory=list)
+    backend_answers: bool = False
+
+
 @dataclass
 class Delivery:
     """What happened to one report: "sent" (with the backend's answer), "spooled", or
@@ -340,21 +438,40 @@ class Sender:
 
     def deliver(self, report: dict[str, Any]) -> Delivery:
         """Replay the spool, then send `report`. Raises PermanentError (4xx) for the new
-        report, and TransientError when the backend is away and there is no spool."""
+        report, and TransientError when the backend is away and there is no spool.
+
+        While reports are set aside, `report` goes with a warning naming them.
+        """
+        report = self._with_notice(report)
         body = json.dumps(report, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-        replayed = 0
-        if self.spool is not None:
-            try:
-                replayed = self.replay()
-            except TransientError as exc:
-                return self._to_spool(body, exc, replayed)
+        replay = _Replay()
         try:
-            answer = self._send_with_retries(body)
-        except TransientError as exc:
-            if self.spool is None:
+            if self.spool is not None:
+                try:
+                    self._replay(replay)
+                except TransientError as exc:
+                    return self._to_spool(body, exc, replay.sent)
+            try:
+                answer = self._send_with_retries(body)
+            except TransientError as exc:
+                if self.spool is None:
+                    raise
+                return self._to_spool(body, exc, replay.sent)
+            except PermanentError:
+                replay.backend_answers = True  # it refused this one: it is up
                 raise
-            return self._to_spool(body, exc, replayed)
-        return Delivery("sent", answer=answer, replayed=replayed)
+            replay.backend_answers = True
+            return Delivery("sent", answer=answer, replayed=replay.sent)
+        finally:
+            self._settle(replay)
+
+    def _with_notice(self, report: dict[str, Any]) -> dict[str, Any]:
+        notice = self.spool.notice() if self.spool is not None else None
+        if notice is None:
+            return report
+        # the schema allows 256 warnings: the notice takes the last place if they are all used
+        warnings = [w for w in report.get("warnings") or [] if w != notice][:255]
+        return {**report, "warnings": [*warnings, notice]}
 
     def _to_spool(self, body: bytes, exc: TransientError, replayed: int) -> Delivery:
         """Keep the report for later; a spool that cannot be written loses only this one."""
@@ -368,12 +485,25 @@ class Sender:
         return Delivery("spooled", replayed=replayed, error=str(exc))
 
     def replay(self) -> int:
-        """Send spooled reports oldest first; stops at the first transient failure (raised).
-        A spooled report the backend refuses (400, 413) is dropped so it cannot block the
-        queue; a refused token (401, 403) stops the replay and keeps everything."""
-        if self.spool is None:
-            return 0
-        sent = 0
+        """Send spooled reports oldest first (see `deliver`); the number sent."""
+        replay = _Replay()
+        try:
+            self._replay(replay)
+        finally:
+            self._settle(replay)
+        return replay.sent
+
+    def _replay(self, replay: _Replay) -> None:
+        """One try per spooled report, oldest first, going past reports the backend fails.
+
+        A report answered 5xx or 408 is noted and passed over; after MAX_FAILURES_IN_A_ROW
+        such answers in a row the replay ends (the backend is failing, not these reports) and
+        the new report is tried. It stops, raising, when the backend is unreachable or asks
+        to slow down (429). A report refused (400, 413) is dropped so it cannot block the
+        queue; a refused token (401, 403) stops the replay and keeps everything.
+        """
+        assert self.spool is not None
+        in_a_row = 0
         for path in self.spool.pending():
             try:
                 body = path.read_bytes()
@@ -384,14 +514,46 @@ class Sender:
             except PermanentError as exc:
                 if exc.token_rejected:
                     raise
+                replay.backend_answers = True
                 logger.error("spooled report %s refused, dropped: %s", path.name, exc)
                 self.spool.remove(path)
                 continue
+            except TransientError as exc:
+                if exc.status is None or exc.status == 429:
+                    raise
+                replay.failed.append(path)
+                logger.warning("spooled report %s not taken (%s)", path.name, exc)
+                in_a_row += 1
+                if in_a_row >= MAX_FAILURES_IN_A_ROW:
+                    break
+                continue
+            in_a_row = 0
+            replay.backend_answers = True
             self.spool.remove(path)
-            sent += 1
-        if sent:
-            logger.info("replayed %d spooled report(s)", sent)
-        return sent
+            replay.sent += 1
+        if replay.sent:
+            logger.info("replayed %d spooled report(s)", replay.sent)
+
+    def _settle(self, replay: _Replay) -> None:
+        """Count the failures of spooled reports, when the backend took or refused another
+        report meanwhile (so they were these reports' own); set aside those that reach
+        SET_ASIDE_AFTER."""
+        if self.spool is None or not replay.failed or not replay.backend_answers:
+            return
+        for path in replay.failed:
+            try:
+                counted = self.spool.count_failure(path)
+                if self.spool.attempts(counted) >= SET_ASIDE_AFTER:
+                    kept = self.spool.set_aside(counted)
+                    logger.error(
+                        "spooled report %s failed %d deliveries while others went through: "
+                        "set aside as %s",
+                        path.name,
+                        SET_ASIDE_AFTER,
+                        kept,
+                    )
+            except OSError as exc:  # removed meanwhile, or the disk: try again next cycle
+                logger.warning("could not count the failure of %s: %s", path.name, exc)
 
     def _send_with_retries(self, body: bytes) -> dict[str, Any]:
         last: TransientError | None = None

@@ -45,3 +45,4 @@ class FindingType(models.TextChoices):
     NODE_UNAVAILABLE = "node_unavailable", "Node unavailable, hardware healthy"
     GPU_NOT_IN_NVML = "gpu_not_in_nvml", "GPU on the PCI bus, not in NVML"
     BELOW_PROFILE = "below_profile", "Fewer GPUs than the hardware profile"
+    DUPLICATE_GPU = "duplicate_gpu", "GPU reported by two servers"

@@ -56,6 +56,7 @@ class ServerFacts:
     mig_pending: int = 0
     names: set[str] = field(default_factory=set)
     mig_profiles: Counter = field(default_factory=Counter)
+    gpu_claims: list[dict] = field(default_factory=list)  # inventory.GpuClaim rows, held elsewhere
 
     @property
     def mig_devices(self) -> int:
@@ -238,6 +239,7 @@ def findings_for(nodes, servers, clusters, ambiguous, now) -> dict[tuple[str, st
     _cluster_findings(nodes, servers, clusters, add)
     _duplicate_findings(servers, nodes, clusters, add)
     _profile_findings(servers, nodes_by_server, add)
+    _duplicate_gpu_findings(servers, now, add)
     return desired
 
 
@@ -570,6 +572,59 @@ def _duplicate_findings(servers, nodes, clusters, add) -> None:
                     server_id=server_id,
                     cluster_id=cluster_id,
                     details={"nodes": names},
+                )
+            )
+
+
+def _duplicate_gpu_findings(servers, now, add) -> None:
+    """A server whose report lists GPUs (or MIG devices) another live server still reports.
+
+    The holder keeps them (an agent writes only its own server) until its own report drops
+    them or it goes offline; the finding lasts while both servers are live and claim them.
+    """
+    offline_before = now - timedelta(seconds=settings.ATLAS_SERVER_OFFLINE_AFTER_S)
+
+    def live(s: ServerFacts | None) -> bool:
+        return s is not None and s.last_seen is not None and s.last_seen >= offline_before
+
+    for s in servers.values():
+        by_holder: dict[int, list[dict]] = defaultdict(list)
+        for claim in s.gpu_claims:
+            by_holder[claim["holder_id"]].append(claim)
+        for holder_id, claims in sorted(by_holder.items()):
+            holder = servers.get(holder_id)
+            if not (live(s) and live(holder)):
+                continue
+            gpus = [c for c in claims if not c["mig_device_id"]]
+            migs = [c for c in claims if c["mig_device_id"]]
+            named = [f"serial {c['serial']}" if c["serial"] else c["uuid"] for c in gpus]
+            named += [c["uuid"] for c in migs]
+            more = f" and {len(named) - 3} more" if len(named) > 3 else ""
+            listed = ", ".join(named[:3]) + more
+            what = " and ".join(
+                part
+                for part in (
+                    _plural(len(gpus), "GPU") if gpus else "",
+                    _plural(len(migs), "MIG device") if migs else "",
+                )
+                if part
+            )
+            add(
+                Desired(
+                    FindingType.DUPLICATE_GPU,
+                    Severity.WARNING,
+                    f"server:{s.id}:gpus-of:{holder_id}",
+                    f"{s.hostname} reports {what} that {holder.hostname} also reports "
+                    f"({listed}); they stay with {holder.hostname} until its own report no "
+                    "longer lists them or it goes offline. If both keep reporting them, one "
+                    "agent describes another machine (a copied token or disk image, or saved "
+                    "nvidia-smi files of another server)",
+                    server_id=s.id,
+                    details={
+                        "claimant": s.hostname,
+                        "holder": holder.hostname,
+                        "uuids": sorted(c["uuid"] for c in claims),
+                    },
                 )
             )
 

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from inventory.choices import GpuStatus
 from inventory.identity import short_hostname
-from inventory.models import Gpu, MigDevice, Server
+from inventory.models import Gpu, GpuClaim, MigDevice, Server
 from inventory.services import revision_get
 
 from .choices import BindingMethod, ClusterKind
@@ -146,6 +146,15 @@ def _load_servers() -> dict[int, ServerFacts]:
         facts = servers.get(row["gpu__server_id"])
         if facts:
             facts.mig_profiles[normalize_mig_profile(row["profile"]) or "unknown"] += row["n"]
+    for row in (
+        GpuClaim.objects.exclude(gpu__server_id=F("server_id"))
+        .exclude(gpu__status=GpuStatus.LOST)
+        .values("server_id", "uuid", "mig_device_id", holder_id=F("gpu__server_id"))
+        .annotate(serial=F("gpu__serial"))
+    ):
+        facts = servers.get(row.pop("server_id"))
+        if facts:
+            facts.gpu_claims.append(row)
     return servers
 
 

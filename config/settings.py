@@ -93,6 +93,9 @@ DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}",
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
+        # A kept connection the server dropped (restart, failover, idle kill) is checked once
+        # per request and replaced, instead of failing that request with a 500.
+        conn_health_checks=env_bool("DATABASE_CONN_HEALTH_CHECKS", True),
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -238,6 +241,9 @@ ATLAS_PENDING_REPORT_GRACE_S = env_int("ATLAS_PENDING_REPORT_GRACE_S", 30)
 ATLAS_KUBECONFIG_DIR = Path(os.environ.get("ATLAS_KUBECONFIG_DIR", VAR_DIR / "kubeconfigs"))
 # Open /api/schema/ and /api/docs/ to anonymous callers (by default: signed-in people only).
 ATLAS_PUBLIC_API_SCHEMA = env_bool("ATLAS_PUBLIC_API_SCHEMA", False)
+# After a failed hand-off to the broker, reports skip it this long (they stay pending for the
+# sweep), so a broker that is down costs no request its connect timeouts.
+ATLAS_BROKER_RETRY_AFTER_S = env_int("ATLAS_BROKER_RETRY_AFTER_S", 15)
 ATLAS_SNAPSHOT_MAX_BYTES = env_int("ATLAS_SNAPSHOT_MAX_BYTES", 256 * 1024 * 1024)
 # Each upload endpoint enforces its own limit from Content-Length (413 with a clear message).
 DATA_UPLOAD_MAX_MEMORY_SIZE = None

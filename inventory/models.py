@@ -279,6 +279,42 @@ class Guest(models.Model):
         return self.name or self.uuid
 
 
+class GpuClaim(models.Model):
+    """A GPU or MIG device UUID that a server's last report lists while another server holds it.
+
+    An agent token writes only its own server: while the holder is live and its own latest
+    report still lists the UUID, the claimant's report changes nothing of the holder and the
+    claim is kept here (reconciliation raises "GPU reported by two servers" from it). The
+    claimant's own next apply settles it: the move becomes real once the holder stops listing
+    the UUID or goes offline; the claim ends when the claimant stops listing it.
+    """
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="gpu_claims")
+    uuid = models.CharField(max_length=128)
+    gpu = models.ForeignKey(
+        Gpu, on_delete=models.CASCADE, related_name="+", help_text="the row its holder keeps"
+    )
+    mig_device = models.ForeignKey(
+        MigDevice,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        help_text="set when the claimed UUID is a MIG device's",
+    )
+    first_seen = models.DateTimeField(default=timezone.now)
+    last_seen = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["server_id", "uuid"]
+        constraints = [
+            models.UniqueConstraint(fields=["server", "uuid"], name="gpu_claim_server_uuid")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.uuid} claimed by server {self.server_id}"
+
+
 class Revision(models.Model):
     """A counter per data set ("inventory", "nodes") that moves when that data changes.
 

@@ -11,6 +11,7 @@ from django.db import OperationalError
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
+from .broker import BrokerBreaker
 from .choices import ReportStatus
 from .models import Report
 from .services import report_apply
@@ -41,9 +42,23 @@ def apply_report(self, report_id: int) -> str:
         return ReportStatus.FAILED
 
 
-def enqueue_report(report_id: int) -> None:
-    """Send to the broker without Celery's connection retries: the sweep covers a failure."""
-    apply_report.apply_async((report_id,), retry=False)
+broker = BrokerBreaker(settings.ATLAS_BROKER_RETRY_AFTER_S)
+
+
+def enqueue_report(report_id: int) -> str:
+    """Hand a stored report to the broker, or leave it pending for the sweep.
+
+    No Celery connection retries, and no try at all while the broker is known away (see
+    `inventory.broker`): the agent's 202 never waits on a broker that is down.
+    """
+
+    def send() -> None:
+        apply_report.apply_async((report_id,), retry=False)
+
+    if apply_report.app.conf.task_always_eager:  # in-process: nothing to wait for
+        send()
+        return "sent"
+    return broker.publish(send)
 
 
 @shared_task(acks_late=True, time_limit=600, soft_time_limit=570)

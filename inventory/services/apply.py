@@ -3,22 +3,48 @@
 The cost is a fixed number of queries whatever the GPU count. Two reports of one server
 applied at once serialise on the server's row lock (and the unique identity), so they never
 duplicate rows; a report older than the last one applied is marked superseded.
+
+A report writes only its own server (like Kubernetes' NodeRestriction). Where it names
+something another server holds, that server's own reports decide:
+- a GPU or MIG device UUID another live server still lists stays there; the claim is kept
+  (`GpuClaim`, a finding) until the holder stops listing it or goes offline, and only then
+  moves, with its change events;
+- a guest UUID links a VM only when the VM's own report says it is virtual, and never takes
+  it from a live host that still runs it (`vm_host_for`).
+Host names, machine-ids, addresses and NIC names are per server: a copy of another server's
+makes a duplicate-identity finding, never a write there.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, models, transaction
+from django.db.models import Case, F, Q, Value, When
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from agent.schema import normalize_pci_bus_id
 
-from ..choices import ChangeKind, GpuStatus, ReportStatus
+from ..choices import ChangeKind, GpuStatus, ReportStatus, ServerState
 from ..identity import normalize_machine_id, normalize_uuid
-from ..models import AgentToken, ChangeEvent, Gpu, Guest, Link, MigDevice, Nic, Report, Server
+from ..models import (
+    AgentToken,
+    ChangeEvent,
+    Gpu,
+    GpuClaim,
+    Guest,
+    Link,
+    MigDevice,
+    Nic,
+    Report,
+    Server,
+    server_state_at,
+)
 from .revision import revision_bump
 
 logger = logging.getLogger(__name__)
@@ -89,6 +115,7 @@ class ApplyResult:
     created: bool = False
     gpus_changed: bool = False
     identity_changed: bool = False
+    claims: list[str] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
 
 
@@ -144,10 +171,15 @@ def report_apply(*, report_id: int) -> ApplyResult:
             report_id=report.pk, status=ReportStatus.APPLIED, server_id=server.pk, created=created
         )
         result.identity_changed = _apply_host(server, payload, created, events)
-        gpu_ids, result.gpus_changed = _apply_gpus(server, payload, created, now, events)
+        gpu_ids, result.gpus_changed, claims = _apply_gpus(server, payload, created, now, events)
         nic_ids = _apply_nics(server, payload.get("nics", []))
         _apply_links(server, payload, gpu_ids, nic_ids)
-        _apply_guests(server, payload["host"])
+        guests_changed = _apply_guests(server, payload["host"], now)
+        claims_changed = _record_claims(server, claims, now)
+        if claims:
+            # The PCI functions of GPUs kept by their holder are not this server's to miss.
+            held = [g.get("pci_bus_id") for g in payload["gpus"] if g["uuid"] in claims.gpus]
+            server.pci_gpu_count = _pci_gpu_count(payload.get("pci_gpus") or [], skip=held)
         if created:
             gpu_count = len(payload["gpus"])
             events.add(
@@ -158,7 +190,9 @@ def report_apply(*, report_id: int) -> ApplyResult:
 
         server.last_seen = now
         server.last_report = report
-        server.last_report_hash = report.content_hash
+        # The hash marks what was applied; with claims held back that is not this report, so
+        # its next copy is applied in full (and settles the claims) instead of a heartbeat.
+        server.last_report_hash = "" if claims else report.content_hash
         server.save()
         ChangeEvent.objects.bulk_create(events.rows)
         Report.objects.filter(pk=report.pk).update(
@@ -168,8 +202,16 @@ def report_apply(*, report_id: int) -> ApplyResult:
             AgentToken.objects.filter(pk=report.token_id).exclude(server=server).update(
                 server=server
             )
-        if created or result.identity_changed or result.gpus_changed or events.rows:
+        if (
+            created
+            or result.identity_changed
+            or result.gpus_changed
+            or guests_changed
+            or claims_changed
+            or events.rows
+        ):
             revision_bump(name="inventory")
+        result.claims = sorted(claims.uuids())
         result.events = [e.kind for e in events.rows]
         return result
 
@@ -235,9 +277,7 @@ def _apply_host(server: Server, payload: dict[str, Any], created: bool, events: 
     server.warnings = list(payload.get("warnings") or [])
     pci_gpus = payload.get("pci_gpus") or []
     server.pci_gpus = pci_gpus
-    server.pci_gpu_count = (
-        sum(1 for p in pci_gpus if p.get("driver") not in PASSTHROUGH_DRIVERS) if pci_gpus else None
-    )
+    server.pci_gpu_count = _pci_gpu_count(pci_gpus)
 
     if not created:
         if old_driver and server.driver_version and old_driver != server.driver_version:
@@ -264,6 +304,37 @@ def _apply_host(server: Server, payload: dict[str, Any], created: bool, events: 
     return created or before_names != after_names
 
 
+def _pci_gpu_count(pci_gpus: list[dict], skip: Iterable[str | None] = ()) -> int | None:
+    """GPUs on the PCI bus not passed through to a VM (None: the report has no PCI listing)."""
+    if not pci_gpus:
+        return None
+    skipped = {normalize_pci_bus_id(s) for s in skip} - {None}
+    return sum(
+        1
+        for p in pci_gpus
+        if p.get("driver") not in PASSTHROUGH_DRIVERS
+        and normalize_pci_bus_id(p.get("pci_bus_id")) not in skipped
+    )
+
+
+def _offline(last_seen, now) -> bool:
+    return server_state_at(last_seen, now) in (ServerState.OFFLINE, ServerState.NEVER)
+
+
+@dataclass
+class _Claims:
+    """What a report lists that other servers keep: uuid -> the holder's row (values)."""
+
+    gpus: dict[str, dict] = field(default_factory=dict)
+    mig_devices: dict[str, dict] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.gpus or self.mig_devices)
+
+    def uuids(self) -> set[str]:
+        return set(self.gpus) | set(self.mig_devices)
+
+
 def _gpu_fields(gpu: dict[str, Any]) -> dict[str, Any]:
     fields = {name: _text(gpu.get(name)) for name in GPU_STRING_FIELDS}
     fields.update({name: gpu.get(name) for name in GPU_VALUE_FIELDS})
@@ -283,12 +354,35 @@ def _mig_layout(devices) -> list[list]:
 
 def _apply_gpus(
     server: Server, payload: dict[str, Any], created: bool, now, events: _Events
-) -> tuple[dict[int, int], bool]:
+) -> tuple[dict[int, int], bool, _Claims]:
     """Upsert GPUs by UUID and their MIG devices; mark the missing ones lost.
 
-    Returns report GPU index -> row id, and whether the set of GPUs or MIG devices changed.
+    A GPU (or MIG device) another server holds moves here only when that server's own latest
+    report no longer lists it (its row is lost) or that server is offline; otherwise it is
+    left where it is and returned as a claim. Returns report GPU index -> row id (GPUs kept
+    by others have none), whether the set of GPUs or MIG devices changed, and the claims.
     """
-    reported = payload["gpus"]
+    claims = _Claims()
+    elsewhere = (
+        Gpu.objects.filter(uuid__in=[g["uuid"] for g in payload["gpus"]])
+        .exclude(server=server)
+        .values(
+            "uuid",
+            "id",
+            "server_id",
+            "server__hostname",
+            "serial",
+            "status",
+            holder_seen=F("server__last_seen"),
+        )
+    )
+    moved_in = {}
+    for row in elsewhere:
+        if row["status"] != GpuStatus.LOST and not _offline(row["holder_seen"], now):
+            claims.gpus[row["uuid"]] = row
+        else:
+            moved_in[row["uuid"]] = row
+    reported = [g for g in payload["gpus"] if g["uuid"] not in claims.gpus]
     existing = {g.uuid: g for g in Gpu.objects.filter(server=server)}
     existing_mig: dict[int, list[dict]] = {}
     for row in MigDevice.objects.filter(gpu__server=server).values(
@@ -296,12 +390,6 @@ def _apply_gpus(
     ):
         existing_mig.setdefault(row["gpu_id"], []).append(row)
     reported_uuids = [g["uuid"] for g in reported]
-    moved_in = {
-        row["uuid"]: row
-        for row in Gpu.objects.filter(uuid__in=reported_uuids)
-        .exclude(server=server)
-        .values("uuid", "id", "server_id", "server__hostname", "serial")
-    }
 
     changed = False
     rows = []
@@ -432,11 +520,103 @@ def _apply_gpus(
                     before={"uuid": gpu.uuid, "serial": gpu.serial},
                 )
 
-    _apply_mig_devices(server, reported, ids)
-    return index_to_id, changed
+    moved_from = _hold_mig_devices(server, reported, moved_in, now, claims)
+    _apply_mig_devices(server, reported, ids, skip=claims.mig_devices.keys())
+    _release_holders(moved_in, moved_from)
+    return index_to_id, changed, claims
 
 
-def _apply_mig_devices(server: Server, reported: list[dict], gpu_ids: dict[str, int]) -> None:
+def _hold_mig_devices(
+    server: Server, reported: list[dict], moved_in: dict[str, dict], now, claims: _Claims
+) -> set[int]:
+    """Put MIG devices that another live server holds (and so still lists) into `claims`.
+
+    A MIG row exists only while its server's latest report lists it, so only an offline
+    holder lets it move. Returns the servers MIG devices move away from.
+    """
+    uuids = [mig["uuid"] for gpu in reported for mig in gpu.get("mig_devices", [])]
+    if not uuids:
+        return set()
+    moving_gpus = [row["id"] for row in moved_in.values()]
+    moved_from = set()
+    for row in (
+        MigDevice.objects.filter(uuid__in=uuids)
+        .exclude(gpu__server=server)
+        .exclude(gpu_id__in=moving_gpus)
+        .values(
+            "uuid",
+            "id",
+            "gpu_id",
+            holder_id=F("gpu__server_id"),
+            holder_seen=F("gpu__server__last_seen"),
+        )
+    ):
+        if _offline(row["holder_seen"], now):
+            moved_from.add(row["holder_id"])
+        else:
+            claims.mig_devices[row["uuid"]] = row
+    return moved_from
+
+
+def _release_holders(moved_in: dict[str, dict], mig_moved_from: set[int]) -> None:
+    """Servers that lost a GPU or MIG device to this report: what they hold changed without
+    a report of theirs, so their next report must be applied in full, not taken for a
+    heartbeat. A GPU their last report still listed leaves their PCI count with it (else
+    they would show a GPU "on the PCI bus, not in NVML")."""
+    holders = {row["server_id"] for row in moved_in.values()} | mig_moved_from
+    if not holders:
+        return
+    listed = Counter(
+        row["server_id"] for row in moved_in.values() if row["status"] != GpuStatus.LOST
+    )
+    Server.objects.filter(pk__in=holders).update(
+        last_report_hash="",
+        pci_gpu_count=Case(
+            *(
+                When(pk=pk, pci_gpu_count__gte=n, then=F("pci_gpu_count") - Value(n))
+                for pk, n in listed.items()
+            ),
+            default=F("pci_gpu_count"),
+            output_field=models.PositiveIntegerField(null=True),
+        ),
+    )
+
+
+def _record_claims(server: Server, claims: _Claims, now) -> bool:
+    """Keep this server's open claims, one per UUID (first_seen kept); True if the set changed."""
+    before = set(GpuClaim.objects.filter(server=server).values_list("uuid", flat=True))
+    after = claims.uuids()
+    if before - after:
+        GpuClaim.objects.filter(server=server, uuid__in=before - after).delete()
+    rows = [
+        GpuClaim(server=server, uuid=uuid, gpu_id=row["id"], first_seen=now, last_seen=now)
+        for uuid, row in claims.gpus.items()
+    ] + [
+        GpuClaim(
+            server=server,
+            uuid=uuid,
+            gpu_id=row["gpu_id"],
+            mig_device_id=row["id"],
+            first_seen=now,
+            last_seen=now,
+        )
+        for uuid, row in claims.mig_devices.items()
+    ]
+    if rows:
+        GpuClaim.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["server", "uuid"],
+            update_fields=["gpu", "mig_device", "last_seen"],
+        )
+    return before != after
+
+
+def _apply_mig_devices(
+    server: Server, reported: list[dict], gpu_ids: dict[str, int], skip: Iterable[str] = ()
+) -> None:
+    """Upsert the MIG devices of this server's GPUs by UUID, except those kept by others."""
+    skipped = set(skip)
     rows = [
         MigDevice(
             gpu_id=gpu_ids[gpu["uuid"]],
@@ -447,6 +627,7 @@ def _apply_mig_devices(server: Server, reported: list[dict], gpu_ids: dict[str, 
         )
         for gpu in reported
         for mig in gpu.get("mig_devices", [])
+        if mig["uuid"] not in skipped
     ]
     MigDevice.objects.filter(gpu__server=server).exclude(uuid__in=[r.uuid for r in rows]).delete()
     if rows:
@@ -502,6 +683,8 @@ def _apply_links(
         if key in seen:
             continue
         seen.add(key)
+        if int(a_ref) not in gpu_ids or (b_kind == "gpu" and int(b_ref) not in gpu_ids):
+            continue  # a GPU another server keeps: not this server's to link
         cls = link["link_class"]
         rows.append(
             Link(
@@ -522,33 +705,108 @@ def _end_key(end: str):
     return int(ref) if kind == "gpu" else ref
 
 
-def _apply_guests(server: Server, host: dict[str, Any]) -> None:
-    """Link VMs to this host by the guest UUIDs it lists, and this VM to its host."""
-    guests = host.get("guests") or []
+@dataclass(frozen=True)
+class GuestClaim:
+    """One host's report listing a VM's UUID: the host, whether the VM runs there, and
+    whether the host is live (not offline)."""
+
+    host_id: int
+    running: bool
+    live: bool
+
+
+def vm_host_for(current: int | None, claims: Sequence[GuestClaim]) -> int | None:
+    """The host a VM's server hangs under, among the hosts whose reports list its UUID.
+
+    A live host beats an offline one, and a host where it runs beats one where it is only
+    defined (libvirt lists shut-off domains too, and after a migration both hosts may list
+    it). The current host keeps the VM while it is among the best, so another report naming
+    the same UUID cannot take a VM from a live host that still runs it. None: no host lists it.
+    """
+    pool = [c for c in claims if c.live] or list(claims)
+    pool = [c for c in pool if c.running] or pool
+    hosts = {c.host_id for c in pool}
+    if current in hosts:
+        return current
+    return min(hosts) if hosts else None
+
+
+def _apply_guests(server: Server, host: dict[str, Any], now) -> bool:
+    """Replace the guests this host lists; re-link the VMs they name, and this VM to its host.
+
+    Only a server whose own report says it is virtual hangs under a host (its SMBIOS UUID is
+    the guest's UUID); a physical server never does. Returns whether a VM-to-host link
+    changed (failure domains and figures follow them).
+    """
+    guests: dict[str, dict] = {}
+    for g in host.get("guests") or []:
+        guests.setdefault(normalize_uuid(g["uuid"]) or g["uuid"].strip().lower(), g)
+    changed = False
     if guests or Guest.objects.filter(host=server).exists():
         Guest.objects.filter(host=server).delete()
-        rows = [
-            Guest(
-                host=server,
-                uuid=normalize_uuid(g["uuid"]) or g["uuid"].lower(),
-                name=_text(g.get("name")),
-                state=_text(g.get("state")),
-            )
-            for g in guests
-        ]
-        Guest.objects.bulk_create(rows)
-        uuids = [r.uuid for r in rows]
-        Server.objects.filter(system_uuid__in=uuids, physical_host_manual=False).exclude(
-            physical_host=server
-        ).update(physical_host=server)
-    if server.is_virtual and server.system_uuid and not server.physical_host_manual:
-        host_id = (
-            Guest.objects.filter(uuid=server.system_uuid)
-            .exclude(host=server)
-            .values_list("host_id", flat=True)
-            .first()
+        Guest.objects.bulk_create(
+            Guest(host=server, uuid=uuid, name=_text(g.get("name")), state=_text(g.get("state")))
+            for uuid, g in guests.items()
         )
-        server.physical_host_id = host_id
+        changed = _relink_vms(server, list(guests), now)
+    if not server.physical_host_manual:
+        before = server.physical_host_id
+        if server.is_virtual and server.system_uuid:
+            claims = _guest_claims([server.system_uuid], now).get(server.system_uuid, [])
+            own = [c for c in claims if c.host_id != server.pk]
+            server.physical_host_id = vm_host_for(server.physical_host_id, own)
+        else:
+            server.physical_host_id = None  # its own report says it is physical
+        changed = changed or server.physical_host_id != before
+    return changed
+
+
+def _guest_claims(uuids: Iterable[str], now) -> dict[str, list[GuestClaim]]:
+    claims: dict[str, list[GuestClaim]] = {}
+    uuids = list(uuids)
+    if not uuids:
+        return claims
+    for row in Guest.objects.filter(uuid__in=uuids).values(
+        "uuid", "host_id", "state", host_seen=F("host__last_seen")
+    ):
+        claims.setdefault(row["uuid"], []).append(
+            GuestClaim(
+                host_id=row["host_id"],
+                running=row["state"] == "running",
+                live=not _offline(row["host_seen"], now),
+            )
+        )
+    return claims
+
+
+def _relink_vms(server: Server, uuids: list[str], now) -> bool:
+    """Re-decide the host of every VM this host lists or held: one read, one UPDATE."""
+    vms = list(
+        Server.objects.filter(Q(system_uuid__in=uuids) | Q(physical_host=server))
+        .filter(physical_host_manual=False)
+        .exclude(pk=server.pk)
+        .values("id", "system_uuid", "is_virtual", "physical_host_id")
+    )
+    claims = _guest_claims({vm["system_uuid"] for vm in vms if vm["is_virtual"]} - {None}, now)
+    moves: dict[int, int | None] = {}
+    for vm in vms:
+        new = None
+        if vm["is_virtual"] and vm["system_uuid"]:
+            own = [c for c in claims.get(vm["system_uuid"], []) if c.host_id != vm["id"]]
+            new = vm_host_for(vm["physical_host_id"], own)
+        if new != vm["physical_host_id"]:
+            moves[vm["id"]] = new
+    if moves:
+        Server.objects.filter(pk__in=moves).update(
+            physical_host_id=Case(
+                *(
+                    When(pk=pk, then=Cast(Value(host_id), models.BigIntegerField()))
+                    for pk, host_id in moves.items()
+                ),
+                output_field=models.BigIntegerField(null=True),
+            )
+        )
+    return bool(moves)
 
 
 def _onoff(value) -> str:

@@ -1,7 +1,8 @@
 """A small scripted HTTP backend for transport tests (standard library only).
 
 It records every request and answers from a script of (status, body, headers); once the
-script is used up it answers 202 like the real backend.
+script is used up it answers 202 like the real backend. `rule`, when set, answers first: a
+function of the request body returning (status, body, headers), or None to go on.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import json
 import socket
 import threading
 from collections import deque
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -24,6 +26,7 @@ class ScriptedBackend:
     def __init__(self, port: int | None = None, ssl_context: Any = None) -> None:
         self.requests: list[dict[str, Any]] = []
         self.script: deque[tuple[int, Any, dict[str, str]]] = deque()
+        self.rule: Callable[[bytes], tuple[int, Any, dict[str, str]] | None] | None = None
         self._lock = threading.Lock()
         self._next_id = 0
         backend = self
@@ -62,6 +65,9 @@ class ScriptedBackend:
     def _answer(self, path: str, headers: dict[str, str], body: bytes) -> tuple[int, Any, dict]:
         with self._lock:
             self.requests.append({"path": path, "headers": headers, "body": body})
+            answer = self.rule(body) if self.rule is not None else None
+            if answer is not None:
+                return answer
             if self.script:
                 return self.script.popleft()
             self._next_id += 1

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from agent.transport import (
+    SET_ASIDE_AFTER,
     Backoff,
     PermanentError,
     Sender,
@@ -130,13 +131,90 @@ def test_unreachable_backend_spools_then_replays_oldest_first(tmp_path):
         server.close()
 
 
-def test_a_failing_replay_spools_the_new_report_behind_the_old_ones(backend, tmp_path):
+def spooled(spool: Spool) -> list[int]:
+    return [json.loads(p.read_bytes())["n"] for p in spool.pending()]
+
+
+def fail_report(n: int, status: int = 500):
+    """A backend rule: answer `status` to report `n` (wherever it comes from), take the rest."""
+
+    def rule(body: bytes):
+        return (status, {"detail": "boom"}, {}) if json.loads(body).get("n") == n else None
+
+    return rule
+
+
+def test_a_spooled_report_answered_500_no_longer_blocks_later_ones(backend, tmp_path):
+    spool = Spool(tmp_path / "spool")
+    for n in (1, 2):
+        spool.put(json.dumps(report(n)).encode())
+    backend.rule = fail_report(1)
+    delivery = Sender(Transport(backend.url, TOKEN), spool, wait=Waits()).deliver(report(3))
+    assert delivery.outcome == "sent" and delivery.replayed == 1
+    assert [b["n"] for b in backend.bodies()] == [1, 2, 3]
+    assert spooled(spool) == [1]
+    assert Spool.attempts(spool.pending()[0]) == 1  # counted: the backend took the others
+
+
+def test_a_report_that_keeps_failing_is_set_aside_and_named_in_the_next_report(
+    backend, tmp_path, caplog
+):
+    caplog.set_level(logging.INFO)
     spool = Spool(tmp_path / "spool")
     spool.put(json.dumps(report(1)).encode())
-    backend.answer(502)
-    delivery = Sender(Transport(backend.url, TOKEN), spool, wait=Waits()).deliver(report(2))
-    assert delivery.outcome == "spooled"
-    assert [json.loads(p.read_bytes())["n"] for p in spool.pending()] == [1, 2]
+    backend.rule = fail_report(1)
+    sender = Sender(Transport(backend.url, TOKEN), spool, wait=Waits())
+    for n in range(2, 2 + SET_ASIDE_AFTER):
+        assert sender.deliver(report(n)).outcome == "sent"
+    assert spool.pending() == []
+    (kept,) = spool.set_aside_reports()
+    assert kept.parent == tmp_path / "spool" / "set-aside"
+    assert json.loads(kept.read_bytes())["n"] == 1  # kept whole
+    assert f"set aside as {kept}" in caplog.text and TOKEN not in caplog.text
+
+    sender.deliver(report(100))
+    sender.deliver(report(101))
+    first, second = backend.bodies()[-2:]
+    (warning,) = first["warnings"]
+    assert "1 report(s) set aside" in warning and kept.name in warning
+    assert second["warnings"] == [warning]  # stable: an unchanged server still heartbeats
+    assert [b["n"] for b in backend.bodies()].count(1) == SET_ASIDE_AFTER  # no longer sent
+
+
+def test_a_backend_failing_every_report_sets_nothing_aside(backend, tmp_path):
+    spool = Spool(tmp_path / "spool")
+    for n in (1, 2, 3, 4):
+        spool.put(json.dumps(report(n)).encode())
+    backend.rule = lambda body: (500, {"detail": "database down"}, {})
+    sender = Sender(Transport(backend.url, TOKEN), spool, attempts=2, wait=Waits())
+    for n in range(10, 10 + 2 * SET_ASIDE_AFTER):
+        assert sender.deliver(report(n)).outcome == "spooled"
+    assert spool.set_aside_reports() == []
+    assert all(Spool.attempts(p) == 0 for p in spool.pending())  # nobody's own fault
+    # replay ends after a few failures in a row: the rest of the spool is not sent each cycle
+    first_cycle = [json.loads(r["body"])["n"] for r in backend.requests[:5]]
+    assert first_cycle == [1, 2, 3, 10, 10]
+
+
+def test_a_backend_asking_to_slow_down_stops_the_replay_and_counts_nothing(backend, tmp_path):
+    spool = Spool(tmp_path / "spool")
+    spool.put(json.dumps(report(1)).encode())
+    spool.put(json.dumps(report(2)).encode())
+    backend.answer(429, {"detail": "slow down"}, {"Retry-After": "30"})
+    delivery = Sender(Transport(backend.url, TOKEN), spool, wait=Waits()).deliver(report(3))
+    assert delivery.outcome == "spooled" and len(backend.requests) == 1
+    assert spooled(spool) == [1, 2, 3]
+    assert all(Spool.attempts(p) == 0 for p in spool.pending())
+
+
+def test_the_set_aside_folder_is_bounded_and_says_what_it_deletes(tmp_path, caplog, monkeypatch):
+    monkeypatch.setattr("agent.transport.SET_ASIDE_MAX", 2)
+    spool = Spool(tmp_path / "spool")
+    paths = [spool.put(json.dumps(report(n)).encode()) for n in (1, 2, 3)]
+    for path in paths:
+        spool.set_aside(path)
+    assert [json.loads(p.read_bytes())["n"] for p in spool.set_aside_reports()] == [2, 3]
+    assert f"deleting the oldest, {paths[0].name}" in caplog.text
 
 
 def test_spool_is_bounded_and_keeps_the_newest(tmp_path):

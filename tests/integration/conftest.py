@@ -32,15 +32,19 @@ def redis_binary() -> str:
 @pytest.fixture
 def use_broker():
     """Point this process's Celery app at a broker: tasks go to Redis, not in-process."""
+    from inventory.tasks import broker
+
     saved = (celery_app.conf.broker_url, celery_app.conf.task_always_eager)
 
     def use(url: str) -> None:
+        broker.reset()  # as a fresh web process: no memory of another broker's failures
         celery_app.conf.broker_url = url
         celery_app.conf.task_always_eager = False
         celery_app._pool = None  # connections and producers are cached per broker URL
         celery_app.amqp._producer_pool = None
 
     yield use
+    broker.reset()
     celery_app.conf.broker_url, celery_app.conf.task_always_eager = saved
     celery_app._pool = None
     celery_app.amqp._producer_pool = None

@@ -12,7 +12,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.db import connection
@@ -85,6 +86,29 @@ class Process:
                 os.killpg(self.popen.pid, signal.SIGKILL)
                 self.popen.wait(5)
         self._file.close()
+
+
+@contextmanager
+def black_hole() -> Iterator[str]:
+    """A redis:// URL on loopback whose connects never complete (the accept queue is kept
+    full, so the kernel drops further SYNs): a broker host that is down or firewalled."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(4):
+        filler = socket.socket()
+        filler.setblocking(False)
+        filler.connect_ex(("127.0.0.1", port))
+        fillers.append(filler)
+    time.sleep(0.2)
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        for filler in fillers:
+            filler.close()
+        listener.close()
 
 
 class RedisServer:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
 from inventory.models import Gpu, MigDevice, Report, Server
 from tests.reports import make_report
 
-from .services import RedisServer, start_beat, start_worker, wait_until
+from .services import RedisServer, black_hole, start_beat, start_worker, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -76,3 +77,52 @@ def test_report_is_kept_while_the_broker_is_away_and_applied_by_the_sweep(
         broker.stop()
     assert Gpu.objects.filter(server__hostname="dgx-away").count() == 8
     assert "sweep_pending_reports" in worker.output()
+
+
+def timed_posts(client, key, count: int) -> list[float]:
+    times = []
+    for n in range(count):
+        report = make_report("dgx-outage", driver=f"550.{n}")  # each one changed
+        start = time.perf_counter()
+        response = post(client, report, key)
+        times.append(time.perf_counter() - start)
+        assert response.status_code == 202, response.content
+    return times
+
+
+def test_the_202_path_stays_fast_while_the_broker_is_a_black_hole(client, agent_token, use_broker):
+    """A broker host that is down costs connect timeouts (seconds): one report pays them,
+    the next ones skip the broker and stay pending for the sweep."""
+    with black_hole() as url:
+        use_broker(url)
+        first, *rest = timed_posts(client, agent_token, 5)
+    assert first > 1.0  # the failed hand-off: this is what every report paid before
+    assert max(rest) < 0.5, rest
+    assert set(Report.objects.values_list("status", flat=True)) == {"pending"}
+
+
+def test_the_broker_is_tried_again_off_the_request_path_once_it_is_back(
+    client, agent_token, redis_binary, use_broker, tmp_path, settings
+):
+    import redis
+
+    from inventory.tasks import broker as breaker
+
+    server = RedisServer(tmp_path)
+    server.start()
+    try:
+        use_broker(server.url)
+        breaker.retry_after_s = 0.2
+        server.stop()
+        timed_posts(client, agent_token, 1)  # fails: the breaker opens
+        assert breaker.is_open
+        server.start()  # the same port
+        time.sleep(0.3)
+        timed_posts(client, agent_token, 1)  # the window is over: a trial, in the background
+        assert wait_until(lambda: not breaker.is_open, 10)
+        timed_posts(client, agent_token, 1)  # published inline again
+        queued = redis.Redis.from_url(server.url).llen("celery")
+    finally:
+        breaker.retry_after_s = settings.ATLAS_BROKER_RETRY_AFTER_S
+        server.stop()
+    assert queued == 2  # the trial's report and the next; the first waits for the sweep

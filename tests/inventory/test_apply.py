@@ -120,6 +120,8 @@ def test_gpu_moved_between_servers_keeps_its_row_and_history():
     receive_and_apply(b)
     moved_uuid = a["gpus"][7]["uuid"]
     gpu_id = Gpu.objects.get(uuid=moved_uuid).pk
+    token_a = Server.objects.get(hostname="dgx-01").agent_tokens.get()
+    receive_and_apply(make_report("dgx-01", skip_gpus=(7,)), token_a)  # taken out of dgx-01
     b2 = copy.deepcopy(b)
     b2["gpus"].append({**a["gpus"][7], "index": 7})
     token_b = Server.objects.get(hostname="dgx-02").agent_tokens.get()
