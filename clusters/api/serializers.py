@@ -12,6 +12,7 @@ from ..models import Cluster, ClusterSnapshot, Finding, Node
 from ..services import cluster_name_valid
 
 SECRET_FIELDS = ("slurmrestd_token",)
+MAX_SYNC_INTERVAL_S = 7 * 24 * 3600
 
 
 class ClusterSerializer(serializers.ModelSerializer):
@@ -70,8 +71,8 @@ class ClusterSerializer(serializers.ModelSerializer):
         return value
 
     def validate_sync_interval_s(self, value: int) -> int:
-        if value < 30:
-            raise serializers.ValidationError("at least 30 seconds")
+        if not 30 <= value <= MAX_SYNC_INTERVAL_S:
+            raise serializers.ValidationError(f"between 30 and {MAX_SYNC_INTERVAL_S} seconds")
         return value
 
 

@@ -58,6 +58,16 @@ class ClusterViewSet(viewsets.ModelViewSet):
     def get_queryset(self):
         return selectors.cluster_list()
 
+    def perform_create(self, serializer) -> None:
+        self._answer_with_counts(serializer, serializer.save())
+
+    def perform_update(self, serializer) -> None:
+        self._answer_with_counts(serializer, serializer.save())
+
+    def _answer_with_counts(self, serializer, cluster) -> None:
+        """Answer with the node counts the list shows (the saved row has no annotations)."""
+        serializer.instance = selectors.cluster_list().get(pk=cluster.pk)
+
     @extend_schema(request=None, responses={202: DetailSerializer})
     @action(
         detail=True,

@@ -46,7 +46,7 @@ def _wsgi_app():
 
 schema = schemathesis.openapi.from_dict(_openapi())
 schema.app = _wsgi_app()
-schema.config.generation.update(max_examples=examples(25))
+schema.config.generation.update(max_examples=examples(10))
 
 
 @pytest.fixture
@@ -91,6 +91,7 @@ def _call(case, key: str) -> None:
 
 FUZZ_SETTINGS = settings(
     deadline=None,
+    database=None,
     suppress_health_check=[
         HealthCheck.function_scoped_fixture,
         HealthCheck.too_slow,
