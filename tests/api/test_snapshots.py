@@ -317,3 +317,16 @@ def test_a_failed_enqueue_leaves_no_request_behind(post, monkeypatch):
     monkeypatch.setattr(tasks.reconcile, "apply_async", broker_down)
     assert post("c", nodes("a")).status_code == 201
     assert ReconcileState.objects.get().requested_at is None
+
+
+def test_import_snapshot_says_held_and_applies_with_confirm_shrink(tmp_path):
+    from django.core.management import CommandError, call_command
+
+    (tmp_path / "all.json").write_text(nodes("a", "b", "c"))
+    (tmp_path / "one.json").write_text(nodes("a"))
+    call_command("import_snapshot", "c", str(tmp_path / "all.json"))
+    with pytest.raises(CommandError, match="held: this snapshot would mark 2 of the 3"):
+        call_command("import_snapshot", "c", str(tmp_path / "one.json"))
+    assert live("c") == ["a", "b", "c"]
+    call_command("import_snapshot", "c", str(tmp_path / "one.json"), "--confirm-shrink")
+    assert live("c") == ["a"]
