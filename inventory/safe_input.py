@@ -120,6 +120,8 @@ def json_loads(data: bytes | bytearray | memoryview | str, *, max_depth: int = M
         raise InputRejected(
             f"the JSON is broken at line {exc.lineno} column {exc.colno} ({exc.msg})"
         ) from None
+    except InputRejected:  # NaN, Infinity, a number beyond a double
+        raise
     except RecursionError:  # belt and braces: the count above should make this unreachable
         raise InputRejected(f"the JSON nests deeper than {max_depth} levels") from None
     except ValueError as exc:  # an integer with more digits than Python converts

@@ -117,6 +117,20 @@ def _is_dict(document: Any, path: tuple) -> bool:
     return isinstance(_at(document, path), dict)
 
 
+@st.composite
+def at_the_edge(draw, base: Any) -> bytes:
+    """`base` with one number or text at the edge of what its column holds (often valid)."""
+    document = copy.deepcopy(base)
+    leaves = [p for p in _paths(base) if type(_at(base, p)) in (int, str) and p[0] != "schema"]
+    path = draw(st.sampled_from(leaves))
+    if isinstance(_at(base, path), int):
+        value = draw(st.sampled_from([0, 1, 63, 2**31 - 1, 2**31, 2**63 - 1, 2**63]))
+    else:
+        value = draw(st.sampled_from([16, 32, 64, 128, 200, 253, 254])) * "x"
+    _at(document, path[:-1])[path[-1]] = value
+    return json.dumps(document).encode()
+
+
 def _deep(depth: int) -> bytes:
     return ('{"schema": ' + "[" * depth + "]" * depth + "}").encode()
 
@@ -132,7 +146,7 @@ def _report_bodies() -> st.SearchStrategy[bytes]:
     base = make_report("fuzz-01", gpus=2, nics=1, mig_gpus={1: ["3g.40gb", "3g.40gb"]})
     base["host"]["guests"] = [{"uuid": "0f0e0d0c-0000-4000-8000-000000000001", "name": "vm"}]
     base["gpus"][0]["nvlinks"] = [{"link": 0, "active": True}]
-    return st.one_of(mutated(base), RAW_BODIES)
+    return st.one_of(mutated(base), at_the_edge(base), RAW_BODIES)
 
 
 @given(body=_report_bodies())
