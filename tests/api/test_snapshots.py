@@ -330,3 +330,22 @@ def test_import_snapshot_says_held_and_applies_with_confirm_shrink(tmp_path):
     assert live("c") == ["a", "b", "c"]
     call_command("import_snapshot", "c", str(tmp_path / "one.json"), "--confirm-shrink")
     assert live("c") == ["a"]
+
+
+def test_snapshot_records_are_pruned_but_waiting_ones_kept(post, settings, monkeypatch):
+    from clusters.services import snapshot_prune
+
+    monkeypatch.setattr("clusters.api.views.enqueue_snapshot", lambda snapshot_id: None)
+    settings.ATLAS_SNAPSHOT_RETENTION = 3
+    settings.ATLAS_SNAPSHOT_SYNC_MAX_BYTES = 100
+    pending = post("c", nodes("a", "b", "c", "d")).json()["id"]  # the worker never came
+    settings.ATLAS_SNAPSHOT_SYNC_MAX_BYTES = 10**6
+    for _ in range(5):
+        post("c", nodes("a", "b", "c", "d"))
+        post("other", nodes("x"))
+    held = post("c", nodes("a")).json()["id"]
+    assert snapshot_prune() == 3 + 2
+    kept = set(ClusterSnapshot.objects.filter(cluster_name="c").values_list("status", flat=True))
+    assert kept == {"pending", "applied", "held"}
+    assert ClusterSnapshot.objects.filter(pk__in=[pending, held]).count() == 2
+    assert ClusterSnapshot.objects.filter(cluster_name="other").count() == 3
