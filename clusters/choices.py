@@ -15,6 +15,14 @@ class ClusterSource(models.TextChoices):
     SLURMRESTD = "slurmrestd", "slurmrestd"
 
 
+class SnapshotStatus(models.TextChoices):
+    PENDING = "pending", "Pending"  # stored, a worker applies it
+    APPLIED = "applied", "Applied"
+    HELD = "held", "Held"  # would mark more than half of the live nodes gone
+    FAILED = "failed", "Failed"
+    SUPERSEDED = "superseded", "Superseded"  # a newer snapshot was applied first
+
+
 class BindingMethod(models.TextChoices):
     NONE = "", "Unbound"
     SYSTEM_UUID = "system_uuid", "SMBIOS system UUID"

@@ -12,7 +12,14 @@ from django.utils import timezone
 
 from inventory.models import Server
 
-from .choices import BindingMethod, ClusterKind, ClusterSource, FindingType, Severity
+from .choices import (
+    BindingMethod,
+    ClusterKind,
+    ClusterSource,
+    FindingType,
+    Severity,
+    SnapshotStatus,
+)
 from .kubeconfig import validate_kubeconfig_path
 
 
@@ -176,14 +183,60 @@ class Finding(models.Model):
         return self.resolved_at is None
 
 
+class ClusterSnapshot(models.Model):
+    """A scheduler snapshot as received (pushed or pulled), and what became of it.
+
+    Small pushed snapshots are applied in the request; larger ones are stored raw and applied
+    by a worker. `raw` is kept only while the snapshot waits (pending) or is held; a held
+    snapshot would have marked more than half of the cluster's live nodes gone.
+    """
+
+    cluster_name = models.CharField(max_length=100)
+    source = models.CharField(max_length=8, default="push")  # push or pull
+    raw = models.BinaryField(default=bytes, editable=False)
+    size_bytes = models.PositiveBigIntegerField(default=0)
+    confirm_shrink = models.BooleanField(default=False)
+    status = models.CharField(
+        max_length=16, choices=SnapshotStatus.choices, default=SnapshotStatus.PENDING
+    )
+    received_at = models.DateTimeField(default=timezone.now)
+    applied_at = models.DateTimeField(null=True, blank=True)
+    format = models.CharField(max_length=64, blank=True, default="")
+    kind = models.CharField(max_length=16, blank=True, default="")
+    nodes = models.PositiveIntegerField(null=True, blank=True)
+    added = models.PositiveIntegerField(null=True, blank=True)
+    gone = models.PositiveIntegerField(null=True, blank=True)
+    pods = models.PositiveIntegerField(null=True, blank=True)
+    node_set_hash = models.CharField(
+        max_length=64, blank=True, default="", help_text="of a held snapshot's node names"
+    )
+    message = models.TextField(blank=True, default="")
+    errors = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [
+            models.Index(fields=["cluster_name", "status"]),
+            models.Index(fields=["status", "received_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"snapshot {self.pk} of {self.cluster_name} ({self.status})"
+
+
 class ReconcileState(models.Model):
-    """What the last reconciliation saw, so a beat tick only reconciles after a change."""
+    """What the last reconciliation saw, so a beat tick only reconciles after a change.
+
+    `requested_at` is set while a reconcile waits in the queue, so a burst of snapshots
+    enqueues one reconcile, not one each.
+    """
 
     id = models.PositiveSmallIntegerField(primary_key=True, default=1)
     inventory_revision = models.BigIntegerField(default=0)
     nodes_revision = models.BigIntegerField(default=0)
     reconciled_at = models.DateTimeField(null=True, blank=True)
     duration_ms = models.PositiveIntegerField(default=0)
+    requested_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"reconciled at {self.reconciled_at}"

@@ -8,7 +8,7 @@ from django.db.models.functions import Coalesce
 from inventory.choices import GpuStatus
 from inventory.models import Gpu
 
-from .models import Cluster, Finding, Node
+from .models import Cluster, ClusterSnapshot, Finding, Node
 
 
 def _agent_gpu_count() -> Coalesce:
@@ -48,6 +48,11 @@ def cluster_list() -> QuerySet[Cluster]:
         gpu_capacity=Coalesce(Sum("nodes__gpu_capacity", filter=active), 0),
         gpu_allocatable=Coalesce(Sum("nodes__gpu_allocatable", filter=active), 0),
     )
+
+
+def snapshot_list() -> QuerySet[ClusterSnapshot]:
+    """Snapshots without their raw body (megabytes while one waits)."""
+    return ClusterSnapshot.objects.defer("raw")
 
 
 def finding_list() -> QuerySet[Finding]:

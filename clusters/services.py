@@ -2,29 +2,35 @@
 
 from __future__ import annotations
 
-import json
+import hashlib
 import logging
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
+from django.db.models import F, OuterRef, Q, Subquery
 from django.utils import timezone
 from django.utils.text import slugify
 
 from inventory.models import Server
+from inventory.safe_input import InputRejected, check_strings, decode_text, json_loads
 from inventory.services import revision_bump
 
-from .choices import BindingMethod, ClusterKind
-from .models import Cluster, Node
+from .choices import BindingMethod, ClusterKind, SnapshotStatus
+from .models import Cluster, ClusterSnapshot, Node
 from .parsers import (
     NodeRecord,
+    PodRecord,
     Snapshot,
     SnapshotFormatError,
     parse_document,
     parse_pods,
     parse_snapshot,
 )
+from .validation import node_record_errors, node_record_limit
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +77,7 @@ VERSION_FIELDS = (
     "driver_version",
     "cuda_version",
 )
+POD_FORMAT = "kubernetes-pods"
 KEPT_LABEL_PREFIXES = (
     "nvidia.com/",
     "kubernetes.io/",
@@ -79,57 +86,190 @@ KEPT_LABEL_PREFIXES = (
 )
 
 
-class SnapshotRejected(Exception):
-    """A snapshot that cannot be taken; the cluster's node set stays as it was."""
+SHRINK_HOLD_FRACTION = 0.5  # a snapshot marking more of the live nodes gone is held
 
-    def __init__(self, message: str, field: str = "body") -> None:
-        super().__init__(message)
+
+class SnapshotRejected(Exception):
+    """A snapshot that cannot be taken; the cluster's node set stays as it was.
+
+    `errors` maps the path of each field at fault to its messages (`nodes.3.cpus`).
+    """
+
+    def __init__(
+        self, message: str = "", field: str = "body", errors: dict[str, list[str]] | None = None
+    ) -> None:
+        errors = errors or {field: [message]}
+        field = next(iter(errors))
+        super().__init__(message or errors[field][0])
         self.field = field
+        self.errors = errors
+
+    @classmethod
+    def from_input(cls, exc: InputRejected) -> SnapshotRejected:
+        return cls(errors=exc.errors)
 
 
 @dataclass(frozen=True)
 class SnapshotResult:
+    """What a snapshot did (applied), would do (held), or that it waits for a worker (pending)."""
+
     cluster: str
     kind: str
     format: str
-    nodes: int
-    added: int
-    gone: int
+    nodes: int | None
+    added: int | None
+    gone: int | None
     pods: int | None = None
+    id: int | None = None
+    status: str = SnapshotStatus.APPLIED
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    """A parsed and validated snapshot: a node set, or a pod list."""
+
+    nodes: Snapshot | None = None
+    pods: list[PodRecord] | None = None
 
 
 def cluster_name_valid(name: str) -> bool:
     return bool(name) and slugify(name) == name and len(name) <= 100
 
 
-def snapshot_ingest(*, cluster_name: str, raw: bytes | str) -> SnapshotResult:
-    """Take a raw scheduler snapshot (the tool's own output) for a cluster.
+def snapshot_ingest(
+    *, cluster_name: str, raw: bytes | str, confirm_shrink: bool = False
+) -> SnapshotResult:
+    """Take a raw scheduler snapshot (the tool's own output) for a cluster, now.
 
     Node snapshots replace the node set (absent nodes are marked gone, not deleted); a
     `kubectl get pods -A -o json` snapshot sets the GPUs in use per Kubernetes node. A name
-    not yet known creates the cluster, its kind taken from the format.
+    not yet known creates the cluster, its kind taken from the format. A node snapshot that
+    would mark more than half of the live nodes gone is held (see `_apply`).
+    Raises SnapshotRejected, naming the fields at fault, and then stores nothing.
     """
     _check_name(cluster_name)
-    document = _json_object(raw)
-    if document is not None:  # decoded once, whatever it turns out to be
-        return snapshot_ingest_document(cluster_name=cluster_name, document=document)
-    try:
-        snapshot = parse_snapshot(raw)
-    except SnapshotFormatError as exc:
-        raise SnapshotRejected(str(exc)) from None
-    return _nodes_ingest(cluster_name, snapshot)
+    raw = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
+    return _record_and_apply(
+        cluster_name, _parse(raw), source="push", raw=raw, confirm_shrink=confirm_shrink
+    )
 
 
-def snapshot_ingest_document(*, cluster_name: str, document: dict[str, Any]) -> SnapshotResult:
+def snapshot_ingest_document(
+    *, cluster_name: str, document: dict[str, Any], confirm_shrink: bool = False
+) -> SnapshotResult:
     """The same for JSON a pull already decoded (a NodeList, a PodList, a slurmrestd answer)."""
     _check_name(cluster_name)
-    if _is_pod_list(document):
-        return _pods_ingest(cluster_name, document)
     try:
-        snapshot = parse_document(document)
-    except SnapshotFormatError as exc:
-        raise SnapshotRejected(str(exc)) from None
-    return _nodes_ingest(cluster_name, snapshot)
+        check_strings(document)
+    except InputRejected as exc:
+        raise SnapshotRejected.from_input(exc) from None
+    return _record_and_apply(
+        cluster_name,
+        _parse_document(document),
+        source="pull",
+        raw=b"",
+        confirm_shrink=confirm_shrink,
+    )
+
+
+def snapshot_receive(
+    *,
+    cluster_name: str,
+    raw: bytes,
+    confirm_shrink: bool = False,
+    enqueue: Callable[[int], None] | None = None,
+) -> SnapshotResult:
+    """A pushed snapshot: applied now when small, stored for a worker when large.
+
+    Above ATLAS_SNAPSHOT_SYNC_MAX_BYTES the raw body is stored (after the checks that cost
+    no parsing: name, UTF-8, NUL) and `enqueue` is called with its id after commit; the
+    answer is `pending`, and the snapshot's status says what became of it. When the broker
+    is away it stays pending and the sweep applies it.
+    """
+    _check_name(cluster_name)
+    if len(raw) <= settings.ATLAS_SNAPSHOT_SYNC_MAX_BYTES:
+        return snapshot_ingest(cluster_name=cluster_name, raw=raw, confirm_shrink=confirm_shrink)
+    try:
+        if not decode_text(raw).strip():
+            raise SnapshotRejected("the snapshot is empty")
+    except InputRejected as exc:
+        raise SnapshotRejected.from_input(exc) from None
+    with transaction.atomic():
+        row = ClusterSnapshot.objects.create(
+            cluster_name=cluster_name, raw=raw, size_bytes=len(raw), confirm_shrink=confirm_shrink
+        )
+        if enqueue is not None:
+            snapshot_id = row.pk
+            transaction.on_commit(lambda: _safe_enqueue(enqueue, snapshot_id))
+    return _result(row)
+
+
+def snapshot_apply(*, snapshot_id: int) -> str:
+    """Apply one stored (pending) snapshot; what the worker runs. Returns the new status.
+
+    Idempotent: a snapshot no longer pending, or being applied by another worker, is
+    skipped. A bad snapshot is marked failed with the fields at fault; it is never retried.
+    """
+    row = (
+        ClusterSnapshot.objects.filter(pk=snapshot_id, status=SnapshotStatus.PENDING)
+        .only("id", "raw", "cluster_name")
+        .first()
+    )
+    if row is None:
+        return "skipped"
+    raw = bytes(row.raw)
+    try:
+        parsed = _parse(raw)
+        with transaction.atomic():
+            locked = (
+                ClusterSnapshot.objects.select_for_update(skip_locked=True)
+                .filter(pk=snapshot_id, status=SnapshotStatus.PENDING)
+                .defer("raw")
+                .first()
+            )
+            if locked is None:
+                return "skipped"
+            return _apply(locked, parsed, raw=raw).status
+    except SnapshotRejected as exc:
+        message = str(exc)[:2000]
+        ClusterSnapshot.objects.filter(pk=snapshot_id, status=SnapshotStatus.PENDING).update(
+            status=SnapshotStatus.FAILED,
+            message=message,
+            errors=exc.errors,
+            raw=b"",
+            applied_at=timezone.now(),
+        )
+        Cluster.objects.filter(name=row.cluster_name).update(last_error=message)
+        return SnapshotStatus.FAILED
+
+
+def snapshot_prune() -> int:
+    """Keep the newest ATLAS_SNAPSHOT_RETENTION snapshots per cluster (and every waiting one)."""
+    keep = settings.ATLAS_SNAPSHOT_RETENTION
+    newest = (
+        ClusterSnapshot.objects.filter(cluster_name=OuterRef("cluster_name"))
+        .order_by("-id")
+        .values("id")[keep - 1 : keep]
+    )
+    deleted, _ = (
+        ClusterSnapshot.objects.annotate(cut=Subquery(newest))
+        .filter(cut__isnull=False, id__lt=F("cut"))
+        .exclude(status__in=(SnapshotStatus.PENDING, SnapshotStatus.HELD))
+        .delete()
+    )
+    return deleted
+
+
+def _safe_enqueue(enqueue: Callable[[int], None], snapshot_id: int) -> None:
+    try:
+        enqueue(snapshot_id)
+    except Exception as exc:  # the broker is away: the sweep applies pending snapshots
+        logger.warning(
+            "could not enqueue snapshot %s (%s); it stays pending for the sweep",
+            snapshot_id,
+            type(exc).__name__,
+        )
 
 
 def _check_name(cluster_name: str) -> None:
@@ -139,26 +279,143 @@ def _check_name(cluster_name: str) -> None:
         )
 
 
-def _nodes_ingest(cluster_name: str, snapshot: Snapshot) -> SnapshotResult:
-    now = timezone.now()
+def _parse(raw: bytes) -> _Parsed:
+    """Decode, detect, parse and validate: every failure a SnapshotRejected, nothing stored."""
+    try:
+        text = decode_text(raw)
+    except InputRejected as exc:
+        raise SnapshotRejected.from_input(exc) from None
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            document = json_loads(text)
+        except InputRejected as exc:
+            raise SnapshotRejected.from_input(exc) from None
+        return _parse_document(document)
+    return _Parsed(nodes=_validated(_parsing(parse_snapshot, text)))
+
+
+def _parse_document(document: Any) -> _Parsed:
+    if isinstance(document, dict) and _is_pod_list(document):
+        return _Parsed(pods=_parsing(parse_pods, document))
+    return _Parsed(nodes=_validated(_parsing(parse_document, document)))
+
+
+def _parsing(parse: Callable[[Any], Any], source: Any) -> Any:
+    try:
+        return parse(source)
+    except SnapshotFormatError as exc:
+        raise SnapshotRejected(str(exc)) from None
+    except (ArithmeticError, RecursionError) as exc:  # a number or nesting no parser expects
+        raise SnapshotRejected(f"the input is malformed ({type(exc).__name__})") from None
+
+
+def _validated(snapshot: Snapshot) -> Snapshot:
+    errors = node_record_errors(snapshot.nodes)
+    if errors:
+        raise SnapshotRejected(errors=errors)
+    return snapshot
+
+
+def _record_and_apply(
+    cluster_name: str, parsed: _Parsed, *, source: str, raw: bytes, confirm_shrink: bool
+) -> SnapshotResult:
     with transaction.atomic():
-        cluster = _cluster_for(cluster_name, snapshot.kind)
-        added, gone = node_set_replace(cluster=cluster, records=snapshot.nodes, now=now)
-        Cluster.objects.filter(pk=cluster.pk).update(
-            last_snapshot_format=snapshot.format,
-            source_version=snapshot.source_version or "",
-            last_sync_at=now,
-            last_success_at=now,
-            last_error="",
+        row = ClusterSnapshot.objects.create(
+            cluster_name=cluster_name,
+            source=source,
+            size_bytes=len(raw),
+            confirm_shrink=confirm_shrink,
         )
-        revision_bump(name="nodes")
+        return _apply(row, parsed, raw=raw)
+
+
+def _apply(row: ClusterSnapshot, parsed: _Parsed, *, raw: bytes) -> SnapshotResult:
+    """Apply a parsed snapshot recorded as `row`, inside the caller's transaction.
+
+    A snapshot older than one already applied to the same cluster is superseded. A node
+    snapshot that would mark more than half of the live nodes gone is held (stored, not
+    applied) until the next snapshot shows the same node set, or one is posted with
+    `confirm_shrink`: one bad capture must never empty a cluster.
+    """
+    if parsed.pods is not None:
+        return _pods_apply(row, parsed.pods)
+    snapshot = parsed.nodes
+    now = timezone.now()
+    cluster = _cluster_for(row.cluster_name, snapshot.kind)
+    row.kind, row.format, row.nodes = cluster.kind, snapshot.format, len(snapshot.nodes)
+    if _newer_applied(row, pods=False):
+        return _finish(row, SnapshotStatus.SUPERSEDED, "a newer snapshot was applied first")
+    live = set(
+        Node.objects.filter(cluster=cluster, gone_at__isnull=True).values_list("name", flat=True)
+    )
+    names = {r.name for r in snapshot.nodes}
+    going = len(live - names)
+    held = ClusterSnapshot.objects.filter(
+        cluster_name=row.cluster_name, status=SnapshotStatus.HELD, pk__lt=row.pk
+    )
+    if going > len(live) * SHRINK_HOLD_FRACTION and not row.confirm_shrink:
+        digest = _node_set_digest(names)
+        previous = held.order_by("-pk").values_list("node_set_hash", flat=True).first()
+        if previous != digest:
+            held.update(status=SnapshotStatus.SUPERSEDED, raw=b"")
+            message = (
+                f"held: this snapshot would mark {going} of the {len(live)} live nodes of "
+                f"{row.cluster_name} gone. Post the same node set again, or post it with "
+                "?confirm=shrink, to apply it."
+            )
+            Cluster.objects.filter(pk=cluster.pk).update(last_error=message, last_sync_at=now)
+            row.node_set_hash, row.raw, row.gone = digest, raw, going
+            return _finish(row, SnapshotStatus.HELD, message, applied=False)
+    held.update(status=SnapshotStatus.SUPERSEDED, raw=b"")
+    added, gone = node_set_replace(cluster=cluster, records=snapshot.nodes, now=now)
+    Cluster.objects.filter(pk=cluster.pk).update(
+        last_snapshot_format=snapshot.format,
+        source_version=(snapshot.source_version or "")[:64],
+        last_sync_at=now,
+        last_success_at=now,
+        last_error="",
+    )
+    revision_bump(name="nodes")
+    row.added, row.gone = added, gone
+    return _finish(row, SnapshotStatus.APPLIED)
+
+
+def _newer_applied(row: ClusterSnapshot, *, pods: bool) -> bool:
+    """Whether a newer snapshot of the same kind (node set, or pods) was applied already."""
+    newer = ClusterSnapshot.objects.filter(
+        cluster_name=row.cluster_name, pk__gt=row.pk, status=SnapshotStatus.APPLIED
+    )
+    same = Q(format=POD_FORMAT)
+    return newer.filter(same if pods else ~same).exists()
+
+
+def _node_set_digest(names: set[str]) -> str:
+    return hashlib.sha256("\n".join(sorted(names)).encode("utf-8")).hexdigest()
+
+
+def _finish(
+    row: ClusterSnapshot, status: str, message: str = "", *, applied: bool = True
+) -> SnapshotResult:
+    row.status, row.message = status, message
+    row.applied_at = timezone.now() if applied else None
+    if status != SnapshotStatus.HELD:
+        row.raw = b""
+    row.save()
+    return _result(row)
+
+
+def _result(row: ClusterSnapshot) -> SnapshotResult:
     return SnapshotResult(
-        cluster=cluster.name,
-        kind=cluster.kind,
-        format=snapshot.format,
-        nodes=len(snapshot.nodes),
-        added=added,
-        gone=gone,
+        cluster=row.cluster_name,
+        kind=row.kind,
+        format=row.format,
+        nodes=row.nodes,
+        added=row.added,
+        gone=row.gone,
+        pods=row.pods,
+        id=row.pk,
+        status=row.status,
+        message=row.message,
     )
 
 
@@ -175,7 +432,9 @@ def _cluster_for(name: str, kind: str) -> Cluster:
 
 def _node_row(cluster: Cluster, record: NodeRecord, now) -> Node:
     labels = {k: v for k, v in record.labels.items() if k.startswith(KEPT_LABEL_PREFIXES)}
-    versions = {k: getattr(record, k) for k in VERSION_FIELDS if getattr(record, k, None)}
+    versions = {
+        k: str(getattr(record, k))[:200] for k in VERSION_FIELDS if getattr(record, k, None)
+    }
     return Node(
         cluster=cluster,
         name=record.name,
@@ -189,7 +448,7 @@ def _node_row(cluster: Cluster, record: NodeRecord, now) -> Node:
         state_flags=list(record.state_flags),
         ready=record.ready,
         schedulable=record.schedulable,
-        reason=record.reason or "",
+        reason=(record.reason or "")[:2000],
         taints=list(record.taints),
         partitions=list(record.partitions),
         cpus=record.cpus,
@@ -239,18 +498,6 @@ def node_set_replace(*, cluster: Cluster, records: list[NodeRecord], now) -> tup
     return len(set(names) - known), gone
 
 
-def _json_object(raw: bytes | str) -> dict[str, Any] | None:
-    """The body as a JSON object, or None: text formats and broken JSON go to the parsers,
-    whose errors say what is wrong."""
-    if raw.lstrip()[:1] not in (b"{", "{"):
-        return None
-    try:
-        document = json.loads(raw)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        return None
-    return document if isinstance(document, dict) else None
-
-
 def _is_pod_list(document: dict[str, Any]) -> bool:
     """`kubectl get pods -A -o json` (a List of Pods), the API's PodList, or one Pod."""
     if document.get("kind") in ("PodList", "Pod"):
@@ -264,11 +511,7 @@ def _is_pod_list(document: dict[str, Any]) -> bool:
     )
 
 
-def _pods_ingest(cluster_name: str, document: dict[str, Any]) -> SnapshotResult:
-    try:
-        pods = parse_pods(document)
-    except SnapshotFormatError as exc:
-        raise SnapshotRejected(str(exc)) from None
+def _pods_apply(row: ClusterSnapshot, pods: list[PodRecord]) -> SnapshotResult:
     gpu_used: Counter[str] = Counter()
     mig_used: dict[str, Counter[str]] = {}
     for pod in pods:
@@ -277,27 +520,28 @@ def _pods_ingest(cluster_name: str, document: dict[str, Any]) -> SnapshotResult:
         gpu_used[pod.node_name] += pod.gpu_requests
         for profile, count in pod.mig_requests.items():
             mig_used.setdefault(pod.node_name, Counter())[profile] += count
-    with transaction.atomic():
-        cluster = Cluster.objects.filter(name=cluster_name).first()
-        if cluster is None or cluster.kind != ClusterKind.KUBERNETES:
+    most = node_record_limit("gpu_used")
+    for node_name, count in gpu_used.items():
+        if not 0 <= count <= most:
             raise SnapshotRejected(
-                f"post the node list of Kubernetes cluster {cluster_name!r} before its pods"
+                f"pods on node {node_name[:60]!r} request {count} GPUs; at most {most}", "pods"
             )
-        nodes = list(Node.objects.filter(cluster=cluster, gone_at__isnull=True).only("id", "name"))
-        for node in nodes:
-            node.gpu_used = gpu_used.get(node.name, 0)
-            node.mig_used = dict(mig_used.get(node.name, {}))
-        Node.objects.bulk_update(nodes, ["gpu_used", "mig_used"], batch_size=2000)
-        revision_bump(name="nodes")
-    return SnapshotResult(
-        cluster=cluster.name,
-        kind=cluster.kind,
-        format="kubernetes-pods",
-        nodes=len(nodes),
-        added=0,
-        gone=0,
-        pods=len(pods),
-    )
+    cluster = Cluster.objects.filter(name=row.cluster_name).first()
+    if cluster is None or cluster.kind != ClusterKind.KUBERNETES:
+        raise SnapshotRejected(
+            f"post the node list of Kubernetes cluster {row.cluster_name!r} before its pods"
+        )
+    row.kind, row.format, row.pods = cluster.kind, POD_FORMAT, len(pods)
+    if _newer_applied(row, pods=True):
+        return _finish(row, SnapshotStatus.SUPERSEDED, "a newer pod list was applied first")
+    nodes = list(Node.objects.filter(cluster=cluster, gone_at__isnull=True).only("id", "name"))
+    for node in nodes:
+        node.gpu_used = gpu_used.get(node.name, 0)
+        node.mig_used = dict(mig_used.get(node.name, {}))
+    Node.objects.bulk_update(nodes, ["gpu_used", "mig_used"], batch_size=2000)
+    revision_bump(name="nodes")
+    row.nodes, row.added, row.gone = len(nodes), 0, 0
+    return _finish(row, SnapshotStatus.APPLIED)
 
 
 def node_bind(*, node: Node, server: Server | None) -> Node:

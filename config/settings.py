@@ -173,7 +173,13 @@ REST_FRAMEWORK = {
         "django_filters.rest_framework.DjangoFilterBackend",
         "rest_framework.filters.OrderingFilter",
     ],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Every JSON body through the strict decoder (no NaN, bounded nesting, no NUL/surrogates).
+    "DEFAULT_PARSER_CLASSES": [
+        "inventory.api.parsers.StrictJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_SCHEMA_CLASS": "inventory.api.schema.AtlasAutoSchema",
     "EXCEPTION_HANDLER": "inventory.api.errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
@@ -186,6 +192,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "ClusterKindEnum": "clusters.choices.ClusterKind",
+        "GpuStatusEnum": "inventory.choices.GpuStatus",
+        "SnapshotStatusEnum": "clusters.choices.SnapshotStatus",
+    },
 }
 
 # Celery. No broker configured: tasks run in-process (the embedded default).
@@ -220,6 +231,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "clusters.tasks.reconcile",
         "schedule": env_int("ATLAS_RECONCILE_INTERVAL_S", 15),
     },
+    # Large snapshots left pending while the broker was away.
+    "sweep-pending-snapshots": {
+        "task": "clusters.tasks.sweep_pending_snapshots",
+        "schedule": env_int("ATLAS_SWEEP_INTERVAL_S", 60),
+    },
     "sync-due-clusters": {
         "task": "clusters.tasks.sync_due_clusters",
         "schedule": env_int("ATLAS_SYNC_TICK_S", 30),
@@ -245,6 +261,10 @@ ATLAS_PUBLIC_API_SCHEMA = env_bool("ATLAS_PUBLIC_API_SCHEMA", False)
 # sweep), so a broker that is down costs no request its connect timeouts.
 ATLAS_BROKER_RETRY_AFTER_S = env_int("ATLAS_BROKER_RETRY_AFTER_S", 15)
 ATLAS_SNAPSHOT_MAX_BYTES = env_int("ATLAS_SNAPSHOT_MAX_BYTES", 256 * 1024 * 1024)
+# Larger snapshots are stored and applied by a worker (202 + status URL), smaller ones at once.
+ATLAS_SNAPSHOT_SYNC_MAX_BYTES = env_int("ATLAS_SNAPSHOT_SYNC_MAX_BYTES", 4 * 1024 * 1024)
+ATLAS_SNAPSHOT_RETENTION = env_int("ATLAS_SNAPSHOT_RETENTION", 20)
+ATLAS_PENDING_SNAPSHOT_GRACE_S = env_int("ATLAS_PENDING_SNAPSHOT_GRACE_S", 60)
 # Each upload endpoint enforces its own limit from Content-Length (413 with a clear message).
 DATA_UPLOAD_MAX_MEMORY_SIZE = None
 

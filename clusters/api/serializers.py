@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from django.urls import reverse
 from rest_framework import serializers
 
 from inventory.models import Server
 
-from ..models import Cluster, Finding, Node
+from ..choices import SnapshotStatus
+from ..models import Cluster, ClusterSnapshot, Finding, Node
 from ..services import cluster_name_valid
 
 SECRET_FIELDS = ("slurmrestd_token",)
+MAX_SYNC_INTERVAL_S = 7 * 24 * 3600
 
 
 class ClusterSerializer(serializers.ModelSerializer):
@@ -68,14 +71,16 @@ class ClusterSerializer(serializers.ModelSerializer):
         return value
 
     def validate_sync_interval_s(self, value: int) -> int:
-        if value < 30:
-            raise serializers.ValidationError("at least 30 seconds")
+        if not 30 <= value <= MAX_SYNC_INTERVAL_S:
+            raise serializers.ValidationError(f"between 30 and {MAX_SYNC_INTERVAL_S} seconds")
         return value
 
 
 class NodeSerializer(serializers.ModelSerializer):
     cluster = serializers.CharField(source="cluster.name", read_only=True)
-    server_hostname = serializers.CharField(source="server.hostname", read_only=True, default=None)
+    server_hostname = serializers.CharField(
+        source="server.hostname", read_only=True, default=None, allow_null=True
+    )
     agent_gpu_count = serializers.IntegerField(read_only=True)
     open_findings = serializers.IntegerField(read_only=True)
     gpu_free = serializers.IntegerField(read_only=True, allow_null=True)
@@ -135,9 +140,15 @@ class NodeBindingSerializer(serializers.Serializer):
 
 
 class FindingSerializer(serializers.ModelSerializer):
-    server_hostname = serializers.CharField(source="server.hostname", read_only=True, default=None)
-    node_name = serializers.CharField(source="node.name", read_only=True, default=None)
-    cluster_name = serializers.CharField(source="cluster.name", read_only=True, default=None)
+    server_hostname = serializers.CharField(
+        source="server.hostname", read_only=True, default=None, allow_null=True
+    )
+    node_name = serializers.CharField(
+        source="node.name", read_only=True, default=None, allow_null=True
+    )
+    cluster_name = serializers.CharField(
+        source="cluster.name", read_only=True, default=None, allow_null=True
+    )
     open = serializers.BooleanField(source="is_open", read_only=True)
 
     class Meta:
@@ -163,11 +174,56 @@ class FindingSerializer(serializers.ModelSerializer):
         ]
 
 
+class DetailSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+
+
 class SnapshotResultSerializer(serializers.Serializer):
+    """The answer to a posted snapshot. Counts are null until a worker has applied it; for a
+    held snapshot, `gone` is how many live nodes it would have marked gone."""
+
+    id = serializers.IntegerField(allow_null=True)
+    url = serializers.SerializerMethodField()
+    status = serializers.ChoiceField(choices=SnapshotStatus.choices)
+    message = serializers.CharField(allow_blank=True)
     cluster = serializers.CharField()
-    kind = serializers.CharField()
-    format = serializers.CharField()
-    nodes = serializers.IntegerField()
-    added = serializers.IntegerField()
-    gone = serializers.IntegerField()
+    kind = serializers.CharField(allow_blank=True)
+    format = serializers.CharField(allow_blank=True)
+    nodes = serializers.IntegerField(allow_null=True)
+    added = serializers.IntegerField(allow_null=True)
+    gone = serializers.IntegerField(allow_null=True)
     pods = serializers.IntegerField(allow_null=True)
+
+    def get_url(self, result) -> str | None:
+        if result.id is None:
+            return None
+        path = reverse("cluster-snapshot-detail", args=[result.cluster, result.id])
+        request = self.context.get("request")
+        return request.build_absolute_uri(path) if request is not None else path
+
+
+class SnapshotSerializer(serializers.ModelSerializer):
+    """A stored snapshot's state: what the status URL answers."""
+
+    cluster = serializers.CharField(source="cluster_name")
+
+    class Meta:
+        model = ClusterSnapshot
+        fields = [
+            "id",
+            "cluster",
+            "status",
+            "message",
+            "errors",
+            "source",
+            "size_bytes",
+            "confirm_shrink",
+            "received_at",
+            "applied_at",
+            "kind",
+            "format",
+            "nodes",
+            "added",
+            "gone",
+            "pods",
+        ]

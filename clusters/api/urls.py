@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from .views import ClusterViewSet, FindingViewSet, NodeViewSet, SnapshotView
+from .views import ClusterViewSet, FindingViewSet, NodeViewSet, SnapshotDetailView, SnapshotView
 
 router = SimpleRouter()
 router.register("clusters", ClusterViewSet, basename="cluster")
@@ -10,5 +10,10 @@ router.register("findings", FindingViewSet, basename="finding")
 
 urlpatterns = [
     path("clusters/<slug:name>/snapshots/", SnapshotView.as_view(), name="cluster-snapshots"),
+    path(
+        "clusters/<slug:name>/snapshots/<int:pk>/",
+        SnapshotDetailView.as_view(),
+        name="cluster-snapshot-detail",
+    ),
     *router.urls,
 ]

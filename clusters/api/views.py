@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 from django.conf import settings
 from django.db import transaction
+from django.http.request import RawPostDataException
 from django.shortcuts import get_object_or_404
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -15,16 +14,21 @@ from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from inventory.api.errors import ErrorSerializer
+
 from .. import selectors
+from ..choices import SnapshotStatus
 from ..filters import FindingFilter, NodeFilter
-from ..services import SnapshotRejected, node_bind, snapshot_ingest
-from ..tasks import reconcile
+from ..services import SnapshotRejected, node_bind, snapshot_receive
+from ..tasks import enqueue_snapshot, reconcile_soon
 from .serializers import (
     ClusterSerializer,
+    DetailSerializer,
     FindingSerializer,
     NodeBindingSerializer,
     NodeSerializer,
     SnapshotResultSerializer,
+    SnapshotSerializer,
 )
 
 
@@ -54,6 +58,17 @@ class ClusterViewSet(viewsets.ModelViewSet):
     def get_queryset(self):
         return selectors.cluster_list()
 
+    def perform_create(self, serializer) -> None:
+        self._answer_with_counts(serializer, serializer.save())
+
+    def perform_update(self, serializer) -> None:
+        self._answer_with_counts(serializer, serializer.save())
+
+    def _answer_with_counts(self, serializer, cluster) -> None:
+        """Answer with the node counts the list shows (the saved row has no annotations)."""
+        serializer.instance = selectors.cluster_list().get(pk=cluster.pk)
+
+    @extend_schema(request=None, responses={202: DetailSerializer})
     @action(
         detail=True,
         methods=["post"],
@@ -74,18 +89,40 @@ class SnapshotView(APIView):
     """POST a scheduler's raw output: the body exactly as the tool printed it."""
 
     permission_classes = [permissions.IsAuthenticated, CanPushSnapshots]
+    parser_classes: list = []  # the body is read raw; the snapshot services decode it
 
     @extend_schema(
         request={"text/plain": {"type": "string"}, "application/json": {"type": "object"}},
-        responses={201: SnapshotResultSerializer},
+        parameters=[
+            OpenApiParameter(
+                "confirm",
+                str,
+                enum=["shrink"],
+                description="apply even if more than half of the live nodes would be gone",
+            )
+        ],
+        responses={
+            201: SnapshotResultSerializer,
+            202: SnapshotResultSerializer,
+            400: ErrorSerializer,
+            413: ErrorSerializer,
+        },
         summary="Post a kubectl / scontrol / sinfo / slurmrestd snapshot of a cluster",
-        description="Accepted: `kubectl get nodes -o json`, `kubectl get pods -A -o json`, "
-        "`scontrol show node` (text, -o, -d, --json), `sinfo --json`, slurmrestd nodes "
-        "responses v0.0.38-v0.0.44. A name not yet known creates the cluster.",
+        description="Accepted: `kubectl get nodes -o json` (or `-o yaml`), `kubectl get pods -A "
+        "-o json`, `scontrol show node` (text, -o, -d, --json), `sinfo --json`, slurmrestd "
+        "nodes responses v0.0.38-v0.0.44. A name not yet known creates the cluster. 201: "
+        "applied. 202: stored, with `status` `pending` (larger than "
+        "ATLAS_SNAPSHOT_SYNC_MAX_BYTES: a worker applies it; follow `url`) or `held` (it "
+        "would mark more than half of the live nodes gone: post the same node set again, or "
+        "with `?confirm=shrink`).",
     )
     def post(self, request, name: str):
         length = request.META.get("CONTENT_LENGTH") or "0"
         limit = settings.ATLAS_SNAPSHOT_MAX_BYTES
+        try:
+            raw = request.body
+        except RawPostDataException:  # a multipart form already read by a CSRF check
+            return _snapshot_rejected(SnapshotRejected("post the snapshot as the request body"))
         if not length.isdigit() or int(length) > limit:
             return Response(
                 {
@@ -94,21 +131,45 @@ class SnapshotView(APIView):
                 },
                 status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
             )
+        confirm = request.query_params.get("confirm")
+        if confirm not in (None, "shrink"):
+            return _snapshot_rejected(SnapshotRejected("the only value is 'shrink'", "confirm"))
         try:
-            result = snapshot_ingest(cluster_name=name, raw=request.body)
-        except SnapshotRejected as exc:
-            return Response(
-                {"detail": "snapshot rejected", "errors": {exc.field: [str(exc)]}},
-                status=status.HTTP_400_BAD_REQUEST,
+            result = snapshot_receive(
+                cluster_name=name,
+                raw=raw,
+                confirm_shrink=confirm == "shrink",
+                enqueue=enqueue_snapshot,
             )
-        transaction.on_commit(lambda: reconcile.delay())
-        return Response(asdict(result), status=status.HTTP_201_CREATED)
+        except SnapshotRejected as exc:
+            return _snapshot_rejected(exc)
+        if result.status == SnapshotStatus.APPLIED:
+            transaction.on_commit(reconcile_soon)
+        body = SnapshotResultSerializer(result, context={"request": request}).data
+        applied = result.status in (SnapshotStatus.APPLIED, SnapshotStatus.SUPERSEDED)
+        return Response(body, status=201 if applied else status.HTTP_202_ACCEPTED)
+
+
+def _snapshot_rejected(exc: SnapshotRejected) -> Response:
+    return Response(
+        {"detail": "snapshot rejected", "errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST
+    )
+
+
+class SnapshotDetailView(APIView):
+    """What became of one snapshot: pending, applied, held (and why), failed (and where)."""
+
+    @extend_schema(responses={200: SnapshotSerializer, 404: ErrorSerializer})
+    def get(self, request, name: str, pk: int):
+        snapshot = get_object_or_404(selectors.snapshot_list(), cluster_name=name, pk=pk)
+        return Response(SnapshotSerializer(snapshot, context={"request": request}).data)
 
 
 class NodeViewSet(viewsets.ReadOnlyModelViewSet):
     """Scheduler nodes with their bound server; GPUs are resources of a node, never nodes."""
 
     serializer_class = NodeSerializer
+    lookup_value_regex = "[0-9]+"  # `nodes/null/binding/` is a 404, not a failed lookup
     filter_backends = [DjangoFilterBackend, OrderingFilter]
     filterset_class = NodeFilter
     ordering_fields = ["name", "gpu_capacity", "gpu_allocatable", "state", "last_seen", "id"]
@@ -130,11 +191,11 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
     )
     def binding(self, request, pk=None):
         """Bind this node to a server by hand (a manual binding always wins), or unbind."""
-        node = get_object_or_404(selectors.node_list(include_gone=True), pk=pk)
+        node = self.get_object()
         body = NodeBindingSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         node_bind(node=node, server=body.validated_data["server"])
-        transaction.on_commit(lambda: reconcile.delay())
+        transaction.on_commit(reconcile_soon)
         return Response(NodeSerializer(selectors.node_list(include_gone=True).get(pk=pk)).data)
 
 
@@ -142,6 +203,7 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
     """Where layers disagree: open and resolved, by type and severity."""
 
     serializer_class = FindingSerializer
+    lookup_value_regex = "[0-9]+"
     filter_backends = [DjangoFilterBackend, OrderingFilter]
     filterset_class = FindingFilter
     ordering_fields = ["last_seen", "first_seen", "severity", "type", "id"]

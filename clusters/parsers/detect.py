@@ -8,13 +8,11 @@ leave the cluster's previous node set untouched.
 
 from __future__ import annotations
 
-import json
 from typing import Any
-
-import yaml
 
 from clusters.parsers import kubernetes, kubernetes_describe, slurm_json, slurm_text
 from clusters.parsers.records import Snapshot, SnapshotFormatError
+from inventory.safe_input import InputRejected, json_loads, yaml_load
 
 
 def _decode(raw: str | bytes) -> str:
@@ -28,22 +26,20 @@ def _decode(raw: str | bytes) -> str:
 
 def _load_json(text: str) -> Any:
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SnapshotFormatError(
-            f"the JSON is broken at line {exc.lineno} column {exc.colno} ({exc.msg})"
-        ) from None
-    except RecursionError:
-        raise SnapshotFormatError("the JSON is nested too deeply") from None
+        return json_loads(text)
+    except InputRejected as exc:  # not RFC 8259, too deep, NUL or lone surrogate
+        raise SnapshotFormatError(_where(exc)) from None
 
 
 def _load_yaml(text: str) -> Any:
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise SnapshotFormatError(f"the YAML is broken{where}") from None
+        return yaml_load(text)
+    except InputRejected as exc:  # aliases, too deep, too large, NUL or lone surrogate
+        raise SnapshotFormatError(_where(exc)) from None
+
+
+def _where(exc: InputRejected) -> str:
+    return str(exc) if exc.path == "body" else f"{exc.path}: {exc}"
 
 
 def _looks_like_labels(document: dict[str, Any]) -> bool:

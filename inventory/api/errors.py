@@ -1,7 +1,27 @@
 """API errors: every failure answers JSON with the fields at fault, never an HTML 500 page."""
 
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
 from rest_framework.views import exception_handler as drf_exception_handler
 
 
 def exception_handler(exc, context):
     return drf_exception_handler(exc, context)
+
+
+@extend_schema_field(
+    serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+)
+class ErrorsField(serializers.DictField):
+    pass
+
+
+class ErrorSerializer(serializers.Serializer):
+    """An error answer: `detail`, and for bad input the messages by field path in `errors`.
+
+    Serializer validation answers name the fields at the top level instead (`{"name": [...]}`),
+    as DRF does; both shapes fit this schema.
+    """
+
+    detail = serializers.CharField(required=False)
+    errors = ErrorsField(required=False)

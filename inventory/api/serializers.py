@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from ..models import ChangeEvent, Gpu, Guest, Link, MigDevice, Nic, Server
+from .errors import ErrorsField
 
 
 class MigDeviceSerializer(serializers.ModelSerializer):
@@ -225,13 +225,6 @@ class ServerDetailSerializer(ServerSerializer):
             "virtual_machines",
             "recent_changes",
         ]
-
-
-@extend_schema_field(
-    serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
-)
-class ErrorsField(serializers.DictField):
-    pass
 
 
 class ReportAcceptedSerializer(serializers.Serializer):

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from ..identity import server_identity
 from ..models import AgentToken, Report, Server
+from ..safe_input import InputRejected, json_loads
 from ..validation import report_errors
 
 logger = logging.getLogger(__name__)
@@ -68,9 +69,9 @@ def report_receive(
             },
         )
     try:
-        payload = json.loads(body)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ReportRejected(400, {"body": [f"not valid JSON: {exc}"]}) from None
+        payload = json_loads(body)
+    except InputRejected as exc:
+        raise ReportRejected(400, exc.errors) from None
     if not isinstance(payload, dict):
         raise ReportRejected(400, {"body": ["a report is a JSON object"]})
 

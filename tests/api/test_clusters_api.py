@@ -50,7 +50,12 @@ def test_posting_a_nodelist_creates_the_cluster_and_binds(admin_api):
         admin_api, "prod", k8s_node_list(k8s_node("dgx-01", system_uuid=uuid)), "application/json"
     )
     assert response.status_code == 201, response.content
-    assert response.json() == {
+    answer = response.json()
+    assert answer == {
+        "id": answer["id"],
+        "url": f"http://testserver/api/v1/clusters/prod/snapshots/{answer['id']}/",
+        "status": "applied",
+        "message": "",
         "cluster": "prod",
         "kind": "kubernetes",
         "format": "kubernetes-nodelist",

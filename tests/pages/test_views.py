@@ -97,14 +97,18 @@ def test_nodes_page_puts_counts_side_by_side(signed_in):
 
 def test_findings_page_lists_open_by_default(signed_in):
     fleet(1)
-    snapshot_ingest(cluster_name="k0", raw=k8s_node_list(k8s_node("ghost", gpus=8)))
+    # Each snapshot replaces the whole node set: confirmed, or it would be held.
+    snapshot_ingest(
+        cluster_name="k0", raw=k8s_node_list(k8s_node("ghost", gpus=8)), confirm_shrink=True
+    )
     reconcile_all()
     response = signed_in.get("/findings/?type=node_without_server")
     assert [f.node.name for f in response.context["page"]] == ["ghost"]
     assert (
         list(signed_in.get("/findings/?open=false&type=node_without_server").context["page"]) == []
     )
-    snapshot_ingest(cluster_name="k0", raw=k8s_node_list())  # ghost gone: its finding resolves
+    # ghost gone: its finding resolves
+    snapshot_ingest(cluster_name="k0", raw=k8s_node_list(), confirm_shrink=True)
     reconcile_all()
     resolved = signed_in.get("/findings/?open=false&type=node_without_server").context["page"]
     assert [f.node.name for f in resolved] == ["ghost"]

@@ -134,6 +134,7 @@ def test_nothing_renders_again_until_the_inventory_or_the_nodes_change():
     snapshot_ingest(
         cluster_name="prod",
         raw=k8s_node_list(k8s_node("gpu-new", system_uuid=report["host"]["system_uuid"])),
+        confirm_shrink=True,  # one node replaces three: confirmed, else held
     )
     assert fleet_figures_stale() == list(FLEET_FIGURES)
     fleet_render()

@@ -59,7 +59,7 @@ class FigureView(APIView):
 class FigureListView(APIView):
     """The fleet figures, with the revision each was rendered at and whether it is current."""
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="v1_figures_list", responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request) -> Response:
         revision = fleet_revision()
         rendered = {

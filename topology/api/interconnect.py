@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -24,6 +24,7 @@ class DeviceSerializer(serializers.Serializer):
     uuid = serializers.CharField(required=False)
 
 
+@extend_schema_serializer(component_name="InterconnectLink")  # the inventory has a `Link`
 class LinkSerializer(serializers.Serializer):
     a = serializers.CharField()
     b = serializers.CharField()

@@ -14,8 +14,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("name", help="the cluster's name; created when new")
         parser.add_argument("file", help="the saved output, or - for standard input")
+        parser.add_argument(
+            "--confirm-shrink",
+            action="store_true",
+            help="apply even if more than half of the cluster's live nodes would be gone",
+        )
 
-    def handle(self, *args, name: str, file: str, **options):
+    def handle(self, *args, name: str, file: str, confirm_shrink: bool = False, **options):
         if file == "-":
             import sys
 
@@ -26,9 +31,11 @@ class Command(BaseCommand):
                 raise CommandError(f"no such file: {file}")
             raw = path.read_bytes()
         try:
-            result = snapshot_ingest(cluster_name=name, raw=raw)
+            result = snapshot_ingest(cluster_name=name, raw=raw, confirm_shrink=confirm_shrink)
         except SnapshotRejected as exc:
             raise CommandError(str(exc)) from None
+        if result.status != "applied":
+            raise CommandError(result.message or f"snapshot {result.status}")
         reconciled = reconcile_all()
         self.stdout.write(
             f"{result.cluster} ({result.kind}): {result.format}, {result.nodes} nodes, "

@@ -1,0 +1,351 @@
+"""Snapshots: every field validated like a report's, YAML without aliases, large snapshots
+applied by a worker with a status URL, the shrink hold, and one reconcile per burst."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clusters.models import Cluster, ClusterSnapshot, Node, ReconcileState
+from clusters.services import snapshot_ingest, snapshot_ingest_document
+from tests.nodes import k8s_node, k8s_node_list, scontrol_node, scontrol_text
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def staff_api(staff):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(staff)
+    return client
+
+
+@pytest.fixture
+def post(staff_api, django_capture_on_commit_callbacks):
+    """POST a snapshot body; on-commit work (worker tasks, reconcile) runs as a worker would."""
+
+    def post(name: str, body: str | bytes, query: str = ""):
+        with django_capture_on_commit_callbacks(execute=True):
+            return staff_api.generic(
+                "POST", f"/api/v1/clusters/{name}/snapshots/{query}", body, "text/plain"
+            )
+
+    return post
+
+
+def live(name: str) -> list[str]:
+    return sorted(
+        Node.objects.filter(cluster__name=name, gone_at__isnull=True).values_list("name", flat=True)
+    )
+
+
+def nodes(*names: str, **fields) -> str:
+    return k8s_node_list(*(k8s_node(n, **fields) for n in names))
+
+
+# Field validation -------------------------------------------------------------------------
+
+
+def broken_node(section: str, key: str, value: str) -> str:
+    node = k8s_node("dgx-02")
+    node["status"][section][key] = value
+    return k8s_node_list(k8s_node("dgx-01"), node)
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "words"),
+    [
+        (broken_node("capacity", "cpu", "2147483648"), "nodes.1.cpus", "outside 0..2147483647"),
+        (broken_node("capacity", "memory", "100Ei"), "nodes.1.memory_bytes", "outside"),
+        (broken_node("capacity", "nvidia.com/gpu", "1e12"), "nodes.1.gpu_capacity", "outside"),
+        (nodes("dgx-01", "n" * 254), "nodes.1.name", "254 characters; at most 253"),
+        (
+            nodes("dgx-01", labels={"nvidia.com/gpu.product": "H" * 2000}),
+            "nodes.0.gpu_product",
+            "at most 128",
+        ),
+        (
+            nodes("dgx-01", labels={"example.com/note": "x" * 5000}),
+            "nodes.0.labels.example.com/note",
+            "at most 1024",
+        ),
+        (
+            scontrol_text(scontrol_node("a"), scontrol_node("b", gres="gpu:h100:99999999999")),
+            "nodes.1.gres.0.count",
+            "outside",
+        ),
+    ],
+)
+def test_a_bad_field_is_a_400_naming_node_and_field_and_keeps_the_node_set(
+    post, body, field, words
+):
+    assert post("c", nodes("old-1", "old-2")).status_code == 201
+    response = post("c", body)
+    assert response.status_code == 400, response.content
+    errors = response.json()["errors"]
+    assert words in " ".join(errors.get(field, [])), errors
+    assert "node '" in errors[field][0]
+    assert live("c") == ["old-1", "old-2"]
+    assert ClusterSnapshot.objects.filter(cluster_name="c").count() == 1  # the good one
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "words"),
+    [
+        (nodes("a").replace('"224"', "NaN"), "body", "RFC 8259"),
+        ('{"kind": "List", "items": ' + "[" * 10_000, "body", "deeper than 64"),
+        (nodes("a\x00b"), "items.0.metadata.name", "NUL character"),
+        (json.dumps({"kind": "List", "items": [k8s_node("\ud800")]}), "items.0.metadata.name", ""),
+        ("NodeName=a\x00 State=IDLE\n", "body", "NUL character at line 1"),
+        (b"NodeName=a State=IDLE \xff\n", "body", "not UTF-8"),
+    ],
+)
+def test_json_and_text_outside_the_rules_are_400(post, body, field, words):
+    response = post("c", body)
+    assert response.status_code == 400, response.content
+    assert words in " ".join(response.json()["errors"][field])
+    assert not Cluster.objects.exists()
+
+
+YAML_LAUGHS = """apiVersion: v1
+kind: List
+metadata: {}
+a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: n1, labels: {nvidia.com/x: *f}}
+"""
+
+
+def test_yaml_with_aliases_is_a_400_that_says_why(post):
+    assert len(YAML_LAUGHS) < 600
+    response = post("c", YAML_LAUGHS)
+    assert response.status_code == 400
+    assert "YAML aliases are not accepted" in response.json()["errors"]["body"][0]
+    assert not Node.objects.exists()
+
+
+def test_plain_kubectl_yaml_is_still_accepted(post):
+    import yaml
+
+    body = yaml.safe_dump(json.loads(nodes("dgx-01", "dgx-02")))
+    response = post("c", body)
+    assert response.status_code == 201, response.content
+    assert live("c") == ["dgx-01", "dgx-02"]
+
+
+def test_confirm_takes_only_shrink(post):
+    response = post("c", nodes("a"), "?confirm=yes")
+    assert response.status_code == 400 and "confirm" in response.json()["errors"]
+
+
+# Large snapshots: stored, applied by a worker, a status URL -------------------------------
+
+
+def test_a_large_snapshot_answers_202_with_a_status_url_and_a_worker_applies_it(
+    post, staff_api, settings
+):
+    settings.ATLAS_SNAPSHOT_SYNC_MAX_BYTES = 100
+    response = post("big", nodes(*(f"n{i}" for i in range(20))))
+    assert response.status_code == 202, response.content
+    answer = response.json()
+    assert answer["status"] == "pending" and answer["url"].endswith(
+        f"/api/v1/clusters/big/snapshots/{answer['id']}/"
+    )
+    status = staff_api.get(answer["url"]).json()  # the worker ran after commit
+    assert (status["status"], status["nodes"], status["added"], status["gone"]) == (
+        "applied",
+        20,
+        20,
+        0,
+    )
+    assert len(live("big")) == 20
+    assert ClusterSnapshot.objects.get().raw == b""  # the body is dropped once applied
+
+
+def test_a_bad_large_snapshot_fails_in_the_worker_naming_the_field_and_keeps_the_node_set(
+    post, staff_api, settings
+):
+    post("big", nodes("a", "b"))
+    settings.ATLAS_SNAPSHOT_SYNC_MAX_BYTES = 100
+    response = post("big", broken_node("capacity", "cpu", "2147483648"))
+    assert response.status_code == 202
+    status = staff_api.get(response.json()["url"]).json()
+    assert status["status"] == "failed" and "nodes.1.cpus" in status["errors"]
+    assert live("big") == ["a", "b"]
+    assert "2147483648" in Cluster.objects.get().last_error
+
+
+def test_the_cheap_checks_of_a_large_snapshot_answer_400_at_once(post, settings):
+    settings.ATLAS_SNAPSHOT_SYNC_MAX_BYTES = 10
+    assert post("big", b"\xff" * 20).status_code == 400
+    assert post("big", "NodeName=a\x00" * 3).status_code == 400
+    assert post("big", " " * 20).status_code == 400
+    assert not ClusterSnapshot.objects.exists()
+
+
+def test_a_pending_snapshot_survives_the_broker_and_the_sweep_applies_it(
+    monkeypatch, post, settings
+):
+    from clusters import tasks
+
+    def broker_down(snapshot_id):
+        raise ConnectionError("redis is away")
+
+    monkeypatch.setattr("clusters.api.views.enqueue_snapshot", broker_down)
+    settings.ATLAS_SNAPSHOT_SYNC_MAX_BYTES = 100
+    settings.ATLAS_PENDING_SNAPSHOT_GRACE_S = 0
+    response = post("big", nodes("a", "b", "c"))
+    assert response.status_code == 202
+    assert ClusterSnapshot.objects.get().status == "pending" and live("big") == []
+    assert tasks.sweep_pending_snapshots() == 1
+    assert ClusterSnapshot.objects.get().status == "applied" and live("big") == ["a", "b", "c"]
+    assert tasks.sweep_pending_snapshots() == 0
+
+
+def test_an_older_pending_snapshot_applied_after_a_newer_one_is_superseded(post, settings):
+    from clusters.services import snapshot_apply
+
+    settings.ATLAS_SNAPSHOT_SYNC_MAX_BYTES = 100
+    import clusters.api.views as views
+
+    views_enqueue = views.enqueue_snapshot
+    views.enqueue_snapshot = lambda snapshot_id: None  # the worker is slow
+    try:
+        old = post("c", nodes("a", "b", "old")).json()["id"]
+    finally:
+        views.enqueue_snapshot = views_enqueue
+    settings.ATLAS_SNAPSHOT_SYNC_MAX_BYTES = 10**6
+    assert post("c", nodes("a", "b", "new")).status_code == 201
+    assert snapshot_apply(snapshot_id=old) == "superseded"
+    assert live("c") == ["a", "b", "new"]
+    assert snapshot_apply(snapshot_id=old) == "skipped"  # idempotent
+
+
+# The shrink hold ----------------------------------------------------------------------------
+
+
+def test_a_snapshot_that_would_empty_more_than_half_a_cluster_is_held(post, staff_api):
+    post("c", nodes("a", "b", "c", "d"))
+    response = post("c", nodes("a"))
+    assert response.status_code == 202
+    held = response.json()
+    assert held["status"] == "held" and held["gone"] == 3
+    assert "3 of the 4 live nodes" in held["message"] and "confirm=shrink" in held["message"]
+    assert live("c") == ["a", "b", "c", "d"]
+    assert staff_api.get(held["url"]).json()["status"] == "held"
+    assert "held" in staff_api.get("/api/v1/clusters/c/").json()["last_error"]
+
+
+def test_a_held_snapshot_is_applied_when_the_next_one_agrees(post):
+    post("c", nodes("a", "b", "c", "d"))
+    first = post("c", nodes("a")).json()
+    second = post("c", nodes("a"))
+    assert second.status_code == 201 and second.json()["gone"] == 3
+    assert live("c") == ["a"]
+    assert ClusterSnapshot.objects.get(pk=first["id"]).status == "superseded"
+    assert Cluster.objects.get().last_error == ""
+
+
+def test_a_held_snapshot_is_dropped_when_the_next_one_is_whole_again(post):
+    post("c", nodes("a", "b", "c", "d"))
+    held = post("c", nodes("a")).json()
+    response = post("c", nodes("a", "b", "c", "d"))
+    assert response.status_code == 201 and response.json()["gone"] == 0
+    assert live("c") == ["a", "b", "c", "d"]
+    assert ClusterSnapshot.objects.get(pk=held["id"]).status == "superseded"
+
+
+def test_a_different_shrunken_set_is_held_again(post):
+    post("c", nodes("a", "b", "c", "d"))
+    post("c", nodes("a"))
+    assert post("c", nodes("b")).json()["status"] == "held"
+    assert live("c") == ["a", "b", "c", "d"]
+
+
+def test_confirm_shrink_applies_at_once_and_half_is_not_more_than_half(post):
+    post("c", nodes("a", "b", "c", "d"))
+    assert post("c", nodes("a", "b")).status_code == 201  # exactly half: applied
+    response = post("c", nodes("a"), "?confirm=shrink")
+    assert response.status_code == 201 and live("c") == ["a"]
+
+
+def test_a_pulled_node_list_is_held_the_same_way():
+    snapshot_ingest(cluster_name="c", raw=nodes("a", "b", "c"))
+    result = snapshot_ingest_document(cluster_name="c", document=json.loads(nodes()))
+    assert result.status == "held" and live("c") == ["a", "b", "c"]
+    again = snapshot_ingest_document(cluster_name="c", document=json.loads(nodes()))
+    assert again.status == "applied" and live("c") == []
+
+
+# One reconcile per burst --------------------------------------------------------------------
+
+
+def test_a_burst_of_snapshots_enqueues_one_reconcile_until_it_starts(post, monkeypatch):
+    from clusters import tasks
+
+    enqueued = []
+    monkeypatch.setattr(tasks.reconcile, "apply_async", lambda *a, **k: enqueued.append(1))
+    for i in range(40):
+        assert post(f"c{i % 4}", nodes(f"n{i}", "m")).status_code == 201
+    assert len(enqueued) == 1
+
+    tasks.reconcile.run()  # the worker starts it: the next change queues the next one
+    post("c0", nodes("n0", "m"))
+    assert len(enqueued) == 2
+
+    ReconcileState.objects.update(requested_at="2000-01-01T00:00:00Z")  # a lost request
+    post("c0", nodes("n0", "m"))
+    assert len(enqueued) == 3
+
+
+def test_a_failed_enqueue_leaves_no_request_behind(post, monkeypatch):
+    from clusters import tasks
+
+    def broker_down(*args, **kwargs):
+        raise ConnectionError("redis is away")
+
+    monkeypatch.setattr(tasks.reconcile, "apply_async", broker_down)
+    assert post("c", nodes("a")).status_code == 201
+    assert ReconcileState.objects.get().requested_at is None
+
+
+def test_import_snapshot_says_held_and_applies_with_confirm_shrink(tmp_path):
+    from django.core.management import CommandError, call_command
+
+    (tmp_path / "all.json").write_text(nodes("a", "b", "c"))
+    (tmp_path / "one.json").write_text(nodes("a"))
+    call_command("import_snapshot", "c", str(tmp_path / "all.json"))
+    with pytest.raises(CommandError, match="held: this snapshot would mark 2 of the 3"):
+        call_command("import_snapshot", "c", str(tmp_path / "one.json"))
+    assert live("c") == ["a", "b", "c"]
+    call_command("import_snapshot", "c", str(tmp_path / "one.json"), "--confirm-shrink")
+    assert live("c") == ["a"]
+
+
+def test_snapshot_records_are_pruned_but_waiting_ones_kept(post, settings, monkeypatch):
+    from clusters.services import snapshot_prune
+
+    monkeypatch.setattr("clusters.api.views.enqueue_snapshot", lambda snapshot_id: None)
+    settings.ATLAS_SNAPSHOT_RETENTION = 3
+    settings.ATLAS_SNAPSHOT_SYNC_MAX_BYTES = 100
+    pending = post("c", nodes("a", "b", "c", "d")).json()["id"]  # the worker never came
+    settings.ATLAS_SNAPSHOT_SYNC_MAX_BYTES = 10**6
+    for _ in range(5):
+        post("c", nodes("a", "b", "c", "d"))
+        post("other", nodes("x"))
+    held = post("c", nodes("a")).json()["id"]
+    assert snapshot_prune() == 3 + 2
+    kept = set(ClusterSnapshot.objects.filter(cluster_name="c").values_list("status", flat=True))
+    assert kept == {"pending", "applied", "held"}
+    assert ClusterSnapshot.objects.filter(pk__in=[pending, held]).count() == 2
+    assert ClusterSnapshot.objects.filter(cluster_name="other").count() == 3
