@@ -5,6 +5,8 @@ from __future__ import annotations
 import django_filters
 from django.db.models import QuerySet
 
+from inventory.filters import IdFilter
+
 from .choices import ClusterKind, FindingType, Severity
 from .models import Finding, Node
 
@@ -12,7 +14,7 @@ from .models import Finding, Node
 class NodeFilter(django_filters.FilterSet):
     cluster = django_filters.CharFilter(field_name="cluster__name")
     kind = django_filters.ChoiceFilter(choices=ClusterKind.choices)
-    server = django_filters.NumberFilter(field_name="server_id")
+    server = IdFilter(field_name="server_id")
     state = django_filters.CharFilter(field_name="state", lookup_expr="iexact")
     bound = django_filters.BooleanFilter(field_name="server", lookup_expr="isnull", exclude=True)
     search = django_filters.CharFilter(method="filter_search")
@@ -37,8 +39,8 @@ class FindingFilter(django_filters.FilterSet):
     severity = django_filters.ChoiceFilter(choices=Severity.choices)
     cluster = django_filters.CharFilter(method="filter_cluster")
     open = django_filters.BooleanFilter(field_name="resolved_at", lookup_expr="isnull")
-    server = django_filters.NumberFilter(field_name="server_id")
-    node = django_filters.NumberFilter(field_name="node_id")
+    server = IdFilter(field_name="server_id")
+    node = IdFilter(field_name="node_id")
 
     class Meta:
         model = Finding

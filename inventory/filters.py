@@ -3,10 +3,24 @@
 from __future__ import annotations
 
 import django_filters
+from django import forms
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from .choices import GpuStatus, ServerState
 from .models import Gpu, MigDevice, Server
+
+ID_MAX = 2**63 - 1  # a BigAutoField
+
+
+class IdFilter(django_filters.NumberFilter):
+    """A row id: a whole number that fits the column, else a field-level 400 (never an overflow)."""
+
+    field_class = forms.IntegerField
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("max_value", ID_MAX)
+        super().__init__(*args, **kwargs)
 
 
 class ServerFilter(django_filters.FilterSet):
@@ -68,7 +82,7 @@ def _cluster_q(value: str, *, exact: bool) -> Q:
 
 class GpuFilter(django_filters.FilterSet):
     search = django_filters.CharFilter(method="filter_search")
-    server = django_filters.NumberFilter(field_name="server_id")
+    server = IdFilter(field_name="server_id")
     model = django_filters.CharFilter(field_name="name", lookup_expr="icontains")
     mig_enabled = django_filters.BooleanFilter(field_name="mig_mode_current")
     status = django_filters.ChoiceFilter(choices=GpuStatus.choices)
@@ -89,8 +103,8 @@ class GpuFilter(django_filters.FilterSet):
 
 
 class MigDeviceFilter(django_filters.FilterSet):
-    server = django_filters.NumberFilter(field_name="gpu__server_id")
-    gpu = django_filters.NumberFilter(field_name="gpu_id")
+    server = IdFilter(field_name="gpu__server_id")
+    gpu = IdFilter(field_name="gpu_id")
     profile = django_filters.CharFilter(field_name="profile", lookup_expr="iexact")
 
     class Meta:

@@ -197,7 +197,7 @@ class SnapshotResultSerializer(serializers.Serializer):
     def get_url(self, result) -> str | None:
         if result.id is None:
             return None
-        path = reverse("cluster-snapshot-detail", args=[result.cluster, result.id])
+        path = reverse("api:cluster-snapshot-detail", args=[result.cluster, result.id])
         request = self.context.get("request")
         return request.build_absolute_uri(path) if request is not None else path
 
