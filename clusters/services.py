@@ -21,6 +21,7 @@ from .parsers import (
     NodeRecord,
     Snapshot,
     SnapshotFormatError,
+    decode_snapshot,
     parse_document,
     parse_pods,
     parse_snapshot,
@@ -242,11 +243,15 @@ def node_set_replace(*, cluster: Cluster, records: list[NodeRecord], now) -> tup
 def _json_object(raw: bytes | str) -> dict[str, Any] | None:
     """The body as a JSON object, or None: text formats and broken JSON go to the parsers,
     whose errors say what is wrong."""
-    if raw.lstrip()[:1] not in (b"{", "{"):
+    try:
+        raw = decode_snapshot(raw)  # a BOM before "{" too
+    except SnapshotFormatError:
+        return None
+    if raw.lstrip()[:1] != "{":
         return None
     try:
         document = json.loads(raw)
-    except (ValueError, UnicodeDecodeError, RecursionError):
+    except (ValueError, RecursionError):
         return None
     return document if isinstance(document, dict) else None
 

@@ -13,17 +13,18 @@ from typing import Any
 
 import yaml
 
+from agent.sources.text import TextDecodeError, decode_text
 from clusters.parsers import kubernetes, kubernetes_describe, slurm_json, slurm_text
 from clusters.parsers.records import Snapshot, SnapshotFormatError
 
 
-def _decode(raw: str | bytes) -> str:
-    if isinstance(raw, bytes | bytearray):
-        try:
-            return bytes(raw).decode("utf-8-sig")
-        except UnicodeDecodeError:
-            raise SnapshotFormatError("the snapshot is not UTF-8 text") from None
-    return raw.removeprefix("\ufeff")
+def decode_snapshot(raw: str | bytes) -> str:
+    """The snapshot as text: the one decoding step the agent's inputs take too (a BOM,
+    CRLF and ANSI escapes dropped; UTF-16, other non-UTF-8 bytes and NULs refused)."""
+    try:
+        return decode_text(raw)
+    except TextDecodeError as exc:
+        raise SnapshotFormatError(f"the snapshot is not text this project reads: {exc}") from None
 
 
 def _load_json(text: str) -> Any:
@@ -94,7 +95,7 @@ def parse_snapshot(raw: str | bytes) -> Snapshot:
     SnapshotFormatError, whose message names the accepted formats, for anything else and
     for broken input; never another exception type for bad input.
     """
-    text = _decode(raw)
+    text = decode_snapshot(raw)
     stripped = text.strip()
     if not stripped:
         raise SnapshotFormatError("the snapshot is empty")
@@ -102,7 +103,7 @@ def parse_snapshot(raw: str | bytes) -> Snapshot:
         if stripped[0] in "{[":
             return _from_document(_load_json(stripped))
         if slurm_text.looks_like(stripped):
-            return slurm_text.parse_scontrol_text(stripped)
+            return slurm_text.parse_scontrol_text(text)  # its end tells a cut capture
         if kubernetes_describe.looks_like(stripped):
             return kubernetes_describe.parse_describe(stripped)
         if stripped.startswith(("apiVersion:", "kind:", "---")):
