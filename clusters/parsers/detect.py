@@ -1,9 +1,9 @@
 """Format detection: one entry point for every scheduler snapshot a person may post.
 
 ``parse_snapshot`` looks at the text's shape (JSON object keys, ``NodeName=``, ``Name:``,
-YAML ``apiVersion:``), hands it to the one parser for that format, and turns every failure
-into a SnapshotFormatError that names the accepted formats, so the API can answer 400 and
-leave the cluster's previous node set untouched.
+YAML ``apiVersion:``, a sinfo header or GRES column), hands it to the one parser for that
+format, and turns every failure into a SnapshotFormatError that names the accepted formats,
+so the API can answer 400 and leave the cluster's previous node set untouched.
 """
 
 from __future__ import annotations
@@ -14,7 +14,13 @@ from typing import Any
 import yaml
 
 from agent.sources.text import TextDecodeError, decode_text
-from clusters.parsers import kubernetes, kubernetes_describe, slurm_json, slurm_text
+from clusters.parsers import (
+    kubernetes,
+    kubernetes_describe,
+    slurm_json,
+    slurm_sinfo,
+    slurm_text,
+)
 from clusters.parsers.records import Snapshot, SnapshotFormatError
 
 
@@ -108,12 +114,14 @@ def parse_snapshot(raw: str | bytes) -> Snapshot:
             return kubernetes_describe.parse_describe(stripped)
         if stripped.startswith(("apiVersion:", "kind:", "---")):
             return _from_document(_load_yaml(stripped))
+        if slurm_sinfo.looks_like(stripped):
+            return slurm_sinfo.parse_sinfo_text(text)  # its end tells a cut capture
     except SnapshotFormatError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         # A known shape with unexpected values inside: still the caller's input at fault.
         raise SnapshotFormatError(f"the input is malformed ({type(exc).__name__})") from None
     raise SnapshotFormatError(
-        "unrecognised snapshot format: not JSON, YAML, scontrol show node text or "
-        "kubectl describe node text"
+        "unrecognised snapshot format: not JSON, YAML, scontrol show node text, a per-node "
+        "sinfo listing or kubectl describe node text"
     )

@@ -107,10 +107,9 @@ def _cut_short(text: str, record: str, fields: dict[str, str], others: list[set[
             return "the text does not end with the blank line scontrol prints after a record"
         if "\n" not in record and not text.rstrip(" \t").endswith("\n"):
             return "the text does not end with the newline scontrol prints after a record"
-    keys = list(_KEY.finditer(record))
-    if keys:
-        key = keys[-1].group(1)
-        value = record[keys[-1].end() :].strip()
+    if fields:
+        key = list(fields)[-1]  # the last real key (parse_fields skips look-alikes in a Reason)
+        value = fields[key]
         if key not in _FREE_TEXT and any(ch.isspace() for ch in value):
             return f"it ends inside the field after {key}="
         if key == "Reason" and value.rfind("[") > value.rfind("]"):
