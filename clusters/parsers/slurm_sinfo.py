@@ -62,6 +62,7 @@ _OTHER_HEADERS = frozenset(
         "AVAIL_FE",
     }
 )  # fmt: skip
+_DEFAULT_WIDTH = 20  # sinfo -O's field width when none is given
 _USED_FIELDS = ("name", "hostname", "gres", "gres_used", "state", "partition")
 
 _GRES_ENTRY = re.compile(r"^[A-Za-z][\w.\-]*(?::[^:(),\s]+)?:\d+[KMGTP]?(?:\([^()]*\))?$")
@@ -214,6 +215,15 @@ def _rows_without_header(lines: list[tuple[int, str]]) -> list[_Row]:
                 f"sinfo line {number} has {len(cells)} values where line {lines[0][0]} has "
                 f"{width}; print the header (drop -h) so columns are known by name"
             )
+    starts = [m.start() for _, line in lines for m in re.finditer(r"\S+", line)]
+    if all(start % _DEFAULT_WIDTH == 0 for start in starts):  # sinfo -O's default widths
+        for (number, _line), cells in zip(lines, split, strict=True):
+            if any(len(cell) >= _DEFAULT_WIDTH for cell in cells):
+                raise SnapshotFormatError(
+                    f"sinfo line {number}: a value fills sinfo -O's {_DEFAULT_WIDTH}-character "
+                    "field, where sinfo cuts it (and glues it to the next); give the fields "
+                    "widths (e.g. Gres:60) or suffixes (Gres: )"
+                )
     columns = [[cells[i] for cells in split] for i in range(width)]
     kinds: dict[str, int] = {}
     gres = [i for i, col in enumerate(columns) if all(_is_gres(v) for v in col)]
@@ -248,9 +258,8 @@ def _rows_without_header(lines: list[tuple[int, str]]) -> list[_Row]:
     if "gres" not in kinds or "name" not in kinds:
         missing = "GRES" if "gres" not in kinds else "node name"
         raise SnapshotFormatError(
-            f"no {missing} column can be recognised in this header-less sinfo listing (values "
-            "cut at sinfo -O's 20-character widths are glued together); print the header "
-            f"(drop -h) and give wide fields: {WORKING_COMMANDS}"
+            f"no {missing} column can be recognised in this header-less sinfo listing; print "
+            f"the header (drop -h) so columns are known by name: {WORKING_COMMANDS}"
         )
     return [
         _Row(line=number, values={f: cells[i] for f, i in kinds.items()})

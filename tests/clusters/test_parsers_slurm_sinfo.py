@@ -149,7 +149,7 @@ def test_values_cut_at_the_o_field_width_are_refused():
     # a real 22.05 capture: "gpu:nvlink_a100_40gb_sxm4:8" cut at 20 characters and glued
     with pytest.raises(SnapshotFormatError, match="GRES value fills its 20-character field"):
         parse_snapshot(fixture_text("slurm-local-2205-sinfo-N-O-gres-cut-at-20.txt"))
-    with pytest.raises(SnapshotFormatError, match="20-character widths are glued"):
+    with pytest.raises(SnapshotFormatError, match="line 1: a value fills sinfo -O's 20-char"):
         parse_snapshot(fixture_text("slurm-local-2205-sinfo-ahNO-glued-at-20.txt"))
 
 
@@ -176,6 +176,9 @@ def test_every_prefix_is_refused_or_whole_rows(name):
     ("text", "why"),
     [
         ("NODELIST GRES STATE\n", "no rows"),
+        ("n1 idle\nn2 idle\n", "unrecognised"),
+        ("gpu:h100:8 idle\ngpu:h100:8 mix\n", "no node name column can be recognised"),
+        ("gpu* n1 gpu:h100:8 idle\ngpu n1 gpu:h100:8\n", "line 2 has 3 values where line 1"),
         ("NODELIST GRES STATE\nn1 gpu:h100:8\n", "2 values for 3 columns"),
         ("NODELIST GRES\nn1 gpu:h1\n", "not a GRES string"),
         ("NODELIST GRES\nn1 gpu:h100:8\nn1 gpu:h100:4\n", "different GRES"),
@@ -184,4 +187,4 @@ def test_every_prefix_is_refused_or_whole_rows(name):
 )
 def test_broken_listings_are_refused(text, why):
     with pytest.raises(SnapshotFormatError, match=why):
-        parse_sinfo_text(text)
+        parse_snapshot(text)
