@@ -241,6 +241,8 @@ def used_from_tres(
     not allocated); an untyped or lone record takes the total; otherwise its share is
     unknown (None) while the total stays known.
     """
+    if "gres/" not in f"{alloc_tres}{cfg_tres}":
+        return gres, {}  # no GRES accounted as TRES: most clusters, and quick
     allocated = tres_counts(alloc_tres)
     accounted = allocated.keys() | tres_counts(cfg_tres).keys()
     names = {name for name, _ in accounted}

@@ -38,7 +38,6 @@ _ALWAYS_PRINTED = frozenset(
 # Every version opens a record with CoresPerSocket and prints the power line (CurrentWatts)
 # for every node; a record that opens like that must also close like that.
 _FIRST_LINE_KEY, _POWER_LINE_KEY = "CoresPerSocket", "CurrentWatts"
-_BLANK_LINE_AT_END = re.compile(r"\n[ \t]*\n\s*$")
 _CONFIG_LINE = re.compile(
     r"^[ \t]*(PartitionName|SlurmctldHost|ControlMachine|ClusterName|GresTypes|NodeSet)=",
     re.MULTILINE | re.IGNORECASE,
@@ -91,7 +90,9 @@ def _cut_short(text: str, record: str, fields: dict[str, str], others: list[set[
     blank line after a multi-line one); when its last one-word value runs into a fragment
     (``AveWatts=0 Ext``); or when it ends inside the ``[user@time]`` of its Reason.
     """
-    last_line = text.rstrip().rsplit("\n", 1)[-1]
+    body = text.rstrip()
+    last_line = body[body.rfind("\n") + 1 :]
+    line_ends_after = text[len(body) :].count("\n")  # 1: a newline; 2: a blank line too
     if not last_line.startswith(("NodeName=", " ", "\t")):
         return "the text ends inside the next record"
     expected = set.intersection(*others) & _ALWAYS_PRINTED if others else set()
@@ -103,9 +104,9 @@ def _cut_short(text: str, record: str, fields: dict[str, str], others: list[set[
     if _FIRST_LINE_KEY in fields:
         if _POWER_LINE_KEY not in fields:
             return f"it ends before {_POWER_LINE_KEY}=, which scontrol prints for every node"
-        if "\n" in record and not _BLANK_LINE_AT_END.search(text):
+        if "\n" in record and line_ends_after < 2:
             return "the text does not end with the blank line scontrol prints after a record"
-        if "\n" not in record and not text.rstrip(" \t").endswith("\n"):
+        if line_ends_after < 1:
             return "the text does not end with the newline scontrol prints after a record"
     if fields:
         key = list(fields)[-1]  # the last real key (parse_fields skips look-alikes in a Reason)
