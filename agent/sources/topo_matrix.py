@@ -253,7 +253,7 @@ def parse_topo_matrix(data: str | bytes) -> TopoMatrix:
             "cut short); those NICs keep their column names"
         )
 
-    complete = [label for label in columns if label in affinity_rows and label not in short_rows]
+    complete = {label for label in affinity_rows if label not in short_rows}
     seen: set[tuple[str, str]] = set()
     for pos, a in enumerate(columns):
         for b in columns[pos + 1 :]:
