@@ -168,6 +168,8 @@ def report_source(args: argparse.Namespace) -> Callable[[], dict[str, Any]]:
         if args.system_uuid and not args.hostname:
             raise BadInput("--system-uuid needs --hostname (the server the files came from)")
 
+        told: set[str] = set()
+
         def from_files() -> dict[str, Any]:
             smi_log = topology = None
             try:
@@ -177,9 +179,16 @@ def report_source(args: argparse.Namespace) -> Callable[[], dict[str, Any]]:
                 raise BadInput(f"{args.nvidia_smi_xml}: {exc}") from exc
             try:
                 if args.topology:
-                    topology = parse_topo_matrix(_read(args.topology).decode("utf-8", "replace"))
+                    topology = parse_topo_matrix(_read(args.topology))
             except SmiParseError as exc:
                 raise BadInput(f"{args.topology}: {exc}") from exc
+            # A file cut short still makes a report, with its warnings; say so once.
+            for path, parsed in ((args.nvidia_smi_xml, smi_log), (args.topology, topology)):
+                for warning in parsed.warnings if parsed is not None else ():
+                    line = f"{PROG}: warning: {path}: {warning}"
+                    if line not in told:
+                        told.add(line)
+                        print(line, file=sys.stderr)
             return build_saved_report(
                 smi_log=smi_log,
                 topology=topology,

@@ -24,6 +24,9 @@ from typing import Any
 
 import yaml
 
+from agent.sources.text import TextDecodeError
+from agent.sources.text import decode_text as agent_decode_text
+
 MAX_DEPTH = 64  # a report nests 6 levels, a Kubernetes NodeList with managedFields about 20
 MAX_ERRORS = 20
 YAML_MAX_BYTES = 32 * 1024 * 1024  # the pure-Python YAML loader reads about 5 MB/s
@@ -62,22 +65,12 @@ class InputErrors(InputRejected):
 
 
 def decode_text(data: bytes | bytearray | memoryview | str) -> str:
-    """UTF-8 text (a leading byte order mark dropped); refuses other encodings and NUL."""
-    if isinstance(data, str):
-        text = data
-    else:
-        try:
-            text = bytes(data).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputRejected(
-                f"not UTF-8 text: byte 0x{exc.object[exc.start]:02x} at offset {exc.start}"
-            ) from None
-    text = text.removeprefix("\ufeff")
-    nul = text.find("\x00")
-    if nul >= 0:
-        line = text.count("\n", 0, nul) + 1
-        raise InputRejected(f"a NUL character at line {line}: text input may not hold one")
-    return text
+    """UTF-8 text as every text input is read (the agent's decoder: a BOM, ANSI escapes and
+    CRLF dropped; other encodings and NUL refused), with InputRejected for a 400."""
+    try:
+        return agent_decode_text(bytes(data) if isinstance(data, memoryview) else data)
+    except TextDecodeError as exc:
+        raise InputRejected(str(exc)) from None
 
 
 def nesting_exceeds(text: str, limit: int = MAX_DEPTH) -> bool:

@@ -76,11 +76,16 @@ def scontrol_node(
         "   RealMemory=2000000 AllocMem=0 FreeMem=1900000 Sockets=2 Boards=1",
         f"   State={state} ThreadsPerCore=2 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A",
         "   Partitions=gpu",
+        "   BootTime=2026-11-30T07:00:00 SlurmdStartTime=2026-11-30T07:01:00",
+        "   LastBusyTime=2026-11-30T07:30:00 ResumeAfterTime=None",
+        "   CfgTRES=cpu=224,mem=2000000M,billing=224",
+        "   AllocTRES=",
+        "   CurrentWatts=0 AveWatts=0",
     ]
     if reason:
         lines.append(f"   Reason={reason} [root@2026-11-30T08:00:00]")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n"  # scontrol ends every record with a blank line
 
 
 def scontrol_text(*nodes: str) -> str:
-    return "\n".join(nodes)
+    return "".join(nodes)

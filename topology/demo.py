@@ -180,8 +180,11 @@ def slurm_nodes(reports: list[dict[str, Any]]) -> str:
             f"   RealMemory={(host.get('memory_total_bytes') or 2**30) // 2**20} AllocMem=0",
             f"   State={state} ThreadsPerCore=2 TmpDisk=0 Weight=1",
             "   Partitions=gpu",
+            f"   CfgTRES=cpu={threads},billing={threads}",
+            "   AllocTRES=",
+            "   CurrentWatts=0 AveWatts=0",
         ]
         if state.endswith("DRAIN"):
             lines.append("   Reason=fan replacement [admin@2026-11-29T17:02:11]")
-        records.append("\n".join(lines))
-    return "\n\n".join(records) + "\n"
+        records.append("\n".join(lines) + "\n\n")  # as scontrol ends a record
+    return "".join(records)

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..schema import normalize_pci_bus_id
+from .identify import QUERY, wrong_output
 from .nvidia_smi_xml import SmiLog, SmiParseError, name_mig_devices
+from .text import TextDecodeError, decode_text
 from .values import (
     clean,
     real_serial,
@@ -197,20 +199,41 @@ def looks_like_text(data: str | bytes) -> bool:
 
 
 def parse_nvidia_smi_text(data: str | bytes) -> SmiLog:
-    """Parse a saved plain `nvidia-smi -q`. Raises SmiParseError for anything else."""
-    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    """Parse a saved plain `nvidia-smi -q`. Raises SmiParseError for anything else.
+
+    Output cut short is read as far as it goes, with a warning: nvidia-smi ends every
+    GPU's block with `Processes` (then, in newer drivers, `Capabilities`), so a block
+    without it stops early and its GPU is read only in part, never dropped.
+    """
+    try:
+        text = decode_text(data)
+    except TextDecodeError as exc:
+        raise SmiParseError(str(exc)) from None
+    reason = wrong_output(text, (QUERY,))
+    if reason:
+        raise SmiParseError(reason)
     tree = parse_tree(text)
     log = SmiLog(
         driver_version=tree.text("Driver Version"),
         cuda_version=tree.text("CUDA Version"),
         attached_gpus=to_int(tree.text("Attached GPUs")),
     )
+    cut: list[str] = []
     for key, value in tree.items:
         match = _GPU_HEADER.match(key)
         if match and isinstance(value, Section):
-            log.gpus.append(_gpu(value, match["bus"]))
+            gpu = _gpu(value, match["bus"])
+            log.gpus.append(gpu)
+            if value.get("Processes") is None:
+                cut.append(gpu["pci_bus_id"] or match["bus"])
     if not log.gpus and log.driver_version is None:
         raise SmiParseError("no nvidia-smi -q sections found")
+    if cut:
+        log.warnings.append(
+            f"the nvidia-smi -q block of GPU {', '.join(cut)} ends before `Processes`, which "
+            "nvidia-smi prints for every GPU: the file was cut short (or filtered with -d), "
+            "so that GPU is read only in part"
+        )
     if log.attached_gpus is not None and log.attached_gpus != len(log.gpus):
         log.warnings.append(
             f"nvidia-smi says {log.attached_gpus} GPUs are attached but the file describes "

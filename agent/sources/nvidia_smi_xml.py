@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..schema import normalize_pci_bus_id
+from .identify import QUERY_XML, wrong_output
 from .mig_profiles import derive_mig_profile
+from .text import TextDecodeError, decode_text
 from .values import (
     clean,
     real_serial,
@@ -186,15 +188,49 @@ def _gpu(node: ET.Element) -> dict[str, Any]:
     return gpu
 
 
-def parse_nvidia_smi_xml(data: str | bytes) -> SmiLog:
-    """Parse a saved `nvidia-smi -q -x`. Raises SmiParseError for anything else."""
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    if b"<!ENTITY" in raw:
-        raise SmiParseError("XML entity declarations are not accepted in nvidia-smi output")
+def _read_tree(text: str) -> tuple[ET.Element, bool]:
+    """The document's root and whether the text ends before the root closes.
+
+    A capture cut short (a full disk, a killed redirect) ends inside an element: expat
+    then fails only when told the input is over, and every element begun so far is in the
+    tree, the cut one with the children it had. Errors in the middle stay errors.
+    """
+    parser = ET.XMLPullParser(events=("start",))
+    root: ET.Element | None = None
     try:
-        root = ET.fromstring(raw)  # noqa: S314 - no entities (checked above), no network
+        parser.feed(text)
+        for _event, element in parser.read_events():  # raises the errors feed() queued
+            if root is None:
+                root = element
     except ET.ParseError as exc:
-        raise SmiParseError(f"not well-formed XML: {exc}") from exc
+        raise SmiParseError(f"not well-formed XML: {exc}") from None
+    try:
+        parser.close()
+    except ET.ParseError as exc:
+        if root is None:
+            raise SmiParseError(f"not well-formed XML: {exc}") from None
+        return root, True
+    if root is None:  # pragma: no cover - close() raises on a document without elements
+        raise SmiParseError("not well-formed XML: no element found")
+    return root, False
+
+
+def parse_nvidia_smi_xml(data: str | bytes) -> SmiLog:
+    """Parse a saved `nvidia-smi -q -x`. Raises SmiParseError for anything else.
+
+    Output cut short is read as far as it goes, with a warning: the GPUs it begins are
+    listed (the last one in part), so the server never looks quietly smaller.
+    """
+    try:
+        text = decode_text(data)
+    except TextDecodeError as exc:
+        raise SmiParseError(str(exc)) from None
+    reason = wrong_output(text, (QUERY_XML,))
+    if reason:
+        raise SmiParseError(reason)
+    if "<!ENTITY" in text:
+        raise SmiParseError("XML entity declarations are not accepted in nvidia-smi output")
+    root, cut = _read_tree(text)  # no entities (checked above), no network
     if root.tag != "nvidia_smi_log":
         raise SmiParseError(f"root element is <{root.tag}>, not <nvidia_smi_log>")
     log = SmiLog(
@@ -203,6 +239,12 @@ def parse_nvidia_smi_xml(data: str | bytes) -> SmiLog:
         attached_gpus=to_int(root.findtext("attached_gpus")),
     )
     log.gpus = [_gpu(node) for node in root.findall("gpu")]
+    if cut:
+        last = log.gpus[-1]["pci_bus_id"] if log.gpus else None
+        log.warnings.append(
+            "the nvidia-smi -q -x output ends before </nvidia_smi_log>: it was cut short"
+            + (f"; GPU {last} is read only in part" if last else "")
+        )
     if log.attached_gpus is not None and log.attached_gpus != len(log.gpus):
         log.warnings.append(
             f"nvidia-smi says {log.attached_gpus} GPUs are attached but the file describes "

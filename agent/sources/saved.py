@@ -18,16 +18,28 @@ from .. import __version__
 from ..collector import empty_gpu, finish, gpu_warnings, server_key, synthetic_uuid, utc_now
 from ..host import SysHost
 from ..schema import SCHEMA_VERSION
+from .identify import QUERY, QUERY_XML, wrong_output
 from .nvidia_smi_text import looks_like_text, parse_nvidia_smi_text
-from .nvidia_smi_xml import SmiLog, parse_nvidia_smi_xml
+from .nvidia_smi_xml import SmiLog, SmiParseError, parse_nvidia_smi_xml
+from .text import TextDecodeError, decode_text
 from .topo_matrix import TopoMatrix
 
 
 def parse_nvidia_smi(data: str | bytes) -> SmiLog:
-    """`nvidia-smi -q -x` or plain `-q`, told apart by their first lines."""
-    if looks_like_text(data):
-        return parse_nvidia_smi_text(data)
-    return parse_nvidia_smi_xml(data)
+    """`nvidia-smi -q -x` or plain `-q`, told apart by their first lines.
+
+    Another nvidia-smi output given instead (`-L`, `topo -m`) is named in the error.
+    """
+    try:
+        text = decode_text(data)
+    except TextDecodeError as exc:
+        raise SmiParseError(str(exc)) from None
+    reason = wrong_output(text, (QUERY_XML, QUERY))
+    if reason:
+        raise SmiParseError(reason)
+    if looks_like_text(text):
+        return parse_nvidia_smi_text(text)
+    return parse_nvidia_smi_xml(text)
 
 
 def _gpus_from_log(log: SmiLog, identity: str) -> list[dict[str, Any]]:

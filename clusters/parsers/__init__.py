@@ -3,7 +3,7 @@
 ``parse_snapshot`` detects the format; the format modules can also be called directly.
 """
 
-from clusters.parsers.detect import parse_document, parse_snapshot
+from clusters.parsers.detect import decode_snapshot, parse_document, parse_snapshot
 from clusters.parsers.kubernetes import gpu_used_by_node, parse_pods
 from clusters.parsers.records import (
     ACCEPTED_FORMATS,
@@ -22,6 +22,7 @@ __all__ = [
     "PodRecord",
     "Snapshot",
     "SnapshotFormatError",
+    "decode_snapshot",
     "expand_hostlist",
     "gpu_used_by_node",
     "parse_document",

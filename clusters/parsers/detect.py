@@ -1,27 +1,34 @@
 """Format detection: one entry point for every scheduler snapshot a person may post.
 
 ``parse_snapshot`` looks at the text's shape (JSON object keys, ``NodeName=``, ``Name:``,
-YAML ``apiVersion:``), hands it to the one parser for that format, and turns every failure
-into a SnapshotFormatError that names the accepted formats, so the API can answer 400 and
-leave the cluster's previous node set untouched.
+YAML ``apiVersion:``, a sinfo header or GRES column), hands it to the one parser for that
+format, and turns every failure into a SnapshotFormatError that names the accepted formats,
+so the API can answer 400 and leave the cluster's previous node set untouched.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from clusters.parsers import kubernetes, kubernetes_describe, slurm_json, slurm_text
+from agent.sources.text import TextDecodeError, decode_text
+from clusters.parsers import (
+    kubernetes,
+    kubernetes_describe,
+    slurm_json,
+    slurm_sinfo,
+    slurm_text,
+)
 from clusters.parsers.records import Snapshot, SnapshotFormatError
 from inventory.safe_input import InputRejected, json_loads, yaml_load
 
 
-def _decode(raw: str | bytes) -> str:
-    if isinstance(raw, bytes | bytearray):
-        try:
-            return bytes(raw).decode("utf-8-sig")
-        except UnicodeDecodeError:
-            raise SnapshotFormatError("the snapshot is not UTF-8 text") from None
-    return raw.removeprefix("\ufeff")
+def decode_snapshot(raw: str | bytes) -> str:
+    """The snapshot as text: the one decoding step the agent's inputs take too (a BOM,
+    CRLF and ANSI escapes dropped; UTF-16, other non-UTF-8 bytes and NULs refused)."""
+    try:
+        return decode_text(raw)
+    except TextDecodeError as exc:
+        raise SnapshotFormatError(f"the snapshot is not text this project reads: {exc}") from None
 
 
 def _load_json(text: str) -> Any:
@@ -90,7 +97,7 @@ def parse_snapshot(raw: str | bytes) -> Snapshot:
     SnapshotFormatError, whose message names the accepted formats, for anything else and
     for broken input; never another exception type for bad input.
     """
-    text = _decode(raw)
+    text = decode_snapshot(raw)
     stripped = text.strip()
     if not stripped:
         raise SnapshotFormatError("the snapshot is empty")
@@ -98,17 +105,19 @@ def parse_snapshot(raw: str | bytes) -> Snapshot:
         if stripped[0] in "{[":
             return _from_document(_load_json(stripped))
         if slurm_text.looks_like(stripped):
-            return slurm_text.parse_scontrol_text(stripped)
+            return slurm_text.parse_scontrol_text(text)  # its end tells a cut capture
         if kubernetes_describe.looks_like(stripped):
             return kubernetes_describe.parse_describe(stripped)
         if stripped.startswith(("apiVersion:", "kind:", "---")):
             return _from_document(_load_yaml(stripped))
+        if slurm_sinfo.looks_like(stripped):
+            return slurm_sinfo.parse_sinfo_text(text)  # its end tells a cut capture
     except SnapshotFormatError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         # A known shape with unexpected values inside: still the caller's input at fault.
         raise SnapshotFormatError(f"the input is malformed ({type(exc).__name__})") from None
     raise SnapshotFormatError(
-        "unrecognised snapshot format: not JSON, YAML, scontrol show node text or "
-        "kubectl describe node text"
+        "unrecognised snapshot format: not JSON, YAML, scontrol show node text, a per-node "
+        "sinfo listing or kubectl describe node text"
     )

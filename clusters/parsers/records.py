@@ -21,6 +21,8 @@ ACCEPTED_FORMATS: tuple[str, ...] = (
     "scontrol show node text (multi-line or -o one-line, with or without -d)",
     "scontrol show node --json (Slurm 23.02+)",
     "sinfo --json (Slurm 22.05 and 23.02+)",
+    "a per-node sinfo listing naming nodes and their GRES, with or without header "
+    '(sinfo -N -O NodeList,Partition,Gres,GresUsed,StateLong, or -o "%N %P %G %T")',
     "a slurmrestd nodes response (/slurm/v0.0.38 to v0.0.44 .../nodes)",
 )
 
@@ -142,8 +144,8 @@ class Snapshot:
 
     ``format`` names what was detected (``kubernetes-nodelist``, ``kubernetes-node``,
     ``kubernetes-describe``, ``slurm-scontrol-text``, ``slurm-nodes-json``,
-    ``slurm-sinfo-json``). ``cluster_name`` is set only when the source names the cluster
-    (slurmrestd/sinfo metadata of Slurm 23.11+; Kubernetes never does).
+    ``slurm-sinfo-json``, ``slurm-sinfo-text``). ``cluster_name`` is set only when the source
+    names the cluster (slurmrestd/sinfo metadata of Slurm 23.11+; Kubernetes never does).
     ``source_version`` is the producing version where known (Slurm release, e.g.
     ``22.05.8``), ``api_version`` the JSON layout (``v0.0.38``, ``data_parser/v0.0.43``).
     """

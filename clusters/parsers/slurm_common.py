@@ -7,6 +7,7 @@ flags, so the parsing lives here once and the format modules only find the field
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -35,6 +36,23 @@ _BASE_ALIASES = {
     "fail": ("down", ("fail",)),
     "failing": ("allocated", ("fail",)),
     "maint": ("idle", ("maintenance",)),
+    # sinfo's names for a node whose flag hides the base state (`%T`, `%t`, StateLong)
+    "comp": ("allocated", ("completing",)),
+    "completing": ("allocated", ("completing",)),
+    "failg": ("allocated", ("fail",)),
+    "futr": ("future", ()),
+    "inval": ("idle", ("invalid",)),
+    "plnd": ("idle", ("planned",)),
+    "planned": ("idle", ("planned",)),
+    "resv": ("idle", ("reserved",)),
+    "reserved": ("idle", ("reserved",)),
+    "unk": ("unknown", ()),
+    "blocked": ("idle", ("blocked",)),
+    "pow_dn": ("idle", ("powered_down",)),
+    "powered_down": ("idle", ("powered_down",)),
+    "powering_down": ("idle", ("powering_down",)),
+    "pow_up": ("idle", ("powering_up",)),
+    "powering_up": ("idle", ("powering_up",)),
 }
 _FLAG_ALIASES = {
     "maint": "maintenance",
@@ -193,6 +211,60 @@ def combine_gres(configured: str | None, used: str | None, used_known: bool) -> 
             )
         )
     return result
+
+
+def tres_counts(text: object) -> dict[tuple[str, str | None], int]:
+    """The GRES counts in a TRES string: ``cpu=8,mem=64G,gres/gpu=4,gres/gpu:h100=4`` ->
+    ``{("gpu", None): 4, ("gpu", "h100"): 4}`` (types lower-cased, as Slurm keeps TRES)."""
+    counts: dict[tuple[str, str | None], int] = {}
+    if is_null(text):
+        return counts
+    for item in str(text).split(","):
+        key, _, value = item.strip().partition("=")
+        if not key.startswith("gres/") or not value.strip().isdigit():
+            continue
+        name, _, gres_type = key[len("gres/") :].partition(":")
+        counts[(name.lower(), gres_type.lower() or None)] = int(value)
+    return counts
+
+
+def used_from_tres(
+    gres: list[GresRecord], alloc_tres: object, cfg_tres: object
+) -> tuple[list[GresRecord], dict[str, int]]:
+    """GRES in use from ``AllocTRES``, for outputs without ``GresUsed`` (plain ``scontrol
+    show node``): the records with ``used`` set, and the total in use per GRES name.
+
+    Known only for GRES the cluster accounts as TRES (``AccountingStorageTRES``), which
+    then appear in ``CfgTRES``/``AllocTRES``; where they do not, nothing is claimed. Slurm
+    prints the untyped total beside the typed counts (``gres/gpu=4,gres/gpu:h100=4`` is 4
+    GPUs, not 8). A typed record takes its typed count (0 when its type is accounted but
+    not allocated); an untyped or lone record takes the total; otherwise its share is
+    unknown (None) while the total stays known.
+    """
+    if "gres/" not in f"{alloc_tres}{cfg_tres}":
+        return gres, {}  # no GRES accounted as TRES: most clusters, and quick
+    allocated = tres_counts(alloc_tres)
+    accounted = allocated.keys() | tres_counts(cfg_tres).keys()
+    names = {name for name, _ in accounted}
+    totals: dict[str, int] = {}
+    for name in names:
+        typed = sum(v for (n, t), v in allocated.items() if n == name and t)
+        totals[name] = allocated.get((name, None), typed)
+    result = []
+    for g in gres:
+        if g.name.lower() not in names:
+            result.append(g)
+            continue
+        key = (g.name.lower(), g.type.lower() if g.type else None)
+        siblings = sum(1 for other in gres if other.name == g.name)
+        if g.type and key in accounted:
+            used: int | None = allocated.get(key, 0)
+        elif siblings == 1 or totals[key[0]] == 0:
+            used = totals[key[0]]
+        else:
+            used = None
+        result.append(dataclasses.replace(g, used=used))
+    return result, totals
 
 
 def gpu_figures(gres: Iterable[GresRecord], used_known: bool) -> dict[str, Any]:
@@ -381,16 +453,27 @@ def build_node(
     gres: object = None,
     gres_used: object = None,
     gres_used_known: bool = False,
+    alloc_tres: object = None,
+    cfg_tres: object = None,
     os_string: object = None,
     slurm_version: object = None,
     architecture: object = None,
 ) -> NodeRecord:
-    """One Slurm NodeRecord from the fields every Slurm format carries in some spelling."""
+    """One Slurm NodeRecord from the fields every Slurm format carries in some spelling.
+
+    GRES in use come from ``gres_used`` when the source has it, else from ``alloc_tres``
+    (with ``cfg_tres``) when given: see ``used_from_tres``.
+    """
     base, flags, raw = parse_state(state, state_flags)
     ready, schedulable = readiness(base, flags)
     reason_text, reason_user = split_reason(reason)
     records = combine_gres(clean(gres), clean(gres_used), gres_used_known)
-    figures = gpu_figures(records, gres_used_known)
+    tres_totals: dict[str, int] = {}
+    if not gres_used_known and alloc_tres is not None:
+        records, tres_totals = used_from_tres(records, alloc_tres, cfg_tres)
+    figures = gpu_figures(records, gres_used_known or "gpu" in tres_totals)
+    if "gpu" in tres_totals:
+        figures["gpu_used"] = tres_totals["gpu"]
     memory_mb = to_int(real_memory_mb)
     os_text = clean(os_string)
     host = clean(hostname)

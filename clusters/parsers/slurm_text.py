@@ -22,6 +22,22 @@ _REASON_END = re.compile(r"\[[^\]\s@]+@[^\]]*\]")
 # Keys whose values may hold spaces; every other value is one word (an empty one included).
 _FREE_TEXT = frozenset({"OS", "Reason", "Comment", "Extra", "Features", "ActiveFeatures"})
 _EMPTY_MESSAGES = ("no nodes in the system",)
+# Keys that scontrol prints for every node in some Slurm version (src/api/node_info.c,
+# slurm_sprint_node_table); the others (Arch, GresUsed, Version, OS, Partitions, Reason,
+# Comment, ...) appear only for some nodes, so a record may lack them and be whole.
+_ALWAYS_PRINTED = frozenset(
+    {
+        "NodeName", "CoresPerSocket", "CPUAlloc", "CPUEfctv", "CPUTot", "CPULoad",
+        "AvailableFeatures", "ActiveFeatures", "Features", "Gres", "RealMemory", "AllocMem",
+        "FreeMem", "Sockets", "Boards", "State", "ThreadsPerCore", "TmpDisk", "Weight",
+        "Owner", "MCS_label", "BootTime", "SlurmdStartTime", "LastBusyTime",
+        "ResumeAfterTime", "CfgTRES", "AllocTRES", "CapWatts", "CurrentWatts", "AveWatts",
+        "ExtSensorsJoules", "ExtSensorsWatts", "ExtSensorsTemp",
+    }
+)  # fmt: skip
+# Every version opens a record with CoresPerSocket and prints the power line (CurrentWatts)
+# for every node; a record that opens like that must also close like that.
+_FIRST_LINE_KEY, _POWER_LINE_KEY = "CoresPerSocket", "CurrentWatts"
 _CONFIG_LINE = re.compile(
     r"^[ \t]*(PartitionName|SlurmctldHost|ControlMachine|ClusterName|GresTypes|NodeSet)=",
     re.MULTILINE | re.IGNORECASE,
@@ -63,6 +79,45 @@ def parse_fields(record: str) -> dict[str, str]:
     return fields
 
 
+def _cut_short(text: str, record: str, fields: dict[str, str], others: list[set[str]]) -> str:
+    """Why the last record looks cut short, or "" when it looks whole.
+
+    A capture cut mid-record must not pass as a smaller cluster (the missing nodes would be
+    marked gone). The last record is cut when the text ends in a line that is neither a
+    record nor a continuation; when it lacks a key that scontrol always prints and every
+    other record has; when it opens like scontrol (CoresPerSocket) but has no power line
+    or the text does not end as scontrol ends it (a newline after a one-line record, a
+    blank line after a multi-line one); when its last one-word value runs into a fragment
+    (``AveWatts=0 Ext``); or when it ends inside the ``[user@time]`` of its Reason.
+    """
+    body = text.rstrip()
+    last_line = body[body.rfind("\n") + 1 :]
+    line_ends_after = text[len(body) :].count("\n")  # 1: a newline; 2: a blank line too
+    if not last_line.startswith(("NodeName=", " ", "\t")):
+        return "the text ends inside the next record"
+    expected = set.intersection(*others) & _ALWAYS_PRINTED if others else set()
+    missing = sorted(expected - fields.keys())
+    if missing:
+        shown = ", ".join(missing[:5])
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        return f"it lacks {shown}{more}, which the other records have"
+    if _FIRST_LINE_KEY in fields:
+        if _POWER_LINE_KEY not in fields:
+            return f"it ends before {_POWER_LINE_KEY}=, which scontrol prints for every node"
+        if "\n" in record and line_ends_after < 2:
+            return "the text does not end with the blank line scontrol prints after a record"
+        if line_ends_after < 1:
+            return "the text does not end with the newline scontrol prints after a record"
+    if fields:
+        key = list(fields)[-1]  # the last real key (parse_fields skips look-alikes in a Reason)
+        value = fields[key]
+        if key not in _FREE_TEXT and any(ch.isspace() for ch in value):
+            return f"it ends inside the field after {key}="
+        if key == "Reason" and value.rfind("[") > value.rfind("]"):
+            return "it ends inside its Reason"
+    return ""
+
+
 def _node(fields: dict[str, str]) -> NodeRecord:
     gres_used_known = "GresUsed" in fields
     return build_node(
@@ -78,6 +133,8 @@ def _node(fields: dict[str, str]) -> NodeRecord:
         gres=fields.get("Gres"),
         gres_used=fields.get("GresUsed"),
         gres_used_known=gres_used_known,
+        alloc_tres=fields.get("AllocTRES"),
+        cfg_tres=fields.get("CfgTRES"),
         os_string=fields.get("OS"),
         slurm_version=fields.get("Version"),
         architecture=fields.get("Arch"),
@@ -87,8 +144,10 @@ def _node(fields: dict[str, str]) -> NodeRecord:
 def parse_scontrol_text(text: str) -> Snapshot:
     """Parse ``scontrol show node`` (any of its layouts) into a Slurm snapshot.
 
-    Raises SnapshotFormatError when a record lacks a node name or the text is not
-    scontrol output. ``No nodes in the system`` is an empty snapshot, as Slurm means it.
+    Raises SnapshotFormatError when a record lacks a node name, the text is not scontrol
+    output, or its last record is cut short (see ``_cut_short``). ``No nodes in the
+    system`` is an empty snapshot, as Slurm means it. Without ``GresUsed`` (no ``-d``),
+    GPUs in use come from ``AllocTRES`` where the cluster accounts them.
     """
     if text.strip().lower().startswith(_EMPTY_MESSAGES):
         return Snapshot(format=FORMAT, kind="slurm", nodes=[])
@@ -103,17 +162,31 @@ def parse_scontrol_text(text: str) -> Snapshot:
     nodes: list[NodeRecord] = []
     seen: set[str] = set()
     versions: set[str] = set()
+    key_sets: list[set[str]] = []
     for i, start in enumerate(starts):
         end = starts[i + 1] if i + 1 < len(starts) else len(text)
-        fields = parse_fields(text[start:end].strip())
+        record = text[start:end].strip()
+        fields = parse_fields(record)
         name = clean(fields.get("NodeName"))
+        if name and "[" in name:
+            raise SnapshotFormatError(
+                f"record {i + 1} is not scontrol show node output (a hostlist name as in "
+                "slurm.conf)"
+            )
+        if i + 1 == len(starts):
+            cut = _cut_short(text, record, fields, key_sets)
+            if cut:
+                shown = (name or "?").split()[0][:64]
+                raise SnapshotFormatError(
+                    f"the last scontrol record (record {i + 1}, node {shown!r}) is cut short: "
+                    f"{cut}. A capture cut short would mark the nodes after it gone; "
+                    "post the whole output"
+                )
+        key_sets.append(set(fields))
         if not name:
             raise SnapshotFormatError(f"scontrol record {i + 1} has an empty NodeName")
-        if "[" in name or "State" not in fields:
-            raise SnapshotFormatError(
-                f"record {i + 1} is not scontrol show node output (no State, or a hostlist "
-                "name as in slurm.conf)"
-            )
+        if "State" not in fields:
+            raise SnapshotFormatError(f"record {i + 1} is not scontrol show node output (no State)")
         if name in seen:
             raise SnapshotFormatError(f"scontrol output names node {name!r} twice")
         seen.add(name)

@@ -29,7 +29,7 @@ REJECTED_SAMPLES = {
     "slurm-conf-mig-nodename-schedmd-doc.txt": "unrecognised",
     "slurm-gres-conf-autodetect-nvml-schedmd-doc.txt": "unrecognised",
     # Aggregated rows without node names: not a node set (its GRES are tested elsewhere).
-    "slurm-sinfo-partitions-gres-2511-a100-a800-dgx2-mig-sckyzo.txt": "unrecognised",
+    "slurm-sinfo-partitions-gres-2511-a100-a800-dgx2-mig-sckyzo.txt": "aggregates nodes",
 }
 
 FIXTURES = {
@@ -47,6 +47,19 @@ FIXTURES = {
     "slurmrestd-v0.0.41-nodes.json": ("slurm-nodes-json", 9, 53),
     "slurmrestd-v0.0.42-nodes.json": ("slurm-nodes-json", 9, 53),
     "slurmrestd-v0.0.44-nodes.json": ("slurm-nodes-json", 9, 53),
+    "slurm-local-2205-sinfo-N-O-nodelist-partition-gres-gresused-statelong.txt": (
+        "slurm-sinfo-text",
+        4,
+        32,
+    ),
+    "slurm-local-2205-sinfo-N-o-N-P-G-T-c-m.txt": ("slurm-sinfo-text", 4, 32),
+    "slurm-local-2205-sinfo-N-o-sixteen-columns-reason-with-spaces.txt": (
+        "slurm-sinfo-text",
+        4,
+        32,
+    ),
+    "slurm-local-2205-sinfo-N-O-wide-long-gres-type.txt": ("slurm-sinfo-text", 4, 32),
+    "slurm-sinfo-ahNO-nodehost-gres-gresused-statelong-states.txt": ("slurm-sinfo-text", 13, 95),
 }
 
 
@@ -104,7 +117,8 @@ def test_a_byte_order_mark_and_surrounding_blank_lines_are_fine():
         (b'{"kind": "ConfigMap"}', "kind 'ConfigMap'"),
         (b'{"hello": "world"}', "unknown shape"),
         (b"kind: NodeList\nitems: [\n", "YAML is broken"),
-        (b"NODELIST   NODES PARTITION STATE\ngpu-node1 1 gpu* idle\n", "unrecognised"),
+        (b"NODELIST   NODES PARTITION STATE\ngpu-node1 1 gpu* idle\n", "no GRES column"),
+        (b"Nov 30 host kernel: eth0 up\nNov 30 host sshd: login\n", "unrecognised"),
         (b"NodeName=n1 State=IDLE Gres=gpu:h100:8\nPartitionName=gpu Nodes=n1\n", "slurm.conf"),
     ],
 )

@@ -116,3 +116,43 @@ def test_a_job_holding_three_gpus_shows_as_gres_used(slurm_cluster):
     while set(_gpu_used(slurm_cluster).values()) != {0} and time.monotonic() < deadline:
         time.sleep(0.2)
     assert set(_gpu_used(slurm_cluster).values()) == {0}
+
+
+@pytest.mark.django_db
+def test_a_live_per_node_sinfo_listing_is_pushed_as_the_node_set(
+    slurm_cluster, staff, django_capture_on_commit_callbacks
+):
+    """`sinfo -N -O ...` from the real cluster, posted to the API like `scontrol show node`:
+    every node with its GPUs, the 3 a job holds in use; the header-less form reads alike."""
+    from rest_framework.test import APIClient
+
+    from clusters.models import Cluster, Node
+
+    job = slurm_cluster.submit_gpu_job(3, seconds=60)
+    try:
+        slurm_cluster.wait_job_running(job)
+        fields = "NodeList:30,Partition:20,Gres:40,GresUsed:50,StateLong:20"
+        listing = slurm_cluster.run(slurm_cluster.sinfo, "-N", "-O", fields)
+        client = APIClient()
+        client.force_authenticate(staff)
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client.generic(
+                "POST", "/api/v1/clusters/live-sinfo/snapshots/", listing, content_type="text/plain"
+            )
+        assert response.status_code in (200, 201, 202), response.content
+        nodes = {n.name: n for n in Node.objects.filter(cluster__name="live-sinfo")}
+        assert sorted(nodes) == slurm_cluster.node_names
+        assert sorted(n.gpu_used for n in nodes.values()) == [0, 0, 0, 3]
+        assert {n.gpu_capacity for n in nodes.values()} == {slurm_cluster.gpus_per_node}
+        assert {tuple(n.partitions) for n in nodes.values()} == {("gpu",)}
+        cluster = Cluster.objects.get(name="live-sinfo")
+        assert cluster.last_snapshot_format == "slurm-sinfo-text"
+
+        headerless = slurm_cluster.run(slurm_cluster.sinfo, "-ahNO", fields)
+        parsed = {n.name: n.gpu_used for n in parse_snapshot(headerless).nodes}
+        assert parsed == {name: node.gpu_used for name, node in nodes.items()}
+    finally:
+        slurm_cluster.cancel_all_jobs()
+    deadline = time.monotonic() + 20
+    while set(_gpu_used(slurm_cluster).values()) != {0} and time.monotonic() < deadline:
+        time.sleep(0.2)
