@@ -21,8 +21,7 @@ from clusters.models import Node
 from inventory.choices import GpuStatus
 from inventory.models import Gpu, MigDevice, Nic, Server
 
-from .placement import node_free_gpus
-from .placement_facts import Fleet, fleet_counts
+from .placement import Fleet, fleet_counts, node_free_gpus
 
 SERVER_FIELDS = ("id", "hostname", "rack", "rack_position", "is_virtual", "physical_host_id")
 
