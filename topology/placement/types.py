@@ -5,7 +5,7 @@ ranking of a node, and the answer's rows. Plain values and pure functions only.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
 
 from clusters.choices import ClusterKind
@@ -20,19 +20,31 @@ class PlacementRequestError(ValueError):
 
 
 @dataclass(frozen=True)
-class PlacementRequest:
-    """A placement request as given (before it is shaped for a cluster's kind)."""
+class Filters:
+    """What a node's GPUs must be, whatever the request's shape."""
 
-    cluster: str | None = None
-    gpus: int | None = None
-    nodes: int | None = None
-    gpus_per_node: int | None = None
     model: str | None = None
     mig_profile: str | None = None
     nvlink_only: bool = False
     min_gpu_memory_bytes: int | None = None
     partition: str | None = None
     same_numa: bool = False
+
+    @classmethod
+    def of(cls, request: Filters) -> Filters:
+        """The filters of a request (a PlacementRequest is its filters and a shape)."""
+        return cls(**{f.name: getattr(request, f.name) for f in fields(cls)})
+
+
+@dataclass(frozen=True)
+class PlacementRequest(Filters):
+    """A placement request as given (before it is shaped for a cluster's kind): its filters,
+    the cluster, and the GPUs, nodes and GPUs per node asked for."""
+
+    cluster: str | None = None
+    gpus: int | None = None
+    nodes: int | None = None
+    gpus_per_node: int | None = None
 
     def as_params(self) -> dict[str, Any]:
         """The API query parameters that ask this request again."""
@@ -49,29 +61,6 @@ class PlacementRequest:
             "same_numa": self.same_numa or None,
         }
         return {k: v for k, v in params.items() if v not in (None, "")}
-
-
-@dataclass(frozen=True)
-class Filters:
-    """What a node's GPUs must be, whatever the request's shape."""
-
-    model: str | None = None
-    mig_profile: str | None = None
-    nvlink_only: bool = False
-    min_gpu_memory_bytes: int | None = None
-    partition: str | None = None
-    same_numa: bool = False
-
-    @classmethod
-    def of(cls, request: PlacementRequest) -> Filters:
-        return cls(
-            model=request.model,
-            mig_profile=request.mig_profile,
-            nvlink_only=request.nvlink_only,
-            min_gpu_memory_bytes=request.min_gpu_memory_bytes,
-            partition=request.partition,
-            same_numa=request.same_numa,
-        )
 
 
 @dataclass(frozen=True)
