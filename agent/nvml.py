@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Protocol
 
+from .mig import mig_profile_name
+
 LINK_CLASSES = ("PIX", "PXB", "PHB", "NODE", "SYS")
 
 
@@ -165,14 +167,6 @@ def format_cuda_version(value: int | None) -> str | None:
     if not value:
         return None
     return f"{value // 1000}.{(value % 1000) // 10}"
-
-
-def _mig_profile_name(raw: Any) -> str | None:
-    """'MIG 1g.10gb' -> '1g.10gb'; NVML names profiles the way nvidia-smi prints them."""
-    name = _text(raw)
-    if name and name.upper().startswith("MIG "):
-        name = name[4:].strip()
-    return name or None
 
 
 def _profile_from_device_name(name: str | None) -> str | None:
@@ -509,7 +503,7 @@ class PynvmlBackend:
                 placement = (int(gi_info.placement.start), int(gi_info.placement.size))
                 gi_profile = gi_profiles.get(int(gi_info.profileId))
                 if gi_profile is not None:
-                    profile = _mig_profile_name(getattr(gi_profile, "name", None))
+                    profile = mig_profile_name(_text(getattr(gi_profile, "name", None)))
                     ci_slices = int(attrs.computeInstanceSliceCount) if attrs else None
                     gi_slices = int(gi_profile.sliceCount)
                     if profile and ci_slices and ci_slices < gi_slices:

@@ -7,7 +7,6 @@ No queries here except the hardware profiles.
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -16,14 +15,25 @@ from typing import Any
 
 from django.conf import settings
 
+from agent.mig import normalize_mig_profile
+from inventory.gpu_models import gpu_models_agree
+from inventory.health import PROBLEMS, GpuHealth, GpuProblem
 from inventory.identity import short_hostname
 from inventory.models import HardwareProfile
 from inventory.selectors import hardware_profile_for
 
 from .choices import ClusterKind, FindingType, Severity
 
-MIG_PROFILE_RE = re.compile(r"(?:\d+c\.)?\d+g\.\d+gb", re.IGNORECASE)
 SHARED_GPU_RESOURCE = "nvidia.com/gpu.shared"
+PROBLEM_TEXT = {
+    GpuProblem.LOST: "lost",
+    GpuProblem.NVML_ERROR: "failing NVML queries",
+    GpuProblem.ROW_REMAP_FAILED: "with a failed row remap",
+    GpuProblem.RESET_PENDING: "with page retirement/row remap pending a reset",
+    GpuProblem.UNCORRECTED_ECC: "with uncorrected ECC errors",
+}
+"""How an unhealthy-GPU finding counts each reason: `2 GPU(s) lost`."""
+CRITICAL_PROBLEMS = {GpuProblem.LOST, GpuProblem.NVML_ERROR, GpuProblem.ROW_REMAP_FAILED}
 
 
 @dataclass
@@ -48,15 +58,12 @@ class ServerFacts:
     nvml_error: str
     gpus: int = 0
     mig_gpus: int = 0
-    lost: int = 0
-    errored: int = 0
-    ecc: int = 0
-    pages_pending: int = 0
-    remap_failed: int = 0
     mig_pending: int = 0
     names: set[str] = field(default_factory=set)
     mig_profiles: Counter = field(default_factory=Counter)
     gpu_claims: list[dict] = field(default_factory=list)  # inventory.GpuClaim rows, held elsewhere
+    unhealthy: dict[str, GpuHealth] = field(default_factory=dict)
+    """The server's unhealthy GPUs by UUID (`inventory.health`)."""
 
     @property
     def mig_devices(self) -> int:
@@ -66,21 +73,17 @@ class ServerFacts:
     def whole_gpus(self) -> int:
         return self.gpus - self.mig_gpus
 
+    @property
+    def lost(self) -> int:
+        return self.problem_counts()[GpuProblem.LOST]
+
+    def problem_counts(self) -> Counter:
+        """GPUs per reason; a GPU with two reasons counts under both."""
+        return Counter(r for health in self.unhealthy.values() for r in health.reasons)
+
     def health_problems(self) -> list[str]:
-        problems = []
-        if self.lost:
-            problems.append(f"{self.lost} GPU(s) lost")
-        if self.errored:
-            problems.append(f"{self.errored} GPU(s) failing NVML queries")
-        if self.remap_failed:
-            problems.append(f"{self.remap_failed} GPU(s) with a failed row remap")
-        if self.pages_pending:
-            problems.append(
-                f"{self.pages_pending} GPU(s) with page retirement/row remap pending a reset"
-            )
-        if self.ecc:
-            problems.append(f"{self.ecc} GPU(s) with uncorrected ECC errors")
-        return problems
+        counts = self.problem_counts()
+        return [f"{counts[p]} GPU(s) {PROBLEM_TEXT[p]}" for p in PROBLEMS if counts[p]]
 
 
 @dataclass
@@ -97,34 +100,10 @@ class Desired:
     details: dict = field(default_factory=dict)
 
 
-def normalize_mig_profile(value: str | None) -> str | None:
-    """`mig-1g.10gb`, `nvidia_a100_1g.5gb`, `a100_3g.20gb`, `1g.10gb` -> `1g.10gb`."""
-    if not value:
-        return None
-    match = MIG_PROFILE_RE.search(value)
-    return match.group(0).lower() if match else None
-
-
-def _alnum(value: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", (value or "").lower())
-
-
-def model_matches(label: str, gpu_names: Iterable[str]) -> bool:
-    """Whether a scheduler's GPU name (GFD product label, Slurm GRES type) fits the agent's.
-
-    GFD writes `NVIDIA-H100-80GB-HBM3` (or `...-MIG-1g.10gb`), Slurm admins write `h100`,
-    `NVlink_A100_40GB` or `tesla_v100-sxm3-32gb`: the model tokens with a digit must appear in
-    one of the NVML names (`NVIDIA H100 80GB HBM3`).
-    """
-    label = re.split(r"-mig-|_mig_", label, flags=re.IGNORECASE)[0]
-    tokens = [t for t in re.split(r"[^a-z0-9]+", label.lower()) if re.search(r"\d", t)]
-    tokens = [t for t in tokens if not re.fullmatch(r"\d+", t)]
-    if not tokens:
-        return True
-    names = [_alnum(n) for n in gpu_names]
-    return any(all(t in name for t in tokens) for name in names) or any(
-        any(t in name for t in tokens if re.match(r"[a-z]+\d", t)) for name in names
-    )
+def _model_fits(label: str, gpu_names: Iterable[str]) -> bool:
+    """A scheduler's GPU name (GFD product label, Slurm GRES type) agrees with one of the
+    agent's NVML names."""
+    return any(gpu_models_agree(label, name) for name in gpu_names)
 
 
 def _node_label(node: dict, clusters: dict) -> str:
@@ -205,7 +184,7 @@ def findings_for(nodes, servers, clusters, ambiguous, now) -> dict[tuple[str, st
                 )
             )
         if problems and node["schedulable"]:
-            critical = server.lost or server.errored or server.remap_failed
+            critical = CRITICAL_PROBLEMS & set(server.problem_counts())
             add(
                 Desired(
                     FindingType.UNHEALTHY_GPU,
@@ -213,7 +192,7 @@ def findings_for(nodes, servers, clusters, ambiguous, now) -> dict[tuple[str, st
                     subject,
                     f"{label}: schedulable, but {server.hostname} has {'; '.join(problems)}; "
                     "drain it before jobs land on a bad GPU",
-                    details={"problems": problems},
+                    details={"problems": problems, "gpus": sorted(server.unhealthy)},
                     **base,
                 )
             )
@@ -266,9 +245,9 @@ def _node_gpu_findings(node, server: ServerFacts, label: str, scheduler: str, ad
                 for g in node["gres"] or []
                 if g.get("name") == "gpu" and g.get("type") and not g.get("mig_profile")
             ]
-            wrong = [t for t in types if not model_matches(t, server.names)]
+            wrong = [t for t in types if not _model_fits(t, server.names)]
             product = ", ".join(wrong) if wrong else ""
-        if product and not model_matches(product, server.names):
+        if product and not _model_fits(product, server.names):
             add(
                 Desired(
                     FindingType.GPU_MODEL_MISMATCH,
@@ -683,7 +662,7 @@ def _profile_findings(servers, nodes_by_server, add) -> None:
         if (
             profile.expected_gpu_model
             and s.names
-            and not any(profile.expected_gpu_model.lower() in n.lower() for n in s.names)
+            and not _model_fits(profile.expected_gpu_model, s.names)
         ):
             add(
                 Desired(

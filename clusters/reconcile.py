@@ -19,13 +19,15 @@ from django.db import connection, transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
+from agent.mig import normalize_mig_profile
 from inventory.choices import GpuStatus
+from inventory.health import HEALTH_FIELDS, gpu_health
 from inventory.identity import short_hostname
 from inventory.models import Gpu, GpuClaim, MigDevice, Server
 from inventory.services import revision_get
 
 from .choices import BindingMethod, ClusterKind
-from .findings import Desired, ServerFacts, findings_for, normalize_mig_profile
+from .findings import Desired, ServerFacts, findings_for
 from .models import Cluster, Finding, Node, ReconcileState
 
 logger = logging.getLogger(__name__)
@@ -108,13 +110,6 @@ def _load_servers() -> dict[int, ServerFacts]:
         .annotate(
             gpus=Count("id", filter=live),
             mig_gpus=Count("id", filter=live & Q(mig_mode_current=True)),
-            lost=Count("id", filter=Q(status=GpuStatus.LOST)),
-            errored=Count("id", filter=Q(status=GpuStatus.ERROR)),
-            ecc=Count("id", filter=live & Q(ecc_errors_uncorrected__gt=0)),
-            pages_pending=Count(
-                "id", filter=live & (Q(retired_pages_pending=True) | Q(remapped_rows_pending=True))
-            ),
-            remap_failed=Count("id", filter=live & Q(remapped_rows_failure=True)),
             mig_pending=Count(
                 "id",
                 filter=live
@@ -129,6 +124,10 @@ def _load_servers() -> dict[int, ServerFacts]:
         if facts:
             for key, value in row.items():
                 setattr(facts, key, value)
+    for row in Gpu.objects.unhealthy().order_by().values("server_id", "uuid", *HEALTH_FIELDS):
+        facts = servers.get(row["server_id"])
+        if facts:
+            facts.unhealthy[row["uuid"]] = gpu_health(row)
     for server_id, name in (
         Gpu.objects.exclude(status=GpuStatus.LOST)
         .order_by()

@@ -80,18 +80,29 @@ def _cluster_q(value: str, *, exact: bool) -> Q:
     return Q(nodes__cluster__name__iexact=value) | Q(nodes__name__iexact=value)
 
 
+GPU_HEALTH_CHOICES = (("healthy", "Healthy"), ("unhealthy", "Unhealthy"))
+
+
 class GpuFilter(django_filters.FilterSet):
     search = django_filters.CharFilter(method="filter_search")
     server = IdFilter(field_name="server_id")
     model = django_filters.CharFilter(field_name="name", lookup_expr="icontains")
     mig_enabled = django_filters.BooleanFilter(field_name="mig_mode_current")
     status = django_filters.ChoiceFilter(choices=GpuStatus.choices)
+    health = django_filters.ChoiceFilter(
+        choices=GPU_HEALTH_CHOICES,
+        method="filter_health",
+        help_text="unhealthy: lost, failing NVML, row remap failed or pending, uncorrected ECC",
+    )
     uuid = django_filters.CharFilter(field_name="uuid", lookup_expr="iexact")
     serial = django_filters.CharFilter(field_name="serial")
 
     class Meta:
         model = Gpu
-        fields = ["search", "server", "model", "mig_enabled", "status", "uuid", "serial"]
+        fields = ["search", "server", "model", "mig_enabled", "status", "health", "uuid", "serial"]
+
+    def filter_health(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return queryset.healthy() if value == "healthy" else queryset.unhealthy()
 
     def filter_search(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         return queryset.filter(

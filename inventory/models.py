@@ -13,6 +13,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from .choices import ChangeKind, GpuStatus, NicKind, ReportStatus, ServerState
+from .health import HEALTH_FIELDS, UNHEALTHY, GpuHealth, gpu_health
 
 
 class HardwareProfile(models.Model):
@@ -128,6 +129,16 @@ def server_state_at(last_seen, now) -> str:
     return ServerState.OFFLINE
 
 
+class GpuQuerySet(models.QuerySet):
+    def healthy(self) -> GpuQuerySet:
+        """GPUs `gpu_health` calls healthy, judged in SQL."""
+        return self.exclude(UNHEALTHY)
+
+    def unhealthy(self) -> GpuQuerySet:
+        """GPUs `gpu_health` calls unhealthy (lost ones included), judged in SQL."""
+        return self.filter(UNHEALTHY)
+
+
 class Gpu(models.Model):
     """A GPU, identified by its UUID: it keeps its row and history when moved between servers."""
 
@@ -167,12 +178,18 @@ class Gpu(models.Model):
     first_seen = models.DateTimeField(default=timezone.now)
     last_seen = models.DateTimeField(default=timezone.now)
 
+    objects = GpuQuerySet.as_manager()
+
     class Meta:
         ordering = ["server_id", "index"]
         indexes = [models.Index(fields=["server", "status"])]
 
     def __str__(self) -> str:
         return f"GPU {self.index} {self.uuid}"
+
+    @property
+    def health(self) -> GpuHealth:
+        return gpu_health({name: getattr(self, name) for name in HEALTH_FIELDS})
 
     @property
     def mig_enabled(self) -> bool:

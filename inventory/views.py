@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 
 from . import selectors
 from .choices import GpuStatus, ServerState
-from .filters import GpuFilter, ServerFilter
+from .filters import GPU_HEALTH_CHOICES, GpuFilter, ServerFilter
 from .models import Gpu, Server
 from .tables import Column, table_page
 
@@ -71,12 +70,11 @@ def server_list(request: HttpRequest) -> HttpResponse:
 @login_required
 def gpu_list(request: HttpRequest) -> HttpResponse:
     def context() -> dict:
-        unhealthy = Gpu.objects.filter(
-            Q(status__in=[GpuStatus.LOST, GpuStatus.ERROR])
-            | Q(remapped_rows_failure=True)
-            | Q(retired_pages_pending=True)
-        )
-        return {"statuses": GpuStatus.choices, "unhealthy": unhealthy.count()}
+        return {
+            "statuses": GpuStatus.choices,
+            "health_choices": GPU_HEALTH_CHOICES,
+            "unhealthy": Gpu.objects.unhealthy().count(),
+        }
 
     return table_page(
         request,

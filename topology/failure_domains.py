@@ -21,8 +21,7 @@ from clusters.models import Node
 from inventory.choices import GpuStatus
 from inventory.models import Gpu, MigDevice, Nic, Server
 
-from .placement import node_free_gpus
-from .placement_facts import Fleet, fleet_counts
+from .placement import Fleet, fleet_counts, node_free_gpus
 
 SERVER_FIELDS = ("id", "hostname", "rack", "rack_position", "is_virtual", "physical_host_id")
 
@@ -146,8 +145,7 @@ def _switch_servers(switch: str) -> tuple[list[dict[str, Any]], list[dict[str, A
         .values_list("server_id", "switch")
     ):
         switches[server_id].add(name)
-    cut = {s for s, names in switches.items() if names == {switch}}
-    partial = set(switches) - cut
+    cut, partial = switch_split(switches, switch)
     rows = list(
         Server.objects.filter(Q(pk__in=switches) | Q(physical_host_id__in=cut)).values(
             *SERVER_FIELDS
@@ -164,6 +162,14 @@ def _switch_servers(switch: str) -> tuple[list[dict[str, Any]], list[dict[str, A
         if r["id"] in partial and r["physical_host_id"] not in cut
     ]
     return lost, sorted(degraded, key=lambda d: d["hostname"])
+
+
+def switch_split(switches: dict[int, set[str]], switch: str) -> tuple[set[int], set[int]]:
+    """Servers (by id, with the switches their NICs hang off) cut off by `switch`, because
+    every switched NIC is on it, and those that keep a path through another switch."""
+    on_it = {s for s, names in switches.items() if switch in names}
+    cut = {s for s in on_it if switches[s] == {switch}}
+    return cut, on_it - cut
 
 
 def capacity_after(fleet: Fleet, lost_node_ids: set[int]) -> dict[str, Any]:
@@ -238,6 +244,20 @@ def failure_domain_ranking(*, by: str = "rack", limit: int = 50) -> dict[str, An
     gpus = _count_by_server(Gpu.objects.exclude(status=GpuStatus.LOST), "server_id")
     migs = _count_by_server(MigDevice.objects.exclude(gpu__status=GpuStatus.LOST), "gpu__server_id")
     nodes = _count_by_server(Node.objects.filter(gone_at__isnull=True), "server_id")
+    return rank_domains(servers, gpus=gpus, migs=migs, nodes=nodes, by=by, limit=limit)
+
+
+def rank_domains(
+    servers: list[dict[str, Any]],
+    *,
+    gpus: dict[int, int],
+    migs: dict[int, int],
+    nodes: dict[int, int],
+    by: str,
+    limit: int,
+) -> dict[str, Any]:
+    """The ranking of `failure_domain_ranking` from server rows (`id`, `hostname`, `rack`,
+    `physical_host_id`) and GPU, MIG device and node counts per server id."""
     hosts = {s["id"]: s for s in servers}
     fleet_gpus = sum(gpus.values())
     items: dict[Any, dict[str, Any]] = {}

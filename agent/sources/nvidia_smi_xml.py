@@ -12,9 +12,9 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..mig import derive_mig_profile, mig_profile_name
 from ..schema import normalize_pci_bus_id
 from .identify import QUERY_XML, wrong_output
-from .mig_profiles import derive_mig_profile
 from .text import TextDecodeError, decode_text
 from .values import (
     clean,
@@ -118,8 +118,7 @@ def name_mig_devices(
         )
     for device in devices:
         if device.get("profile"):
-            profile = str(device["profile"])
-            device["profile"] = profile[4:] if profile.upper().startswith("MIG ") else profile
+            device["profile"] = mig_profile_name(str(device["profile"]))
             continue
         memory = device["memory_bytes"]
         device["profile"] = derive_mig_profile(

@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from agent.sources.mig_profiles import derive_mig_profile
+from agent.mig import derive_mig_profile
 from agent.sources.nvidia_smi_text import parse_nvidia_smi_text
 from agent.sources.nvidia_smi_xml import SmiParseError, parse_nvidia_smi_xml
 from agent.sources.saved import build_saved_report, parse_nvidia_smi

@@ -11,7 +11,6 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from clusters.choices import BindingMethod, FindingType
-from clusters.findings import model_matches, normalize_mig_profile
 from clusters.models import Finding, Node
 from clusters.reconcile import reconcile_all
 from clusters.services import node_bind, snapshot_ingest
@@ -350,26 +349,3 @@ def test_reconcile_costs_the_same_queries_for_5_and_40_servers():
 
     reconcile_all()  # the first run creates its state row
     assert run(5, 0) == run(40, 100)
-
-
-@pytest.mark.parametrize(
-    ("label", "names", "ok"),
-    [
-        ("NVIDIA-H100-80GB-HBM3", ["NVIDIA H100 80GB HBM3"], True),
-        ("NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", ["NVIDIA A100-SXM4-40GB"], True),
-        ("h100", ["NVIDIA H100 80GB HBM3"], True),
-        ("NVlink_A100_40GB", ["NVIDIA A100-SXM4-40GB"], True),
-        ("tesla_v100-sxm3-32gb", ["Tesla V100-SXM3-32GB"], True),
-        ("NVIDIA-A100-SXM4-80GB", ["NVIDIA H100 80GB HBM3"], False),
-        ("l40s", ["NVIDIA H100 80GB HBM3"], False),
-    ],
-)
-def test_model_matching(label, names, ok):
-    assert model_matches(label, names) is ok
-
-
-def test_mig_profile_names_normalise():
-    assert normalize_mig_profile("mig-1g.10gb") == "1g.10gb"
-    assert normalize_mig_profile("nvidia_a100_1g.5gb") == "1g.5gb"
-    assert normalize_mig_profile("a100_3g.20gb") == "3g.20gb"
-    assert normalize_mig_profile("h100") is None

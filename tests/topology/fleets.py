@@ -1,13 +1,17 @@
-"""Hand-built fleets for placement and failure-domain tests: reports, snapshots, reconcile."""
+"""Hand-built fleets for placement and failure-domain tests: reports, snapshots, reconcile
+through the database, or the planner's plain objects in memory (`node`, `nvlink_fleet`)."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from clusters.reconcile import reconcile_all
 from clusters.services import snapshot_ingest
 from tests.nodes import k8s_node, k8s_node_list, scontrol_node, scontrol_text
 from tests.reports import apply_reports, make_report
+from topology.placement import Fleet, FleetGpu, FleetNode
+from topology.placement.facts import share_servers
 
 
 def pcie_report(hostname: str, switches: list[list[int]], *, gpus: int = 8) -> dict[str, Any]:
@@ -77,3 +81,77 @@ def pods(*placed: tuple[str, int], mig: str | None = None) -> str:
         for i, (node, n) in enumerate(placed)
     ]
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": items, "metadata": {}})
+
+
+# In memory, for the planner alone ------------------------------------------------------
+
+H100 = "NVIDIA H100 80GB HBM3"
+NODE_IDS = itertools.count(1)
+
+
+def gpu(i: int, numa: int = 0, *, server: int = 0, problem: str | None = None, **kw) -> FleetGpu:
+    values: dict[str, Any] = {
+        "id": server * 100 + i,
+        "index": i,
+        "name": H100,
+        "memory_bytes": 80 * 2**30,
+        "numa_node": numa,
+        "mig": False,
+        "problem": problem,
+    }
+    values.update(kw)
+    return FleetGpu(**values)
+
+
+def node(
+    name: str,
+    server: int | None,
+    *,
+    cluster: str = "prod",
+    kind: str = "kubernetes",
+    gpus: int = 8,
+    used: int | None = 0,
+    problems: dict[int, str] | None = None,
+    agent: bool = True,
+    **kw: Any,
+) -> FleetNode:
+    values: dict[str, Any] = {
+        "id": next(NODE_IDS),
+        "name": name,
+        "cluster": cluster,
+        "kind": kind,
+        "ready": True,
+        "schedulable": True,
+        "state": "idle",
+        "state_flags": [],
+        "reason": "",
+        "partitions": [],
+        "server_id": server,
+        "server_hostname": name,
+        "gpu_capacity": gpus,
+        "whole_allocatable": gpus,
+        "whole_used": used,
+        "busy_indexes": set() if used == 0 else None,
+        "mig_allocatable": {},
+        "mig_used": {},
+        "products": [],
+        "memory_label_bytes": None,
+    }
+    values.update(kw)
+    built = FleetNode(**values)
+    if agent and server is not None:
+        built.gpus = [
+            gpu(i, i // (gpus // 2 or 1), server=server, problem=(problems or {}).get(i))
+            for i in range(gpus)
+        ]
+    return built
+
+
+def nvlink_fleet(*nodes: FleetNode) -> Fleet:
+    share_servers(list(nodes))
+    servers = {n.server_id for n in nodes if n.server_id is not None}
+    return Fleet(nodes=list(nodes), classes={s: {"NV18"} for s in servers}, pairs={})
+
+
+def slurm(name: str, server: int, **kw: Any) -> FleetNode:
+    return node(name, server, cluster="hpc", kind="slurm", **kw)

@@ -23,7 +23,6 @@ from topology.figures import (
     link_class_colours,
     mig_layout_figure,
     nvlink_graph_figure,
-    parse_mig_profile,
     rack_figure,
     server_node_map_figure,
 )
@@ -456,20 +455,6 @@ def test_instances_without_placement_are_named_not_drawn():
     figure = validate(mig_layout_figure([gpu]))
     assert [t["name"] for t in figure["data"]] == ["free slice"]
     assert "GPU0 GI 5 (1g.10gb)" in figure["layout"]["annotations"][0]["text"]
-
-
-@pytest.mark.parametrize(
-    ("profile", "parsed"),
-    [
-        ("1g.10gb", ("1g.10gb", 1, 1)),
-        ("1c.3g.40gb", ("3g.40gb", 3, 1)),
-        ("7g.80gb", ("7g.80gb", 7, 7)),
-        ("1g.10gb+me", ("1g.10gb+me", 1, 1)),
-        ("MIG 2g.20gb", ("MIG 2g.20gb", None, None)),
-    ],
-)
-def test_parse_mig_profile(profile, parsed):
-    assert parse_mig_profile(profile) == parsed
 
 
 # Fleet hierarchy ------------------------------------------------------------------------

@@ -13,9 +13,7 @@ from tests.nodes import k8s_node, k8s_node_list, scontrol_node, scontrol_text
 from tests.reports import apply_reports, make_report
 from topology.capacity import CapacityRequestError, capacity_compare
 from topology.placement import (
-    FleetGpu,
     PlacementRequestError,
-    best_gpu_set,
     gpu_memory_text,
     placement_find,
 )
@@ -304,35 +302,6 @@ def test_placement_costs_the_same_queries_for_few_and_many_nodes():
         return len(queries)
 
     assert count(2, "few") == count(12, "many")
-
-
-# Choosing GPUs in one node --------------------------------------------------------------
-
-
-def gpu(i: int, numa: int = 0) -> FleetGpu:
-    return FleetGpu(
-        id=i, index=i, name="X", memory_bytes=None, numa_node=numa, mig=False, problem=None
-    )
-
-
-def test_best_gpu_set_is_greedy_beyond_the_brute_force_limit():
-    gpus = [gpu(i, numa=i // 8) for i in range(16)]
-
-    def pair(a: int, b: int) -> str:
-        return "NV12" if a // 4 == b // 4 else ("NODE" if a // 8 == b // 8 else "SYS")
-
-    chosen = best_gpu_set(gpus, 8, pair)  # C(16, 8) = 12,870 subsets: greedy
-    assert chosen is not None and chosen.link_class == "NODE"
-    assert {g.numa_node for g in chosen.gpus} in ({0}, {1})
-    four = best_gpu_set(gpus, 4, pair)
-    assert four is not None and four.link_class == "NV12"
-
-
-def test_best_gpu_set_same_numa_and_nvlink_only_may_find_nothing():
-    gpus = [gpu(0, 0), gpu(1, 1)]
-    assert best_gpu_set(gpus, 2, lambda a, b: "SYS", same_numa=True) is None
-    assert best_gpu_set(gpus, 2, lambda a, b: "SYS", nvlink_only=True) is None
-    assert best_gpu_set(gpus, 2, lambda a, b: "NV4", nvlink_only=True).link_class == "NV4"
 
 
 # Capacity planner -----------------------------------------------------------------------

@@ -40,9 +40,7 @@ from .server import (
     interconnect_matrix_figure,
     link_class_colours,
     mig_layout_figure,
-    mig_slices,
     nvlink_graph_figure,
-    parse_mig_profile,
 )
 
 __all__ = [
@@ -62,10 +60,8 @@ __all__ = [
     "interconnect_matrix_figure",
     "link_class_colours",
     "mig_layout_figure",
-    "mig_slices",
     "natural_key",
     "nvlink_graph_figure",
-    "parse_mig_profile",
     "rack_figure",
     "server_node_map_figure",
 ]

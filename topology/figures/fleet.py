@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 from urllib.parse import quote
 
+from agent.mig import mig_slices, parse_mig_profile
+
 from .common import (
     GPU_COUNT_SCALE,
     GROUP_COLOURS,
@@ -37,7 +39,6 @@ from .common import (
     esc,
     natural_key,
 )
-from .server import mig_slices, parse_mig_profile
 
 
 class ServerRow(TypedDict):

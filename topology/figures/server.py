@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from agent.mig import mig_slices, parse_mig_profile
 from inventory.choices import link_rank
 
 from ..interconnect import describe_link_class, interconnect_matrix
@@ -500,25 +500,6 @@ def _nic_traces(
         }
     )
     return traces
-
-
-MIG_PROFILE_RE = re.compile(r"^(?:(?P<ci>\d+)c\.)?(?P<gi>(?P<g>\d+)g\.\d+gb\S*)$", re.IGNORECASE)
-
-
-def mig_slices(gpu_name: str) -> tuple[int, int]:
-    """(compute slices, memory slices): A30 has 4 and 4; A100, H100, H200, B200 7 and 8."""
-    return (4, 4) if "A30" in (gpu_name or "").upper() else (7, 8)
-
-
-def parse_mig_profile(profile: str) -> tuple[str, int | None, int | None]:
-    """`1c.3g.40gb` -> ("3g.40gb", 3, 1): the GPU instance profile, its compute slices, and
-    the compute slices of this compute instance; None where the profile cannot be read."""
-    match = MIG_PROFILE_RE.match((profile or "").strip())
-    if not match:
-        return profile or "", None, None
-    gi_slices = int(match["g"])
-    ci_slices = int(match["ci"]) if match["ci"] else gi_slices
-    return match["gi"], gi_slices, ci_slices
 
 
 def _bytes_text(value: object) -> str:

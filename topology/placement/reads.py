@@ -1,18 +1,17 @@
-"""What placement and failure domains read of the fleet: nodes, their servers' GPUs, links.
+"""Every query placement makes: the read boundary, the only module of the package that
+touches the ORM. The planner works on what these functions return.
 
 Read in a fixed number of queries (`values()` rows, JSON read as text, each GPU's state in one
-SQL column) into small plain objects, so a query costs the same round trips at 20 nodes and at
-25,000.
+SQL column) into the plain objects of `facts`, so a query costs the same round trips at 20
+nodes and at 25,000. Failure domains read here too (`fleet_counts`).
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db import connection
 from django.db.models import (
@@ -32,142 +31,14 @@ from django.db.models import (
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
+from agent.mig import normalize_mig_profile
 from clusters.choices import ClusterKind
-from clusters.findings import normalize_mig_profile
-from clusters.models import Node
+from clusters.models import Cluster, Node
 from inventory.choices import GpuStatus
+from inventory.health import UNHEALTHY, gpu_problem_code, problem_of_code
 from inventory.models import Gpu, Link, MigDevice
 
-from .gpu_sets import GpuSet, best_gpu_set
-
-if TYPE_CHECKING:
-    from .placement import Filters
-
-
-@dataclass(slots=True)
-class FleetGpu:
-    id: int
-    index: int
-    name: str
-    memory_bytes: int | None
-    numa_node: int | None
-    mig: bool
-    problem: str | None
-
-
-@dataclass(slots=True)
-class FleetMig:
-    uuid: str
-    gpu_id: int
-    profile: str
-    memory_bytes: int | None
-
-
-@dataclass(slots=True)
-class FleetNode:
-    id: int
-    name: str
-    cluster: str
-    kind: str
-    ready: bool
-    schedulable: bool
-    state: str
-    state_flags: list[str]
-    reason: str
-    partitions: list[str]
-    server_id: int | None
-    server_hostname: str | None
-    gpu_capacity: int
-    whole_allocatable: int
-    whole_used: int | None
-    busy_indexes: set[int] | None
-    mig_allocatable: dict[str, int]
-    mig_used: dict[str, int]
-    products: list[str]
-    memory_label_bytes: int | None
-    gpus: list[FleetGpu] = field(default_factory=list)
-    migs: list[FleetMig] = field(default_factory=list)
-    shared_busy: set[int] = field(default_factory=set)
-    shared_used: int = 0
-    healthy_whole: int | None = None
-
-    @property
-    def whole_free(self) -> int:
-        return max(self.whole_allocatable - (self.whole_used or 0), 0)
-
-
-@dataclass
-class Fleet:
-    """Nodes and the interconnect of their servers, as read for one query."""
-
-    nodes: list[FleetNode]
-    classes: dict[int, set[str]]
-    pairs: dict[int, dict[tuple[int, int], str]]
-    nic_pix: dict[int, list[str]] = field(default_factory=dict)
-    uuids: dict[int, str] = field(default_factory=dict)
-    _sets: dict[tuple, tuple[tuple[int, ...], str | None, tuple] | None] = field(
-        default_factory=dict
-    )
-
-    def best_set(
-        self, server_id: int, gpus: list[FleetGpu], m: int, filters: Filters
-    ) -> GpuSet | None:
-        """`best_gpu_set` for a server's free GPUs, remembered by wiring signature.
-
-        Servers of one model are wired alike, so 25,000 of them make a handful of searches:
-        the signature is the GPUs' index, NUMA node and NIC affinity plus every pair's class.
-        """
-        uniform, link_class = self.uniform_class(server_id)
-        described = tuple((g.index, g.numa_node, g.id in self.nic_pix) for g in gpus)
-        if uniform:
-            wiring: tuple = ("uniform", link_class)
-        else:
-            wiring = tuple(
-                self.pair_class(server_id, a.id, b.id) for a, b in itertools.combinations(gpus, 2)
-            )
-        memo = (described, wiring, m, filters.nvlink_only, filters.same_numa)
-        if memo not in self._sets:
-            found = best_gpu_set(
-                gpus,
-                m,
-                lambda a, b: self.pair_class(server_id, a, b),
-                nvlink_only=filters.nvlink_only,
-                same_numa=filters.same_numa,
-                nic_gpus=frozenset(g.id for g in gpus if g.id in self.nic_pix),
-                uniform=uniform,
-            )
-            position = {g.id: i for i, g in enumerate(gpus)}
-            self._sets[memo] = found and (
-                tuple(position[g.id] for g in found.gpus),
-                found.link_class,
-                found.key,
-            )
-        remembered = self._sets[memo]
-        if remembered is None:
-            return None
-        positions, worst, key = remembered
-        return GpuSet(tuple(gpus[i] for i in positions), worst, key)
-
-    def pair_class(self, server_id: int, a: int, b: int) -> str | None:
-        """The link class between two GPUs (by row id), None when not known."""
-        pairs = self.pairs.get(server_id)
-        if pairs is not None:
-            return pairs.get((a, b) if a < b else (b, a))
-        classes = self.classes.get(server_id)
-        if classes and len(classes) == 1:
-            return next(iter(classes))
-        return None
-
-    def uniform_class(self, server_id: int | None) -> tuple[bool, str | None]:
-        """(True, class) when every GPU pair of the server has one class (or none is known)."""
-        if server_id is None:
-            return True, None
-        classes = self.classes.get(server_id)
-        if not classes:
-            return True, None
-        if len(classes) == 1:
-            return True, next(iter(classes))
-        return False, None
+from .facts import Fleet, FleetGpu, FleetMig, FleetNode, share_servers
 
 
 def _parse_indexes(text: str | None) -> set[int] | None:
@@ -185,35 +56,11 @@ def _parse_indexes(text: str | None) -> set[int] | None:
     return indexes
 
 
-GPU_PROBLEMS = (
-    None,
-    "lost",
-    "failing NVML queries",
-    "row remap failed",
-    "page retirement or row remap pending a reset",
-    "uncorrected ECC errors",
-)
-"""Why a GPU is not offered to a job, by the code `_gpu_problem()` computes in SQL."""
-
-
-def _gpu_state() -> Case:
-    """One integer per GPU: its problem (index in GPU_PROBLEMS, 0 healthy) x 2, plus 1 in MIG
-    mode. One computed column is one conversion per row instead of five."""
+def _gpu_state() -> ExpressionWrapper:
+    """One integer per GPU: its `gpu_problem_code` x 2, plus 1 in MIG mode. One computed
+    column is one conversion per row instead of five."""
     mig = Case(When(mig_mode_current=True, then=Value(1)), default=Value(0))
-    return ExpressionWrapper(_gpu_problem() * Value(2) + mig, output_field=IntegerField())
-
-
-def _gpu_problem() -> Case:
-    """0 for a healthy GPU, else the index of its first problem in GPU_PROBLEMS."""
-    return Case(
-        When(status=GpuStatus.LOST, then=Value(1)),
-        When(status=GpuStatus.ERROR, then=Value(2)),
-        When(remapped_rows_failure=True, then=Value(3)),
-        When(Q(retired_pages_pending=True) | Q(remapped_rows_pending=True), then=Value(4)),
-        When(ecc_errors_uncorrected__gt=0, then=Value(5)),
-        default=Value(0),
-        output_field=IntegerField(),
-    )
+    return ExpressionWrapper(gpu_problem_code() * Value(2) + mig, output_field=IntegerField())
 
 
 def _json(text: str | None, default: Any) -> Any:
@@ -348,14 +195,7 @@ def fleet_counts(*, cluster: str | None = None) -> Fleet:
     """
     scope = _scope(cluster)
     nodes = [_node_facts(row) for row in _node_rows(scope)]
-    healthy = (
-        Q(status=GpuStatus.OK)
-        & ~Q(mig_mode_current=True)
-        & ~Q(remapped_rows_failure=True)
-        & ~Q(retired_pages_pending=True)
-        & ~Q(remapped_rows_pending=True)
-        & (Q(ecc_errors_uncorrected__isnull=True) | Q(ecc_errors_uncorrected__lte=0))
-    )
+    healthy = ~UNHEALTHY & ~Q(mig_mode_current=True)
     counts = {
         server_id: n
         for server_id, n, known in Gpu.objects.filter(
@@ -371,7 +211,7 @@ def fleet_counts(*, cluster: str | None = None) -> Fleet:
     for node in nodes:
         if node.server_id in counts:
             node.healthy_whole = counts[node.server_id]
-    _share_servers(nodes)
+    share_servers(nodes)
     return Fleet(nodes=nodes, classes={}, pairs={})
 
 
@@ -401,8 +241,9 @@ def fleet_load(
         )
     )
     for gpu_id, server_id, index, name, memory, numa, state in _rows(gpu_rows):
+        problem = problem_of_code(state >> 1)
         by_server[server_id].append(
-            FleetGpu(gpu_id, index, name, memory, numa, bool(state & 1), GPU_PROBLEMS[state >> 1])
+            FleetGpu(gpu_id, index, name, memory, numa, bool(state & 1), problem)
         )
     migs: dict[int, list[FleetMig]] = defaultdict(list)
     if with_mig:
@@ -420,7 +261,7 @@ def fleet_load(
         if node.server_id is not None:
             node.gpus = sorted(by_server.get(node.server_id, []), key=lambda g: g.index)
             node.migs = migs.get(node.server_id, [])
-    _share_servers(nodes)
+    share_servers(nodes)
     if not with_links:
         return Fleet(nodes=nodes, classes={}, pairs={})
     per_server = (
@@ -445,20 +286,6 @@ def fleet_load(
     return Fleet(nodes=nodes, classes=dict(classes), pairs=dict(pairs))
 
 
-def fleet_merge(first: Fleet, second: Fleet) -> Fleet:
-    """One fleet of two reads (a cluster, then the others): each node once, sharing redone."""
-    seen = {n.id for n in first.nodes}
-    nodes = first.nodes + [n for n in second.nodes if n.id not in seen]
-    for node in nodes:
-        node.shared_busy, node.shared_used = set(), 0
-    _share_servers(nodes)
-    return Fleet(
-        nodes=nodes,
-        classes={**second.classes, **first.classes},
-        pairs={**second.pairs, **first.pairs},
-    )
-
-
 def _rows(queryset: QuerySet) -> Iterable[tuple]:
     """The queryset's rows as the database returns them, in chunks.
 
@@ -473,22 +300,40 @@ def _rows(queryset: QuerySet) -> Iterable[tuple]:
             yield from chunk
 
 
-def _share_servers(nodes: list[FleetNode]) -> None:
-    """A server in two schedulers (Kubernetes and Slurm) lends its GPUs to both: what one
-    uses, the other cannot have. Known Slurm indexes are excluded by index, the rest by count.
+def answer_details(server_ids: Iterable[int]) -> tuple[dict[int, list[str]], dict[int, str]]:
+    """For the servers of an answer: NICs at PIX distance per GPU id, and GPU UUIDs by id.
+
+    Two queries, or none without servers. See `Fleet.with_details`.
     """
-    on_server: dict[int, list[FleetNode]] = defaultdict(list)
-    for node in nodes:
-        if node.server_id is not None:
-            on_server[node.server_id].append(node)
-    for sharing in on_server.values():
-        if len(sharing) < 2:
-            continue
-        for node in sharing:
-            for other in sharing:
-                if other is node or not other.whole_used:
-                    continue
-                if other.busy_indexes is not None:
-                    node.shared_busy |= other.busy_indexes
-                else:
-                    node.shared_used += other.whole_used
+    servers = set(server_ids)
+    if not servers:
+        return {}, {}
+    nic_pix: dict[int, list[str]] = defaultdict(list)
+    for gpu_id, nic in (
+        Link.objects.filter(server_id__in=servers, nic__isnull=False, link_class="PIX")
+        .order_by("nic__name")
+        .values_list("gpu_a_id", "nic__name")
+    ):
+        nic_pix[gpu_id].append(nic)
+    uuids = dict(Gpu.objects.filter(server_id__in=servers).values_list("id", "uuid"))
+    return dict(nic_pix), uuids
+
+
+def placement_choices() -> dict[str, list[str]]:
+    """What the placement form offers: cluster names, GPU models, MIG profiles (3 queries)."""
+    return {
+        "clusters": list(Cluster.objects.order_by("name").values_list("name", flat=True)),
+        "models": list(
+            Gpu.objects.exclude(status=GpuStatus.LOST)
+            .exclude(name="")
+            .order_by("name")
+            .values_list("name", flat=True)
+            .distinct()
+        ),
+        "mig_profiles": list(
+            MigDevice.objects.exclude(profile="")
+            .order_by("profile")
+            .values_list("profile", flat=True)
+            .distinct()
+        ),
+    }

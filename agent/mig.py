@@ -1,16 +1,28 @@
-"""MIG profile names for sources that omit them (nvidia-smi -q and -q -x list MIG devices with
-instance ids, SM count and memory, but no profile name and no UUID).
+"""MIG profile names: one vocabulary for the agent and the backend (like `schema.py`).
 
 A profile name is `<compute slices>g.<memory>gb` (`3g.40gb`); a compute instance smaller than
-its GPU instance is `<ci slices>c.<gi profile>` (`1c.3g.40gb`). The slice count and the memory
-label are not plain arithmetic on what the file shows (an H100 3g.40gb has 60 SMs and 40448
-MiB), so known GPU families are looked up in a table of NVIDIA's published profiles; other
-GPUs get a name derived from the SM count per slice of their architecture.
+its GPU instance is `<ci slices>c.<gi profile>` (`1c.3g.40gb`); NVML may add a suffix
+(`1g.10gb+me`) and a prefix (`MIG 1g.10gb`). Schedulers wrap the name in their own words
+(`nvidia.com/mig-1g.10gb`, Slurm's `nvidia_a100_1g.5gb`, GFD's `...-MIG-1g.10gb`). This module
+reads every spelling (`normalize_mig_profile`, `parse_mig_profile`, `mig_profile_name`), knows
+the slices of each GPU family (`mig_slices`), and names the devices of sources that omit the
+profile (`derive_mig_profile`: nvidia-smi -q and -q -x list MIG devices with instance ids, SM
+count and memory, but no profile name and no UUID).
+
+The slice count and the memory label are not plain arithmetic on what a file shows (an H100
+3g.40gb has 60 SMs and 40448 MiB), so known GPU families are looked up in a table of NVIDIA's
+published profiles; other GPUs get a name derived from the SM count per slice of their
+architecture. No Django, no pynvml: the backend imports this module.
 """
 
 from __future__ import annotations
 
 import math
+import re
+
+PROFILE_RE = re.compile(r"(?:(?P<ci>\d+)c\.)?(?P<gi>(?P<g>\d+)g\.\d+gb)", re.IGNORECASE)
+"""The shape of a profile name: optional compute slices, GPU instance slices and memory."""
+_DEVICE_PROFILE_RE = re.compile(rf"{PROFILE_RE.pattern}(?P<suffix>\S*)", re.IGNORECASE)
 
 # (profile, SMs, memory MiB as nvidia-smi shows a MIG device of that profile)
 _A100_40GB = (
@@ -107,7 +119,7 @@ def derive_mig_profile(
             if larger:
                 target = gpu_instance_sm_count or 0
                 row = min(larger, key=lambda r: (abs(r[2] - memory_mib), abs(r[1] - target), r[1]))
-                gi_slices = int(row[0].split("g.", 1)[0])
+                gi_slices = parse_mig_profile(row[0])[1] or 1
                 ci_slices = max(1, round(gi_slices * sm_count / row[1]))
                 return f"{ci_slices}c.{row[0]}" if ci_slices < gi_slices else row[0]
     if not sm_count:
@@ -118,3 +130,43 @@ def derive_mig_profile(
         per_slice = 14 if ampere else 16
     slices = min(7, max(1, sm_count // per_slice))
     return f"{slices}g.{math.ceil(memory_mib / 1024)}gb"
+
+
+def normalize_mig_profile(value: str | None) -> str | None:
+    """`mig-1g.10gb`, `nvidia_a100_1g.5gb`, `a100_3g.20gb`, `MIG 1g.10gb` -> `1g.10gb`.
+
+    The profile inside a scheduler's resource name, GRES type or label, lower-case and without
+    a suffix, so that every layer counts the same profiles; None when there is none.
+    """
+    if not value:
+        return None
+    match = PROFILE_RE.search(value)
+    return match.group(0).lower() if match else None
+
+
+def parse_mig_profile(profile: str | None) -> tuple[str, int | None, int | None]:
+    """`1c.3g.40gb` -> ("3g.40gb", 3, 1): the GPU instance profile, its compute slices, and
+    the compute slices of this compute instance; None where the profile cannot be read.
+
+    The whole text must be a profile (a suffix such as `+me` stays on the GPU instance
+    profile): this reads a device's own profile, not a scheduler's wrapping of it.
+    """
+    match = _DEVICE_PROFILE_RE.fullmatch((profile or "").strip())
+    if not match:
+        return profile or "", None, None
+    gi_slices = int(match["g"])
+    ci_slices = int(match["ci"]) if match["ci"] else gi_slices
+    return match["gi"] + match["suffix"], gi_slices, ci_slices
+
+
+def mig_profile_name(name: str | None) -> str | None:
+    """`MIG 1g.10gb` -> `1g.10gb`: NVML and nvidia-smi name profiles with a `MIG ` prefix."""
+    name = (name or "").strip()
+    if name.upper().startswith("MIG "):
+        name = name[4:].strip()
+    return name or None
+
+
+def mig_slices(gpu_name: str | None) -> tuple[int, int]:
+    """(compute slices, memory slices): A30 has 4 and 4; A100, H100, H200, B200 7 and 8."""
+    return (4, 4) if "A30" in (gpu_name or "").upper() else (7, 8)

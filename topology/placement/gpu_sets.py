@@ -12,14 +12,14 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from inventory.choices import link_rank
 
-from .interconnect import worst_link_class
+from ..interconnect import worst_link_class
 
 if TYPE_CHECKING:
-    from .placement_facts import FleetGpu
+    from .facts import FleetGpu
 
 UNKNOWN_RANK = 100
 """A GPU set whose interconnect is not known ranks after every known link class."""
@@ -29,20 +29,34 @@ BRUTE_FORCE_LIMIT = 3000
 """Most GPU subsets tried exactly (C(8,4) = 70, C(16,8) = 12,870); beyond it, greedy."""
 
 
+class SetRank(NamedTuple):
+    """How good a set of GPUs is; lower is better, field by field."""
+
+    link_rank: int
+    """The worst pair link's rank (NO_PAIRS_RANK for one GPU, UNKNOWN_RANK when not known)."""
+    numa_nodes: int
+    nic_missing: int
+    """GPUs of the set without a NIC at PIX distance."""
+    link_total: int
+    """The sum of every pair's rank: between equal worst links, the better wired set."""
+    indexes: tuple[int, ...]
+
+
 @dataclass(frozen=True)
 class GpuSet:
-    """A set of GPUs of one server and why it ranks where it does (lower key is better)."""
+    """A set of GPUs of one server and why it ranks where it does."""
 
     gpus: tuple[FleetGpu, ...]
     link_class: str | None
-    key: tuple
+    rank: SetRank
 
 
-def _set_key(
+def set_rank(
     gpus: Sequence[FleetGpu],
     pair_class: Callable[[int, int], str | None],
-    nic_gpus: set[int],
-) -> tuple[tuple, str | None]:
+    nic_gpus: set[int] | frozenset[int],
+) -> tuple[SetRank, str | None]:
+    """The set's rank and its worst link class (None when a pair's class is unknown)."""
     classes: list[str | None] = [pair_class(a.id, b.id) for a, b in itertools.combinations(gpus, 2)]
     if not classes:
         rank, worst, total = NO_PAIRS_RANK, None, 0
@@ -55,13 +69,13 @@ def _set_key(
         total = sum(link_rank(c) for c in known)
     numa = len({g.numa_node for g in gpus})
     nic_missing = sum(1 for g in gpus if g.id not in nic_gpus)
-    return (rank, numa, nic_missing, total, tuple(g.index for g in gpus)), worst
+    return SetRank(rank, numa, nic_missing, total, tuple(g.index for g in gpus)), worst
 
 
 def _valid(gpu_set: GpuSet, m: int, nvlink_only: bool, same_numa: bool) -> bool:
     if nvlink_only and m > 1 and not (gpu_set.link_class or "").startswith("NV"):
         return False
-    split = gpu_set.key[1] > 1 or any(g.numa_node is None for g in gpu_set.gpus)
+    split = gpu_set.rank.numa_nodes > 1 or any(g.numa_node is None for g in gpu_set.gpus)
     return not (same_numa and split)
 
 
@@ -87,21 +101,21 @@ def best_gpu_set(
     if uniform:
         chosen = _numa_pack(gpus, m, nic)
     elif math.comb(len(gpus), m) <= BRUTE_FORCE_LIMIT:
-        best: tuple | None = None
+        best: SetRank | None = None
         chosen = ()
         for subset in itertools.combinations(gpus, m):
-            key, worst = _set_key(subset, pair_class, nic)
-            candidate = GpuSet(subset, worst, key)
+            rank, worst = set_rank(subset, pair_class, nic)
+            candidate = GpuSet(subset, worst, rank)
             if not _valid(candidate, m, nvlink_only, same_numa):
                 continue
-            if best is None or key < best:
-                best, chosen = key, subset
+            if best is None or rank < best:
+                best, chosen = rank, subset
         if best is None:
             return None
     else:
         chosen = _greedy(gpus, m, pair_class, nic, same_numa)
-    key, worst = _set_key(chosen, pair_class, nic)
-    result = GpuSet(tuple(chosen), worst, key)
+    rank, worst = set_rank(chosen, pair_class, nic)
+    result = GpuSet(tuple(chosen), worst, rank)
     return result if _valid(result, m, nvlink_only, same_numa) else None
 
 
@@ -158,7 +172,7 @@ def _greedy(
             rest.remove(pick)
         if len(chosen) < m:
             continue
-        key, _ = _set_key(chosen, pair_class, nic)
-        if best is None or key < best:
-            best, best_set = key, tuple(sorted(chosen, key=lambda g: g.index))
+        grown, _ = set_rank(chosen, pair_class, nic)
+        if best is None or grown < best:
+            best, best_set = grown, tuple(sorted(chosen, key=lambda g: g.index))
     return best_set

@@ -1,0 +1,200 @@
+"""The fleet as placement and failure domains see it: nodes, their servers' GPUs, the links
+between them. Plain objects built by `reads` (or by hand, in tests) and pure functions on them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from .gpu_sets import GpuSet, SetRank, best_gpu_set
+
+if TYPE_CHECKING:
+    from .types import Filters
+
+
+@dataclass(slots=True)
+class FleetGpu:
+    """A GPU of a node's server. `problem` is its most serious `GpuProblem` (None: healthy)."""
+
+    id: int
+    index: int
+    name: str
+    memory_bytes: int | None
+    numa_node: int | None
+    mig: bool
+    problem: str | None
+
+
+@dataclass(slots=True)
+class FleetMig:
+    uuid: str
+    gpu_id: int
+    profile: str
+    memory_bytes: int | None
+
+
+@dataclass(slots=True)
+class FleetNode:
+    """A scheduler node: its state, what its scheduler offers and uses (whole GPUs and MIG
+    devices by profile), and its server's GPUs when an agent reports them.
+
+    `healthy_whole` is set instead of `gpus` by `reads.fleet_counts`: healthy GPUs outside
+    MIG mode. `shared_busy`/`shared_used` are what another scheduler's node on the same
+    server uses (`share_servers`).
+    """
+
+    id: int
+    name: str
+    cluster: str
+    kind: str
+    ready: bool
+    schedulable: bool
+    state: str
+    state_flags: list[str]
+    reason: str
+    partitions: list[str]
+    server_id: int | None
+    server_hostname: str | None
+    gpu_capacity: int
+    whole_allocatable: int
+    whole_used: int | None
+    busy_indexes: set[int] | None
+    mig_allocatable: dict[str, int]
+    mig_used: dict[str, int]
+    products: list[str]
+    memory_label_bytes: int | None
+    gpus: list[FleetGpu] = field(default_factory=list)
+    migs: list[FleetMig] = field(default_factory=list)
+    shared_busy: set[int] = field(default_factory=set)
+    shared_used: int = 0
+    healthy_whole: int | None = None
+
+    @property
+    def whole_free(self) -> int:
+        return max(self.whole_allocatable - (self.whole_used or 0), 0)
+
+
+@dataclass
+class Fleet:
+    """Nodes and the interconnect of their servers, as read for one query.
+
+    `classes` holds each server's GPU pair link classes, `pairs` the class of every pair
+    where a server mixes several. `nic_pix` (GPU id -> NIC names at PIX distance) and
+    `uuids` (GPU id -> UUID) are known only for the servers of an answer (`with_details`).
+    """
+
+    nodes: list[FleetNode]
+    classes: dict[int, set[str]]
+    pairs: dict[int, dict[tuple[int, int], str]]
+    nic_pix: dict[int, list[str]] = field(default_factory=dict)
+    uuids: dict[int, str] = field(default_factory=dict)
+    _sets: dict[tuple, tuple[tuple[int, ...], str | None, SetRank] | None] = field(
+        default_factory=dict
+    )
+
+    def best_set(
+        self, server_id: int, gpus: list[FleetGpu], m: int, filters: Filters
+    ) -> GpuSet | None:
+        """`best_gpu_set` for a server's free GPUs, remembered by wiring signature.
+
+        Servers of one model are wired alike, so 25,000 of them make a handful of searches:
+        the signature is the GPUs' index, NUMA node and NIC affinity plus every pair's class.
+        """
+        uniform, link_class = self.uniform_class(server_id)
+        described = tuple((g.index, g.numa_node, g.id in self.nic_pix) for g in gpus)
+        if uniform:
+            wiring: tuple = ("uniform", link_class)
+        else:
+            wiring = tuple(
+                self.pair_class(server_id, a.id, b.id) for a, b in itertools.combinations(gpus, 2)
+            )
+        memo = (described, wiring, m, filters.nvlink_only, filters.same_numa)
+        if memo not in self._sets:
+            found = best_gpu_set(
+                gpus,
+                m,
+                lambda a, b: self.pair_class(server_id, a, b),
+                nvlink_only=filters.nvlink_only,
+                same_numa=filters.same_numa,
+                nic_gpus=frozenset(g.id for g in gpus if g.id in self.nic_pix),
+                uniform=uniform,
+            )
+            position = {g.id: i for i, g in enumerate(gpus)}
+            self._sets[memo] = found and (
+                tuple(position[g.id] for g in found.gpus),
+                found.link_class,
+                found.rank,
+            )
+        remembered = self._sets[memo]
+        if remembered is None:
+            return None
+        positions, worst, rank = remembered
+        return GpuSet(tuple(gpus[i] for i in positions), worst, rank)
+
+    def clusters(self) -> dict[str, str]:
+        """Cluster name -> kind, for the clusters with nodes in this fleet."""
+        return {n.cluster: n.kind for n in self.nodes}
+
+    def with_details(self, nic_pix: dict[int, list[str]], uuids: dict[int, str]) -> Fleet:
+        """The same fleet knowing NIC affinity and UUIDs (the set memo carries over: its
+        signature includes NIC affinity)."""
+        return replace(self, nic_pix=nic_pix, uuids=uuids)
+
+    def pair_class(self, server_id: int, a: int, b: int) -> str | None:
+        """The link class between two GPUs (by row id), None when not known."""
+        pairs = self.pairs.get(server_id)
+        if pairs is not None:
+            return pairs.get((a, b) if a < b else (b, a))
+        classes = self.classes.get(server_id)
+        if classes and len(classes) == 1:
+            return next(iter(classes))
+        return None
+
+    def uniform_class(self, server_id: int | None) -> tuple[bool, str | None]:
+        """(True, class) when every GPU pair of the server has one class (or none is known)."""
+        if server_id is None:
+            return True, None
+        classes = self.classes.get(server_id)
+        if not classes:
+            return True, None
+        if len(classes) == 1:
+            return True, next(iter(classes))
+        return False, None
+
+
+def fleet_merge(first: Fleet, second: Fleet) -> Fleet:
+    """One fleet of two reads (a cluster, then the others): each node once, sharing redone."""
+    seen = {n.id for n in first.nodes}
+    nodes = first.nodes + [n for n in second.nodes if n.id not in seen]
+    for node in nodes:
+        node.shared_busy, node.shared_used = set(), 0
+    share_servers(nodes)
+    return Fleet(
+        nodes=nodes,
+        classes={**second.classes, **first.classes},
+        pairs={**second.pairs, **first.pairs},
+    )
+
+
+def share_servers(nodes: list[FleetNode]) -> None:
+    """A server in two schedulers (Kubernetes and Slurm) lends its GPUs to both: what one
+    uses, the other cannot have. Known Slurm indexes are excluded by index, the rest by count.
+    """
+    on_server: dict[int, list[FleetNode]] = defaultdict(list)
+    for node in nodes:
+        if node.server_id is not None:
+            on_server[node.server_id].append(node)
+    for sharing in on_server.values():
+        if len(sharing) < 2:
+            continue
+        for node in sharing:
+            for other in sharing:
+                if other is node or not other.whole_used:
+                    continue
+                if other.busy_indexes is not None:
+                    node.shared_busy |= other.busy_indexes
+                else:
+                    node.shared_used += other.whole_used

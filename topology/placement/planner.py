@@ -1,0 +1,550 @@
+"""The planner: a shaped request placed on a fleet already read, in memory. Pure: no queries.
+
+What is free comes from the schedulers (allocatable minus used, where they say what is used),
+capped by the bound server's healthy GPUs (`inventory.health`); the GPUs chosen inside a node
+are the set whose worst pair link is best (`gpu_sets`). Each node either offers GPUs to the
+request (`node_offer`, `option_for`) or is blocked with a reason; each cluster's plan takes
+the best-ranked options (`Ranking`), or says why it cannot.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from clusters.choices import ClusterKind
+from inventory.gpu_models import gpu_model_matches, gpu_models_agree
+from inventory.health import GpuProblem
+
+from .facts import Fleet, FleetGpu, FleetMig, FleetNode
+from .gpu_sets import NO_PAIRS_RANK, UNKNOWN_RANK, GpuSet, SetRank, set_rank
+from .types import (
+    BlockedNode,
+    Filters,
+    GpuChoice,
+    NodeChoice,
+    PlacementRequest,
+    PlanRank,
+    Ranking,
+    Shape,
+    request_shape,
+)
+
+BLOCK_ORDER = (
+    "not_ready",
+    "not_schedulable",
+    "unhealthy_gpu",
+    "mig_layout",
+    "in_use",
+    "too_small",
+    "nvlink",
+    "numa",
+    "memory",
+    "model",
+)
+BLOCK_TEXT = {
+    "not_ready": "not ready",
+    "not_schedulable": "drained or cordoned",
+    "unhealthy_gpu": "with unhealthy or lost GPUs",
+    "mig_layout": "with another MIG layout",
+    "in_use": "busy",
+    "too_small": "too small",
+    "nvlink": "without an NVLink-connected set",
+    "numa": "without enough GPUs on one NUMA node",
+    "memory": "with too little GPU memory",
+    "model": "of another GPU model",
+}
+
+
+BLOCKED_RANK = Ranking(UNKNOWN_RANK + 1, 0, 0, 0, False, "", "")
+"""Ranks a node that cannot take its share after every node that can."""
+
+
+# One node against one request -----------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Offer:
+    """What one node can give a request: free GPUs (or MIG devices) after the filters."""
+
+    node: FleetNode
+    free: int
+    gpus: list[FleetGpu] | None
+    migs: list[FleetMig] | None = None
+
+
+@dataclass(slots=True)
+class Option:
+    """The node taking `m` GPUs of the request: the set chosen and how it ranks."""
+
+    node: FleetNode
+    m: int
+    gpu_set: GpuSet | None
+    free: int
+    rank: Ranking
+
+
+def _block(node: FleetNode, reason: str, detail: str) -> BlockedNode:
+    return BlockedNode(
+        node=node.name,
+        node_id=node.id,
+        cluster=node.cluster,
+        kind=node.kind,
+        server=node.server_id,
+        reason=reason,
+        detail=detail,
+    )
+
+
+def _state_block(node: FleetNode) -> BlockedNode | None:
+    why = f" ({node.reason})" if node.reason else ""
+    if not node.ready:
+        state = "NotReady" if node.kind == ClusterKind.KUBERNETES else node.state.upper()
+        return _block(node, "not_ready", f"{state}{why}")
+    if not node.schedulable:
+        flags = "+".join(f.upper() for f in node.state_flags) or "unschedulable"
+        text = (
+            "cordoned" if node.kind == ClusterKind.KUBERNETES else f"{node.state.upper()}+{flags}"
+        )
+        return _block(node, "not_schedulable", f"{text}{why}")
+    return None
+
+
+def _products_match(query: str, products: list[str]) -> bool:
+    """A node without an agent: its GFD product label or Slurm GRES type (`h100`)."""
+    return any(gpu_models_agree(query, p) for p in products)
+
+
+def _has_gpus(node: FleetNode) -> bool:
+    return bool(node.whole_allocatable or node.mig_allocatable or node.gpus)
+
+
+def node_offer(node: FleetNode, filters: Filters) -> Offer | BlockedNode | None:
+    """What the node can give under the filters, why it cannot, or None when out of scope.
+
+    Out of scope (None): another partition, or a node with no GPUs at all.
+    """
+    if filters.partition and filters.partition not in node.partitions:
+        return None
+    if not _has_gpus(node):
+        return None
+    if filters.mig_profile:
+        return _mig_offer(node, filters)
+    known = [g for g in node.gpus if g.problem != GpuProblem.LOST] if node.gpus else []
+    if known:
+        models = [g for g in known if not filters.model or gpu_model_matches(filters.model, g.name)]
+        if not models:
+            return _block(node, "model", f"GPUs are {known[0].name}")
+    elif filters.model and not _products_match(filters.model, node.products):
+        return _block(node, "model", f"GPUs are {', '.join(node.products) or 'unknown'}")
+    state = _state_block(node)
+    if state:
+        return state
+    if not known:
+        if filters.min_gpu_memory_bytes:
+            memory = node.memory_label_bytes
+            if memory is None:
+                return _block(node, "memory", "GPU memory unknown (no agent on its server)")
+            if memory < filters.min_gpu_memory_bytes:
+                return _block(node, "memory", f"{memory // 2**30} GiB per GPU")
+        return Offer(node=node, free=node.whole_free, gpus=None)
+    eligible = models
+    if filters.min_gpu_memory_bytes:
+        eligible = [g for g in eligible if (g.memory_bytes or 0) >= filters.min_gpu_memory_bytes]
+        if not eligible:
+            size = (models[0].memory_bytes or 0) // 2**30
+            return _block(node, "memory", f"{size} GiB per GPU")
+    busy = (node.busy_indexes or set()) | node.shared_busy
+    offered = [g for g in eligible if g.problem is None and not g.mig and g.index not in busy]
+    free = min(node.whole_free, len(offered) - node.shared_used)
+    return Offer(node=node, free=max(free, 0), gpus=offered)
+
+
+def _mig_offer(node: FleetNode, filters: Filters) -> Offer | BlockedNode:
+    profile = filters.mig_profile or ""
+    offered_by_scheduler = node.mig_allocatable.get(profile, 0)
+    devices = [
+        d
+        for d in node.migs
+        if d.profile == profile
+        and not any(g.id == d.gpu_id and g.problem for g in node.gpus)
+        and (
+            not filters.min_gpu_memory_bytes
+            or (d.memory_bytes or 0) >= filters.min_gpu_memory_bytes
+        )
+    ]
+    if filters.model and node.gpus:
+        names = {g.id: g.name for g in node.gpus}
+        devices = [d for d in devices if gpu_model_matches(filters.model, names.get(d.gpu_id, ""))]
+        if not any(gpu_model_matches(filters.model, g.name) for g in node.gpus):
+            return _block(node, "model", f"GPUs are {node.gpus[0].name}")
+    elif filters.model and not _products_match(filters.model, node.products):
+        return _block(node, "model", f"GPUs are {', '.join(node.products) or 'unknown'}")
+    if not offered_by_scheduler:
+        layout = _layout_text(node.mig_allocatable) or _layout_text(
+            Counter(d.profile for d in node.migs)
+        )
+        detail = f"offers {layout}, not {profile}" if layout else "MIG is off on its GPUs"
+        return _block(node, "mig_layout", detail)
+    state = _state_block(node)
+    if state:
+        return state
+    free = max(offered_by_scheduler - node.mig_used.get(profile, 0), 0)
+    if node.migs:
+        free = min(free, len(devices))
+    return Offer(node=node, free=free, gpus=None, migs=devices if node.migs else None)
+
+
+def _layout_text(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n}x {p}" for p, n in sorted(counts.items()) if n)
+
+
+def option_for(offer: Offer, m: int, fleet: Fleet, filters: Filters) -> Option | BlockedNode:
+    """The node taking m GPUs of the request, with the GPU set chosen, or why it cannot."""
+    node = offer.node
+    if offer.free < m:
+        return _shortfall(offer, m, filters)
+    gpu_set: GpuSet | None = None
+    if offer.migs is not None:
+        gpu_set = _mig_set(offer, m, fleet)
+    elif offer.gpus is not None and node.server_id is not None:
+        gpu_set = fleet.best_set(node.server_id, offer.gpus, m, filters)
+        if gpu_set is None:
+            if filters.nvlink_only:
+                return _block(node, "nvlink", f"no {m} of its free GPUs are all NVLink-connected")
+            return _block(node, "numa", f"no {m} of its free GPUs share one NUMA node")
+    elif m > 1 and (filters.nvlink_only or filters.same_numa):
+        reason = "nvlink" if filters.nvlink_only else "numa"
+        return _block(node, reason, "interconnect unknown: no agent report from its server")
+    if gpu_set is None:
+        unknown = NO_PAIRS_RANK if m == 1 else UNKNOWN_RANK
+        set_of = SetRank(link_rank=unknown, numa_nodes=1, nic_missing=0, link_total=0, indexes=())
+    else:
+        set_of = gpu_set.rank
+    rank = Ranking(
+        link_rank=set_of.link_rank,
+        numa_nodes=set_of.numa_nodes,
+        leftover=offer.free - m,
+        nic_missing=set_of.nic_missing,
+        in_use_unknown=node.busy_indexes is None and offer.free < len(offer.gpus or []),
+        cluster=node.cluster,
+        node=node.name,
+    )
+    return Option(node=node, m=m, gpu_set=gpu_set, free=offer.free, rank=rank)
+
+
+def _mig_set(offer: Offer, m: int, fleet: Fleet) -> GpuSet | None:
+    """MIG devices packed on as few parent GPUs as possible; the set lists the parents."""
+    node = offer.node
+    per_gpu: dict[int, int] = Counter(d.gpu_id for d in offer.migs or [])
+    gpus = {g.id: g for g in node.gpus}
+    parents: list[FleetGpu] = []
+    taken = 0
+    for gpu_id, count in sorted(per_gpu.items(), key=lambda kv: (-kv[1], kv[0])):
+        if taken >= m:
+            break
+        if gpu_id in gpus:
+            parents.append(gpus[gpu_id])
+        taken += count
+    if not parents or node.server_id is None:
+        return None
+    server_id = node.server_id
+    rank, worst = set_rank(parents, lambda a, b: fleet.pair_class(server_id, a, b), set())
+    return GpuSet(tuple(parents), worst, rank)
+
+
+def _shortfall(offer: Offer, m: int, filters: Filters) -> BlockedNode:
+    """Why a node has fewer than m free: too small, unhealthy GPUs, MIG layout, or in use."""
+    node = offer.node
+    unit = f"MIG {filters.mig_profile} device(s)" if filters.mig_profile else "GPU(s)"
+    if filters.mig_profile:
+        total = node.mig_allocatable.get(filters.mig_profile, 0)
+        if total < m:
+            return _block(
+                node, "too_small", f"offers {total} {unit}; the request needs {m} on one node"
+            )
+        return _block(node, "in_use", f"{offer.free} of {total} {unit} free")
+    gpus = node.gpus
+    size = max(node.whole_allocatable, len(gpus))
+    healthy = [g for g in gpus if g.problem is None]
+    problems = Counter(g.problem for g in gpus if g.problem)
+    mig = [g for g in healthy if g.mig]
+    if size < m and not mig:
+        return _block(node, "too_small", f"has {size} GPUs; the request needs {m} on one node")
+    if problems and offer.free + sum(problems.values()) >= m:
+        named = sorted((GpuProblem(p).label, n) for p, n in problems.items())
+        text = ", ".join(f"{n} {label}" for label, n in named)
+        return _block(node, "unhealthy_gpu", f"{offer.free} GPU(s) free; unhealthy: {text}")
+    if mig and offer.free + len(mig) >= m:
+        return _block(node, "mig_layout", f"{len(mig)} of its GPUs are in MIG mode")
+    if node.whole_allocatable < m and node.gpus:
+        return _block(
+            node, "too_small", f"the scheduler offers {node.whole_allocatable} GPUs; needs {m}"
+        )
+    used = "" if node.whole_used is None else f" ({node.whole_used} in use"
+    shared = len(node.shared_busy) + node.shared_used
+    if shared:
+        used = (used or " (") + (", " if used else "") + f"{shared} used by another scheduler"
+    used += ")" if used else ""
+    return _block(node, "in_use", f"{offer.free} of {node.whole_allocatable} GPUs free{used}")
+
+
+# Plans of one cluster ------------------------------------------------------------------
+
+
+@dataclass
+class ClusterPlan:
+    """One cluster's answer to a shaped request: the nodes chosen, the spare, the blocked."""
+
+    cluster: str
+    kind: str
+    shape: Shape
+    chosen: list[Option]
+    spare: list[Option]
+    blocked: list[BlockedNode]
+    reason: str | None
+
+    @property
+    def fits(self) -> bool:
+        return self.reason is None
+
+    @property
+    def total(self) -> int:
+        return sum(o.m for o in self.chosen)
+
+    def rank(self) -> PlanRank:
+        worst = max((o.rank.link_rank for o in self.chosen), default=UNKNOWN_RANK)
+        leftover = sum(o.free - o.m for o in self.chosen)
+        return PlanRank(len(self.chosen), worst, leftover, self.cluster)
+
+
+class Planner:
+    """Places shaped requests on a loaded fleet; offers are cached per filter set."""
+
+    def __init__(self, fleet: Fleet) -> None:
+        self.fleet = fleet
+        self._offers: dict[Filters, list[Offer | BlockedNode]] = {}
+
+    def offers(self, filters: Filters) -> list[Offer | BlockedNode]:
+        if filters not in self._offers:
+            found = (node_offer(n, filters) for n in self.fleet.nodes)
+            self._offers[filters] = [o for o in found if o is not None]
+        return self._offers[filters]
+
+    def clusters(self) -> dict[str, str]:
+        return self.fleet.clusters()
+
+    def plan(self, cluster: str, kind: str, shape: Shape, filters: Filters) -> ClusterPlan:
+        offers = [o for o in self.offers(filters) if _cluster_of(o) == cluster]
+        blocked = [o for o in offers if isinstance(o, BlockedNode)]
+        live = [o for o in offers if isinstance(o, Offer)]
+        if shape.spread:
+            return self._spread(cluster, kind, shape, filters, live, blocked)
+        m, count = shape.per_node or 0, shape.count or 1
+        options: list[Option] = []
+        for offer in live:
+            result = option_for(offer, m, self.fleet, filters)
+            if isinstance(result, BlockedNode):
+                blocked.append(result)
+            else:
+                options.append(result)
+        options.sort(key=lambda o: o.rank)
+        if len(options) >= count:
+            return ClusterPlan(
+                cluster, kind, shape, options[:count], options[count:], blocked, None
+            )
+        reason = self._fixed_reason(kind, shape, filters, options, live, blocked)
+        return ClusterPlan(cluster, kind, shape, options, [], blocked, reason)
+
+    def _capacity(self, offer: Offer, filters: Filters) -> int:
+        """The most GPUs one node can give under the filters (NVLink or NUMA may cap it)."""
+        if offer.free <= 1 or not (filters.nvlink_only or filters.same_numa):
+            return offer.free
+        for m in range(offer.free, 0, -1):
+            if isinstance(option_for(offer, m, self.fleet, filters), Option):
+                return m
+        return 0
+
+    def _spread(
+        self,
+        cluster: str,
+        kind: str,
+        shape: Shape,
+        filters: Filters,
+        live: list[Offer],
+        blocked: list[BlockedNode],
+    ) -> ClusterPlan:
+        """Slurm `--gpus=N`: the fewest nodes, the fullest first, the tightest fit last."""
+        sized: list[tuple[int, Offer]] = []
+        for offer in live:
+            capacity = self._capacity(offer, filters)
+            if capacity:
+                sized.append((capacity, offer))
+            else:
+                blocked.append(_shortfall(offer, 1, filters))
+        full = {id(o): option_for(o, c, self.fleet, filters) for c, o in sized}
+        sized.sort(key=lambda co: (-co[0], _option_rank(full[id(co[1])])))
+        remaining, chosen = shape.total, []
+        prefix = 0
+        count = 0
+        for capacity, _offer in sized:
+            prefix += capacity
+            count += 1
+            if prefix >= remaining:
+                break
+        if prefix < remaining or not sized:
+            free = sum(c for c, _ in sized)
+            within = " (NVLink-connected within each node)" if filters.nvlink_only else ""
+            reason = (
+                f"needs {shape.total} free GPUs{within}; {free} free on {len(sized)} eligible "
+                "node(s)" + _blocked_summary(blocked)
+            )
+            options = [o for o in full.values() if isinstance(o, Option)]
+            return ClusterPlan(cluster, kind, shape, [], options, blocked, reason)
+        head = sized[: count - 1]
+        for capacity, offer in head:
+            option = full[id(offer)]
+            assert isinstance(option, Option)
+            chosen.append(option)
+            remaining -= capacity
+        tail: list[Option] = []
+        for capacity, offer in sized[count - 1 :]:
+            if capacity >= remaining:
+                option = option_for(offer, remaining, self.fleet, filters)
+                if isinstance(option, Option):
+                    tail.append(option)
+        tail.sort(key=lambda o: o.rank)
+        chosen.append(tail[0])
+        used = {o.node.id for o in chosen}
+        spare = [o for o in full.values() if isinstance(o, Option) and o.node.id not in used]
+        spare.sort(key=lambda o: (-o.m, o.rank))
+        chosen.sort(key=lambda o: (-o.m, o.rank))
+        return ClusterPlan(cluster, kind, shape, chosen, spare, blocked, None)
+
+    def _fixed_reason(
+        self,
+        kind: str,
+        shape: Shape,
+        filters: Filters,
+        options: list[Option],
+        live: list[Offer],
+        blocked: list[BlockedNode],
+    ) -> str:
+        m, count = shape.per_node or 0, shape.count or 1
+        unit = f"MIG {filters.mig_profile} devices" if filters.mig_profile else "free GPUs"
+        what = []
+        if filters.model:
+            what.append(f"model {filters.model}")
+        if filters.nvlink_only:
+            what.append("NVLink-connected")
+        if filters.same_numa:
+            what.append("on one NUMA node")
+        qualifier = f" ({', '.join(what)})" if what else ""
+        best = max(live, key=lambda o: (o.free, o.node.name), default=None)
+        most = f"; the most on one node is {best.free} ({best.node.name})" if best else ""
+        if count == 1 and kind == ClusterKind.KUBERNETES:
+            head = f"a Kubernetes pod runs on one node: no node has {m} {unit}{qualifier}"
+        elif count == 1:
+            head = f"no node has {m} {unit}{qualifier}"
+        else:
+            head = f"needs {count} nodes with {m} {unit} each{qualifier}; {len(options)} have"
+        return head + most + _blocked_summary(blocked)
+
+
+def _option_rank(option: Option | BlockedNode) -> Ranking:
+    return option.rank if isinstance(option, Option) else BLOCKED_RANK
+
+
+def _cluster_of(offer: Offer | BlockedNode) -> str:
+    return offer.cluster if isinstance(offer, BlockedNode) else offer.node.cluster
+
+
+def _blocked_summary(blocked: Iterable[BlockedNode]) -> str:
+    counts = Counter(b.reason for b in blocked if b.reason != "model")
+    if not counts:
+        return ""
+    parts = [f"{counts[r]} {BLOCK_TEXT[r]}" for r in BLOCK_ORDER if counts.get(r)]
+    return "; nodes excluded: " + ", ".join(parts)
+
+
+def plan_request(planner: Planner, request: PlacementRequest) -> list[ClusterPlan]:
+    """The request planned in every cluster it names (all, without a name), by name.
+
+    Raises PlacementRequestError for a request its clusters' schedulers cannot read.
+    """
+    filters = Filters.of(request)
+    return [
+        planner.plan(name, kind, request_shape(request, kind), filters)
+        for name, kind in sorted(planner.clusters().items())
+        if not request.cluster or name == request.cluster
+    ]
+
+
+# The answer's rows ----------------------------------------------------------------------
+
+
+def node_choice(option: Option, fleet: Fleet, filters: Filters) -> NodeChoice:
+    """The answer's row for one node; the GPU set is chosen again with NIC affinity known."""
+    node = option.node
+    gpu_set = option.gpu_set
+    if gpu_set is not None and not filters.mig_profile and node.server_id is not None:
+        offer = node_offer(node, filters)
+        if isinstance(offer, Offer):
+            again = option_for(offer, option.m, fleet, filters)
+            if isinstance(again, Option) and again.gpu_set is not None:
+                gpu_set = again.gpu_set
+    uuids = fleet.uuids
+    gpus: list[GpuChoice] = []
+    if gpu_set is not None and filters.mig_profile:
+        parents = {g.id: g for g in gpu_set.gpus}
+        devices = [d for d in node.migs if d.profile == filters.mig_profile and d.gpu_id in parents]
+        devices.sort(key=lambda d: (list(parents).index(d.gpu_id), d.uuid))
+        for device in devices[: option.m]:
+            parent = parents[device.gpu_id]
+            gpus.append(
+                GpuChoice(
+                    index=parent.index,
+                    uuid=uuids.get(parent.id, ""),
+                    numa_node=parent.numa_node,
+                    mig_uuid=device.uuid,
+                    mig_profile=device.profile,
+                )
+            )
+    elif gpu_set is not None:
+        gpus = [GpuChoice(g.index, uuids.get(g.id, ""), g.numa_node) for g in gpu_set.gpus]
+    members = gpu_set.gpus if gpu_set else ()
+    nics = sorted({n for g in members for n in fleet.nic_pix.get(g.id, [])})
+    return NodeChoice(
+        node=node.name,
+        node_id=node.id,
+        cluster=node.cluster,
+        kind=node.kind,
+        server=node.server_id,
+        server_hostname=node.server_hostname,
+        gpu_count=option.m,
+        free_gpus=option.free,
+        gpus=gpus,
+        link_class=gpu_set.link_class if gpu_set else None,
+        numa_nodes=sorted({g.numa_node for g in members if g.numa_node is not None}),
+        nics=nics,
+        in_use_known=not option.rank.in_use_unknown,
+    )
+
+
+def node_free_gpus(fleet: Fleet) -> dict[int, int]:
+    """Whole GPUs free per schedulable node (no request filters): the largest job that fits.
+
+    Works on `fleet_load` (GPUs known) and on `fleet_counts` (healthy counts only).
+    """
+    free: dict[int, int] = {}
+    for node in fleet.nodes:
+        if node.healthy_whole is not None and not node.gpus:
+            if _has_gpus(node) and _state_block(node) is None:
+                others = node.shared_used + len(node.shared_busy)
+                free[node.id] = max(min(node.whole_free, node.healthy_whole - others), 0)
+            continue
+        offer = node_offer(node, Filters())
+        if isinstance(offer, Offer):
+            free[node.id] = offer.free
+    return free

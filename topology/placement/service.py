@@ -1,0 +1,164 @@
+"""Where a job fits now, and why: the thin service that reads the fleet, plans, and answers.
+
+A request states what a scheduler would be asked. Kubernetes: one pod asking
+`nvidia.com/gpu: N` (or `nvidia.com/mig-<profile>: N`) runs on one node; `nodes=K` with
+`gpus_per_node=M` is K such pods on K nodes. Slurm: `--nodes=K --gpus-per-node=M`, or
+`--gpus=N` spread over as few nodes as possible (16 GPUs on 8-GPU nodes is 2 x 8, never
+16 x 1). With no cluster named, every cluster is tried with its own semantics.
+
+Scale: `reads` reads the fleet in a fixed number of queries and the planner computes in
+memory, so a query costs the same number of round trips at 20 nodes and at 25,000.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from agent.mig import normalize_mig_profile
+from clusters.choices import ClusterKind
+
+from .alternatives import placement_alternatives
+from .facts import fleet_merge
+from .planner import BLOCK_ORDER, ClusterPlan, Option, Planner, node_choice, plan_request
+from .reads import answer_details, fleet_load
+from .types import (
+    Alternative,
+    BlockedNode,
+    ClusterAnswer,
+    Filters,
+    PlacementRequest,
+    PlacementRequestError,
+    PlacementResult,
+    request_shape,
+)
+
+BLOCKED_LIMIT = 50
+CANDIDATE_LIMIT = 10
+
+
+def placement_find(
+    *,
+    cluster: str | None = None,
+    gpus: int | None = None,
+    nodes: int | None = None,
+    gpus_per_node: int | None = None,
+    model: str | None = None,
+    mig_profile: str | None = None,
+    nvlink_only: bool = False,
+    min_gpu_memory_bytes: int | None = None,
+    partition: str | None = None,
+    same_numa: bool = False,
+) -> PlacementResult:
+    """Where the request fits now, best first; why not, what would fit instead, what blocks.
+
+    Reads the fleet in a fixed number of queries (`reads`), places in memory (`planner`,
+    `alternatives`), and reads the GPU UUIDs and NICs of the nodes in the answer. Raises
+    PlacementRequestError for a request that is not well formed.
+    """
+    profile = None
+    if mig_profile:
+        profile = normalize_mig_profile(mig_profile)
+        if not profile:
+            raise PlacementRequestError("mig_profile", "a MIG profile such as 1g.10gb or 3g.40gb")
+    request = PlacementRequest(
+        cluster=cluster or None,
+        gpus=gpus,
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+        model=model or None,
+        mig_profile=profile,
+        nvlink_only=nvlink_only,
+        min_gpu_memory_bytes=min_gpu_memory_bytes,
+        partition=partition or None,
+        same_numa=same_numa,
+    )
+    for kind in ClusterKind.values:
+        request_shape(request, kind)  # validate before touching the database
+    fleet = fleet_load(cluster=request.cluster, with_mig=bool(profile))
+    planner = Planner(fleet)
+    plans = plan_request(planner, request)
+    fitting = sorted((p for p in plans if p.fits), key=lambda p: p.rank())
+    best = fitting[0] if fitting else None
+    blocked = [b for p in plans for b in p.blocked]
+    if best:
+        reason = None
+        chosen = best.chosen
+        spare = _candidates(best, fitting[1:])
+    else:
+        reason = _reason(request, plans)
+        chosen = []
+        spare = []
+    alternatives: list[Alternative] = []
+    if not best:
+        # other clusters are alternatives too: read them (a fixed number of queries more)
+        whole = planner
+        if request.cluster:
+            others = fleet_load(other_than=request.cluster, with_mig=bool(profile))
+            whole = Planner(fleet_merge(fleet, others))
+        alternatives = placement_alternatives(whole, request)
+    servers = {o.node.server_id for o in chosen + spare if o.node.server_id is not None}
+    answered = fleet.with_details(*answer_details(servers))
+    filters = Filters.of(request)
+    return PlacementResult(
+        fits=best is not None,
+        total_gpus=sum(o.m for o in chosen),
+        requested_gpus=(best.shape.total if best else _requested_total(request)),
+        cluster=best.cluster if best else request.cluster,
+        kind=best.kind if best else None,
+        nodes=[node_choice(o, answered, filters) for o in chosen],
+        reason=reason,
+        candidates=[node_choice(o, answered, filters) for o in spare],
+        alternatives=alternatives,
+        blocked=_blocked_list(blocked),
+        blocked_counts=dict(Counter(b.reason for b in blocked)),
+        clusters=[
+            ClusterAnswer(
+                cluster=p.cluster,
+                kind=p.kind,
+                fits=p.fits,
+                request=p.shape.describe(p.kind, request.mig_profile),
+                total_gpus=p.total if p.fits else 0,
+                node_count=len(p.chosen) if p.fits else 0,
+                reason=p.reason,
+            )
+            for p in plans
+        ],
+        request=request.as_params(),
+    )
+
+
+def _requested_total(request: PlacementRequest) -> int:
+    return request_shape(request, ClusterKind.KUBERNETES).total
+
+
+def _reason(request: PlacementRequest, plans: list[ClusterPlan]) -> str:
+    if not plans:
+        if request.cluster:
+            return f"no cluster {request.cluster!r} with nodes (post a snapshot of it first)"
+        return "no scheduler nodes known (post a Kubernetes or Slurm snapshot first)"
+    if len(plans) == 1:
+        return plans[0].reason or ""
+    return "fits in no cluster: " + "; ".join(f"{p.cluster}: {p.reason}" for p in plans)
+
+
+def _candidates(best: ClusterPlan, others: list[ClusterPlan]) -> list[Option]:
+    """More nodes that could take the request (or a share of it), any cluster, best first."""
+    spare = list(best.spare)
+    for plan in others:
+        spare.extend(plan.chosen + plan.spare)
+    if best.shape.spread:
+        spare.sort(key=lambda o: (-o.m, o.rank))
+    else:
+        spare.sort(key=lambda o: o.rank)
+    return spare[:CANDIDATE_LIMIT]
+
+
+def _blocked_list(blocked: list[BlockedNode]) -> list[BlockedNode]:
+    order = {r: i for i, r in enumerate(BLOCK_ORDER)}
+    seen: set[int] = set()
+    unique = []
+    for b in sorted(blocked, key=lambda b: (order.get(b.reason, 99), b.cluster, b.node)):
+        if b.node_id not in seen and b.reason != "model":
+            seen.add(b.node_id)
+            unique.append(b)
+    return unique[:BLOCKED_LIMIT]

@@ -1,0 +1,234 @@
+"""The shapes of a placement: the request as given, as each scheduler reads it, its filters, the
+ranking of a node, and the answer's rows. Plain values and pure functions only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, fields
+from typing import Any, NamedTuple
+
+from clusters.choices import ClusterKind
+
+
+class PlacementRequestError(ValueError):
+    """A request that cannot be read as a scheduler request; `field` names the parameter."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What a node's GPUs must be, whatever the request's shape."""
+
+    model: str | None = None
+    mig_profile: str | None = None
+    nvlink_only: bool = False
+    min_gpu_memory_bytes: int | None = None
+    partition: str | None = None
+    same_numa: bool = False
+
+    @classmethod
+    def of(cls, request: Filters) -> Filters:
+        """The filters of a request (a PlacementRequest is its filters and a shape)."""
+        return cls(**{f.name: getattr(request, f.name) for f in fields(cls)})
+
+
+@dataclass(frozen=True)
+class PlacementRequest(Filters):
+    """A placement request as given (before it is shaped for a cluster's kind): its filters,
+    the cluster, and the GPUs, nodes and GPUs per node asked for."""
+
+    cluster: str | None = None
+    gpus: int | None = None
+    nodes: int | None = None
+    gpus_per_node: int | None = None
+
+    def as_params(self) -> dict[str, Any]:
+        """The API query parameters that ask this request again."""
+        params: dict[str, Any] = {
+            "cluster": self.cluster,
+            "gpus": self.gpus,
+            "nodes": self.nodes,
+            "gpus_per_node": self.gpus_per_node,
+            "model": self.model,
+            "mig_profile": self.mig_profile,
+            "nvlink_only": self.nvlink_only or None,
+            "min_gpu_memory": self.min_gpu_memory_bytes,
+            "partition": self.partition,
+            "same_numa": self.same_numa or None,
+        }
+        return {k: v for k, v in params.items() if v not in (None, "")}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A request shaped for one kind of cluster: `count` nodes x `per_node` GPUs, or a spread.
+
+    `spread` (Slurm `--gpus=N`): `total` GPUs over as few nodes as possible.
+    """
+
+    total: int
+    count: int | None = None
+    per_node: int | None = None
+    spread: bool = False
+
+    def describe(self, kind: str, mig_profile: str | None) -> str:
+        unit = f"MIG {mig_profile} device" if mig_profile else "GPU"
+        if self.spread:
+            return f"{self.total} {unit}s over as few nodes as possible"
+        if self.count == 1 and kind == ClusterKind.KUBERNETES:
+            return f"one pod with {self.per_node} {unit}(s) on one node"
+        return f"{self.count} node(s) x {self.per_node} {unit}(s)"
+
+
+def request_shape(request: PlacementRequest, kind: str) -> Shape:
+    """The request as the cluster's scheduler reads it; raises PlacementRequestError."""
+    gpus, count, per_node = request.gpus, request.nodes, request.gpus_per_node
+    for name, value in (("gpus", gpus), ("nodes", count), ("gpus_per_node", per_node)):
+        if value is not None and value < 1:
+            raise PlacementRequestError(name, "must be at least 1")
+    if request.mig_profile and gpus is None and per_node is None:
+        gpus = 1
+    if count and per_node:
+        if gpus is not None and gpus != count * per_node:
+            raise PlacementRequestError("gpus", "gpus must equal nodes x gpus_per_node")
+        return Shape(total=count * per_node, count=count, per_node=per_node)
+    if per_node:
+        if gpus is None:
+            return Shape(total=per_node, count=1, per_node=per_node)
+        if gpus % per_node:
+            raise PlacementRequestError("gpus", "gpus must be a multiple of gpus_per_node")
+        return Shape(total=gpus, count=gpus // per_node, per_node=per_node)
+    if gpus is None:
+        raise PlacementRequestError("gpus", "give gpus, or nodes and gpus_per_node")
+    if count:
+        if gpus % count:
+            raise PlacementRequestError("gpus", "gpus must be a multiple of nodes")
+        return Shape(total=gpus, count=count, per_node=gpus // count)
+    if kind == ClusterKind.SLURM and not request.mig_profile:
+        return Shape(total=gpus, spread=True)
+    return Shape(total=gpus, count=1, per_node=gpus)
+
+
+def gpu_memory_text(value: str) -> int:
+    """`80GB`, `80G`, `40gib`, `81920MiB` or bytes -> bytes; raises PlacementRequestError."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*", value.lower())
+    if not match:
+        raise PlacementRequestError("min_gpu_memory", "a size such as 40GB, 80GiB or bytes")
+    number, unit = float(match.group(1)), (match.group(2) or "").rstrip("b").rstrip("i")
+    factor = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[unit]
+    if unit == "" and number < 4096:
+        factor = 2**30  # "80" means 80 GiB: nobody asks for a GPU with 80 bytes
+    return int(number * factor)
+
+
+class Ranking(NamedTuple):
+    """How well a node takes its share of a request; lower is better, field by field."""
+
+    link_rank: int
+    """The worst link among the GPUs chosen (`link_rank`: NV18 < PIX < SYS < unknown)."""
+    numa_nodes: int
+    leftover: int
+    """Free GPUs the node keeps: the tightest fit first, so big nodes stay free."""
+    nic_missing: int
+    """GPUs chosen without a NIC at PIX distance."""
+    in_use_unknown: bool
+    """The scheduler does not say which GPUs are busy: the set chosen may be taken."""
+    cluster: str
+    node: str
+
+
+class PlanRank(NamedTuple):
+    """How well a cluster takes the whole request; lower is better."""
+
+    nodes: int
+    worst_link_rank: int
+    leftover: int
+    cluster: str
+
+
+# The answer -----------------------------------------------------------------------------
+
+
+@dataclass
+class GpuChoice:
+    index: int
+    uuid: str
+    numa_node: int | None
+    mig_uuid: str | None = None
+    mig_profile: str | None = None
+
+
+@dataclass
+class NodeChoice:
+    """One node of an answer: the GPUs taken there and how they are wired."""
+
+    node: str
+    node_id: int
+    cluster: str
+    kind: str
+    server: int | None
+    server_hostname: str | None
+    gpu_count: int
+    free_gpus: int
+    gpus: list[GpuChoice] = field(default_factory=list)
+    link_class: str | None = None
+    numa_nodes: list[int] = field(default_factory=list)
+    nics: list[str] = field(default_factory=list)
+    in_use_known: bool = True
+
+
+@dataclass(slots=True)
+class BlockedNode:
+    node: str
+    node_id: int
+    cluster: str
+    kind: str
+    server: int | None
+    reason: str
+    detail: str
+
+
+@dataclass
+class Alternative:
+    """A nearby request that fits now, with the query parameters that ask it."""
+
+    description: str
+    cluster: str
+    kind: str
+    total_gpus: int
+    node_count: int
+    gpus_per_node: int
+    nodes: list[str]
+    params: dict[str, Any]
+
+
+@dataclass
+class ClusterAnswer:
+    cluster: str
+    kind: str
+    fits: bool
+    request: str
+    total_gpus: int
+    node_count: int
+    reason: str | None
+
+
+@dataclass
+class PlacementResult:
+    fits: bool
+    total_gpus: int
+    requested_gpus: int
+    cluster: str | None
+    kind: str | None
+    nodes: list[NodeChoice]
+    reason: str | None
+    candidates: list[NodeChoice]
+    alternatives: list[Alternative]
+    blocked: list[BlockedNode]
+    blocked_counts: dict[str, int]
+    clusters: list[ClusterAnswer]
+    request: dict[str, Any]
