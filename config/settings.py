@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # Swagger UI served locally: dashboards run in closed networks
     "inventory",
     "clusters",
+    "fabric",
     "topology",
 ]
 
@@ -203,6 +204,7 @@ ATLAS_REPORT_MAX_BYTES = env_int("ATLAS_REPORT_MAX_BYTES", 2 * 1024 * 1024)
 ATLAS_REPORT_RETENTION = env_int("ATLAS_REPORT_RETENTION", 20)
 ATLAS_PENDING_REPORT_GRACE_S = env_int("ATLAS_PENDING_REPORT_GRACE_S", 30)
 ATLAS_SNAPSHOT_MAX_BYTES = env_int("ATLAS_SNAPSHOT_MAX_BYTES", 256 * 1024 * 1024)
+ATLAS_FABRIC_SNAPSHOT_RETENTION = env_int("ATLAS_FABRIC_SNAPSHOT_RETENTION", 5)  # raw texts kept
 # Each upload endpoint enforces its own limit from Content-Length (413 with a clear message).
 DATA_UPLOAD_MAX_MEMORY_SIZE = None
 
