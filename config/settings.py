@@ -195,6 +195,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "topology.tasks.render_fleet_figures",
         "schedule": env_int("ATLAS_FIGURE_RENDER_INTERVAL_S", 30),
     },
+    # Fabric adapters bind to servers that reported after the fabric's last snapshot.
+    "rebind-fabrics": {
+        "task": "fabric.tasks.rebind_fabrics",
+        "schedule": env_int("ATLAS_FABRIC_REBIND_INTERVAL_S", 300),
+    },
 }
 
 # Cluster Atlas knobs.

@@ -26,5 +26,6 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("inventory.api.urls")),
     path("api/v1/", include("clusters.api.urls")),
+    path("api/v1/", include("fabric.api.urls")),
     path("api/v1/", include("topology.api.urls")),
 ]

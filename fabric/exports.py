@@ -84,7 +84,12 @@ def scheduler_tree(facts: TreeFacts, node_names: Mapping[str, str]) -> tuple[Sch
     number = 0
     for members in order:
         names = sorted(
-            {node_names[h] for leaf in members for h in facts.leaf_hosts.get(leaf, ()) if h in node_names}
+            {
+                node_names[h]
+                for leaf in members
+                for h in facts.leaf_hosts.get(leaf, ())
+                if h in node_names
+            }
         )
         if not names:
             continue
@@ -144,7 +149,11 @@ def slurm_topology_yaml(tree: SchedulerTree, name: str, header: str) -> str:
         for switch, children in tree.children.items()
     ]
     document = [
-        {"topology": safe_switch_name(name), "cluster_default": True, "tree": {"switches": switches}}
+        {
+            "topology": safe_switch_name(name),
+            "cluster_default": True,
+            "tree": {"switches": switches},
+        }
     ]
     comment = "".join(f"# {line}\n" for line in header.splitlines())
     return comment + yaml.safe_dump(document, sort_keys=False, default_flow_style=False)

@@ -83,7 +83,7 @@ def infer_tiers(
         name = queue.popleft()
         for near in neighbours[name]:
             if tiers[near] is None:
-                tiers[near] = (overrides.get(near) or tiers[name] + 1)  # type: ignore[operator]
+                tiers[near] = overrides.get(near) or tiers[name] + 1  # type: ignore[operator]
                 queue.append(near)
     for name, tier in overrides.items():
         if name in tiers:
@@ -162,7 +162,9 @@ def detect_rails(ports: Iterable[HostPort], leaves: set[str]) -> RailLayout:
             layout.leaf_rail[leaf] = rail
     layout.rail_labels = {rail: sorted(found) for rail, found in sorted(labels.items())}
     spread = sum(
-        1 for got in members.values() if len({p.switch for p in got}) == len({p.adapter for p in got})
+        1
+        for got in members.values()
+        if len({p.switch for p in got}) == len({p.adapter for p in got})
     )
     layout.rail_optimised = (
         len(set(layout.leaf_rail.values())) > 1 and spread * 2 > len(members) and bool(members)
@@ -173,29 +175,31 @@ def detect_rails(ports: Iterable[HostPort], leaves: set[str]) -> RailLayout:
 
 def _leaf_groups(layout: RailLayout, by_host: Mapping[str, list[HostPort]], leaves: set[str]):
     parent = {leaf: leaf for leaf in leaves}
-
-    def find(x: str) -> str:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
     for got in by_host.values():
         if len({p.adapter for p in got}) < 2:
             continue
-        first = find(got[0].switch)
+        first = _find(parent, got[0].switch)
         for port in got[1:]:
-            other = find(port.switch)
+            other = _find(parent, port.switch)
             if other != first:
                 parent[other] = first
     members: dict[str, list[str]] = defaultdict(list)
     for leaf in leaves:
-        members[find(leaf)].append(leaf)
+        members[_find(parent, leaf)].append(leaf)
     ordered = sorted((sorted(group) for group in members.values()), key=lambda g: g[0])
     for number, group in enumerate(ordered, start=1):
         layout.groups[number] = group
         for leaf in group:
             layout.leaf_group[leaf] = number
+
+
+def _find(parent: dict[str, str], x: str) -> str:
+    """Union-find root of x (path halving); an unseen x is its own root."""
+    parent.setdefault(x, x)
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
 
 
 # -- domains for schedulers -------------------------------------------------------------
@@ -216,28 +220,20 @@ def tier_domains(
     result: dict[int, dict[int, str]] = {}
     for level in range(2, top + 1):
         parent: dict[str, str] = {}
-
-        def find(x: str) -> str:
-            parent.setdefault(x, x)
-            while parent[x] != x:
-                parent[x] = parent[parent[x]]
-                x = parent[x]
-            return x
-
         for a, b in links:
             if tiers[a] <= level and tiers[b] <= level:  # type: ignore[operator]
-                ra, rb = find(a), find(b)
+                ra, rb = _find(parent, a), _find(parent, b)
                 if ra != rb:
                     parent[max(ra, rb)] = min(ra, rb)
         names: dict[str, str] = {}
         for switch, tier in tiers.items():
             if tier == level:
-                root = find(switch)
+                root = _find(parent, switch)
                 names[root] = min(names.get(root, switch), switch)
         result[level] = {
-            group: names[find(leaf)]
+            group: names[_find(parent, leaf)]
             for leaf, group in sorted(leaf_group.items())
-            if find(leaf) in names
+            if _find(parent, leaf) in names
         }
     return result
 
@@ -307,6 +303,8 @@ def switch_loads(
         up[low] += gbps or 0.0
         down[high] += gbps or 0.0
     return {
-        switch: LeafLoad(switch=switch, down_gbps=down.get(switch, 0.0), up_gbps=up.get(switch, 0.0))
+        switch: LeafLoad(
+            switch=switch, down_gbps=down.get(switch, 0.0), up_gbps=up.get(switch, 0.0)
+        )
         for switch in tiers
     }

@@ -22,7 +22,9 @@ class Fabric(models.Model):
     """One InfiniBand subnet as ibnetdiscover sees it, with its node-name map."""
 
     name = models.SlugField(max_length=100, unique=True)
-    kind = models.CharField(max_length=16, choices=FabricKind.choices, default=FabricKind.INFINIBAND)
+    kind = models.CharField(
+        max_length=16, choices=FabricKind.choices, default=FabricKind.INFINIBAND
+    )
     node_name_map = models.TextField(blank=True, default="", help_text="ibnetdiscover format")
     node_names = models.JSONField(default=dict, blank=True, help_text="the map read: GUID -> name")
     node_name_map_updated_at = models.DateTimeField(null=True, blank=True)

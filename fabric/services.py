@@ -106,7 +106,7 @@ def fabric_snapshot_ingest(*, fabric_name: str, raw: bytes | str) -> SnapshotRes
             received_at=now,
         )
         added, gone = _apply(fabric, discovery, now)
-        unbound = _bind(fabric)
+        unbound, _ = _bind(fabric)
         _derive(fabric)
         up = sum(1 for link in discovery.links if link.up)
         switches = sum(1 for node in discovery.nodes.values() if node.kind == SWITCH)
@@ -227,9 +227,7 @@ def _upsert(model, fabric: Fabric, rows: dict[str, dict[str, Any]], now, key: st
     fields = list(next(iter(rows.values())).keys()) if rows else []
     existing = {
         values[0]: values
-        for values in model.objects.filter(fabric=fabric).values_list(
-            key, "id", "gone_at", *fields
-        )
+        for values in model.objects.filter(fabric=fabric).values_list(key, "id", "gone_at", *fields)
     }
     to_create, to_update = [], []
     for row_key, row in rows.items():
@@ -265,8 +263,8 @@ def agent_guid_servers(fabric: Fabric) -> dict[str, int]:
     return {}
 
 
-def _bind(fabric: Fabric) -> int:
-    """Set every live adapter's host name, NIC label and server; the count left unbound."""
+def _bind(fabric: Fabric) -> tuple[int, int]:
+    """Set every live adapter's host name, NIC label and server: (left unbound, changed)."""
     servers_by_name = binding.server_name_index(
         Server.objects.values_list("id", "hostname", "fqdn").iterator(chunk_size=5000)
     )
@@ -292,14 +290,17 @@ def _bind(fabric: Fabric) -> int:
         if wanted != current:
             changed.append(Adapter(id=adapter_id, **dict(zip(fields, wanted, strict=True))))
     Adapter.objects.bulk_update(changed, fields, batch_size=BATCH)
-    return unbound
+    return unbound, len(changed)
 
 
 def fabric_rebind(*, fabric: Fabric) -> int:
-    """Bind the fabric's adapters again (servers came or went); the count left unbound."""
+    """Bind the fabric's adapters again (servers came or went); the count left unbound.
+    Derived facts (rails, leaf groups) are worked out again only when a binding changed."""
     with transaction.atomic():
-        unbound = _bind(fabric)
-        _derive(fabric)
+        unbound, changed = _bind(fabric)
+        if changed:
+            _derive(fabric)
+            revision_bump(name="fabric")
     return unbound
 
 
@@ -325,7 +326,7 @@ def node_name_map_set(*, fabric_name: str, raw: bytes | str) -> NameMapResult:
             if wanted != name:
                 renamed.append(Switch(id=switch_id, name=wanted))
         Switch.objects.bulk_update(renamed, ["name"], batch_size=BATCH)
-        unbound = _bind(fabric)
+        unbound, _ = _bind(fabric)
         _derive(fabric)
         bound = Adapter.objects.filter(fabric=fabric, server__isnull=False).count()
         revision_bump(name="fabric")
@@ -383,7 +384,7 @@ def _derive(fabric: Fabric) -> None:
     adapter_links: list[tuple[int, float | None]] = []
     used: Counter[int] = Counter()
     hosts_on: Counter[int] = Counter()
-    for a_switch, a_adapter, b_switch, b_adapter, gbps in links:
+    for a_switch, _a_adapter, b_switch, b_adapter, gbps in links:
         for end in (a_switch, b_switch):
             if end is not None:
                 used[end] += 1

@@ -100,7 +100,7 @@ def synthetic_fabric(
         b.links[pb] = ("S", a.guid, pa, _switch_description(a.name), a.lid, None)
         _rates[(a.guid, pa)] = _rates[(b.guid, pb)] = speed
 
-    for (unit, rail), leaf in leaves.items():
+    for (unit, _rail), leaf in leaves.items():
         pod = unit // pods_of
         for n in range(leaf_uplinks):
             cable(leaf, spines[(pod, n % spines_per_pod)])

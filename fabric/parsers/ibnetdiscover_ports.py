@@ -2,7 +2,7 @@
 
 One line per port of every node, cabled or not:
 
-    CA   134  1 0x7cfe9003003b4bde 4x EDR - SW  1719 10 0x7cfe9003009ce5b0 ( 'o0001 HCA-1' - 'ib-i1l1s01' )
+    CA   134  1 0x7cfe9003003b4bde 4x EDR - SW  1719 10 0x7cfe9003009ce5b0 ( 'o0001 HCA-1' - ...
     SW  2052 37 0x506b4b03005c2740 4x ???                                    'ib-i4l1s01'
 
 type, LID (a switch's own LID, a CA port's base LID), port, port GUID, width, speed, then the
@@ -63,7 +63,9 @@ def parse_ibnetdiscover_ports(text: str) -> Discovery:
             number == last and not complete_last_line and m[6] != UNKNOWN and m[6] not in LANE_GBPS
         ):
             if number == last and not complete_last_line:
-                raise FabricFormatError(f"cut short: the output ends in the middle of line {number}")
+                raise FabricFormatError(
+                    f"cut short: the output ends in the middle of line {number}"
+                )
             shown = line if len(line) <= 80 else line[:77] + "..."
             raise FabricFormatError(f"line {number} is not ibnetdiscover -p output: {shown!r}")
         kind, lid, port, guid = KIND_OF_TYPE[m[1]], int(m[2]), int(m[3]), _guid(m[4])

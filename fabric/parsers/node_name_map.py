@@ -27,7 +27,7 @@ def parse_node_name_map(text: str) -> dict[str, str]:
             continue
         m = ENTRY.match(line)
         if m is None:
-            raise FabricFormatError(f"line {number}: expected 0x<guid> \"name\", got {line[:80]!r}")
+            raise FabricFormatError(f'line {number}: expected 0x<guid> "name", got {line[:80]!r}')
         try:
             guid = normalize_guid(m[1]) if m[1][:2].lower() == "0x" else _decimal(m[1])
         except ValueError:

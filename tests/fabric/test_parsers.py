@@ -17,7 +17,7 @@ from fabric.parsers import (
 )
 from fabric.synthetic import synthetic_fabric
 
-from .conftest import FABRIC_SAMPLES, SAMPLES, SUPERPOD, fixture_text, shared_samples
+from .conftest import FABRIC_SAMPLES, SAMPLES, fixture_text, shared_samples
 
 
 def test_repository_copies_match_the_shared_samples():
