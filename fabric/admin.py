@@ -23,7 +23,7 @@ class FabricSnapshotAdmin(admin.ModelAdmin):
 
 @admin.register(Switch)
 class SwitchAdmin(admin.ModelAdmin):
-    list_display = ["name", "fabric", "guid", "tier_inferred", "tier_override", "rail", "ports_used"]
+    list_display = ["name", "fabric", "guid", "tier_inferred", "tier_override", "rail"]
     list_filter = ["fabric", "tier_inferred", "tier_override"]
     search_fields = ["name", "guid", "description"]
     fields = ["tier_override"]

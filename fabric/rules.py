@@ -132,22 +132,37 @@ class RailFact:
 
 
 def wrong_rail(fabric: str, nics: Iterable[RailFact]) -> list[FabricFinding]:
-    """A server NIC cabled to a leaf of another rail (NIC k belongs on rail k's leaf)."""
-    return [
-        FabricFinding(
-            type=WRONG_RAIL,
-            severity=WARNING,
-            subject=f"fabric:{fabric}/adapter:{nic.adapter}",
-            message=(
-                f"{nic.host} {nic.nic} belongs on rail {nic.nic_rail} but is cabled to "
-                f"{nic.leaf_name}, a leaf of rail {nic.leaf_rail}"
-            ),
-            server_id=nic.server_id,
-            details={"rail": nic.nic_rail, "leaf": nic.leaf_name, "leaf_rail": nic.leaf_rail},
-        )
-        for nic in nics
-        if nic.leaf_rail is not None and nic.nic_rail != nic.leaf_rail
-    ]
+    """A server NIC cabled to a leaf of another rail (NIC k belongs on rail k's leaf).
+
+    Only hosts that follow the rails at least half-way are judged: a management or storage
+    server with a couple of NICs on rail leaves (UFM hosts in the SuperPOD capture) is on no
+    rail, and naming all its NICs "wrong" would be noise.
+    """
+    hosts: dict[str, list[RailFact]] = defaultdict(list)
+    for nic in nics:
+        if nic.leaf_rail is not None:
+            hosts[nic.host].append(nic)
+    found = []
+    for members in hosts.values():
+        right = sum(1 for nic in members if nic.nic_rail == nic.leaf_rail)
+        if right * 2 < len(members):
+            continue
+        found += [
+            FabricFinding(
+                type=WRONG_RAIL,
+                severity=WARNING,
+                subject=f"fabric:{fabric}/adapter:{nic.adapter}",
+                message=(
+                    f"{nic.host} {nic.nic} belongs on rail {nic.nic_rail} but is cabled to "
+                    f"{nic.leaf_name}, a leaf of rail {nic.leaf_rail}"
+                ),
+                server_id=nic.server_id,
+                details={"rail": nic.nic_rail, "leaf": nic.leaf_name, "leaf_rail": nic.leaf_rail},
+            )
+            for nic in members
+            if nic.nic_rail != nic.leaf_rail
+        ]
+    return found
 
 
 def scheduler_topology_mismatch(
