@@ -295,7 +295,11 @@ def test_a_pushed_topology_conf_is_compared(staff_api, api):
     _slurm_cluster_on(built)
     _post(staff_api, "f", built.text)
     url = "/api/v1/clusters/hpc/topology/"
-    good = "SwitchName=s1 Nodes=n[001-004]\nSwitchName=s2 Nodes=n[005-008]\nSwitchName=top Switches=s[1-2]\n"
+    good = (
+        "SwitchName=s1 Nodes=n[001-004]\n"
+        "SwitchName=s2 Nodes=n[005-008]\n"
+        "SwitchName=top Switches=s[1-2]\n"
+    )
     wrong = "SwitchName=s1 Nodes=n[001-003],n005\nSwitchName=s2 Nodes=n[006-009]\n"
 
     assert api.generic("POST", url, good, content_type="text/plain").status_code == 403
