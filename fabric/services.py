@@ -25,6 +25,7 @@ from inventory.models import Server
 from inventory.services import revision_bump
 
 from . import binding, graph
+from .bulk import update_rows
 from .choices import LinkState, NodeKind, SnapshotStatus
 from .models import Adapter, Fabric, FabricLink, FabricSnapshot, Switch
 from .parsers import SWITCH, Discovery, FabricFormatError, decode, parse_fabric, parse_node_name_map
@@ -242,7 +243,7 @@ def _upsert(model, fabric: Fabric, rows: dict[str, dict[str, Any]], now, key: st
             to_update.append(model(id=known[1], gone_at=None, last_seen=now, **row))
     model.objects.bulk_create(to_create, batch_size=BATCH)
     if to_update:
-        model.objects.bulk_update(to_update, ["gone_at", "last_seen", *fields], batch_size=BATCH)
+        update_rows(model, to_update, ["gone_at", "last_seen", *fields])
     vanished = [v[1] for k, v in existing.items() if v[2] is None and k not in rows]
     for start in range(0, len(vanished), ID_CHUNK):
         model.objects.filter(id__in=vanished[start : start + ID_CHUNK]).update(gone_at=now)
@@ -289,7 +290,7 @@ def _bind(fabric: Fabric) -> tuple[int, int]:
             unbound += 1
         if wanted != current:
             changed.append(Adapter(id=adapter_id, **dict(zip(fields, wanted, strict=True))))
-    Adapter.objects.bulk_update(changed, fields, batch_size=BATCH)
+    update_rows(Adapter, changed, ["host_name", "nic", "server", "binding_method"])
     return unbound, len(changed)
 
 
@@ -325,7 +326,7 @@ def node_name_map_set(*, fabric_name: str, raw: bytes | str) -> NameMapResult:
             wanted = binding.switch_name_of(description, names.get(guid))[:256]
             if wanted != name:
                 renamed.append(Switch(id=switch_id, name=wanted))
-        Switch.objects.bulk_update(renamed, ["name"], batch_size=BATCH)
+        update_rows(Switch, renamed, ["name"])
         unbound, _ = _bind(fabric)
         _derive(fabric)
         bound = Adapter.objects.filter(fabric=fabric, server__isnull=False).count()
@@ -435,17 +436,17 @@ def _derive(fabric: Fabric) -> None:
                     up_gbps=wanted[5],
                 )
             )
-    Switch.objects.bulk_update(
+    update_rows(
+        Switch,
         changed,
         ["tier_inferred", "rail", "leaf_group", "ports_used", "down_gbps", "up_gbps"],
-        batch_size=BATCH,
     )
     rails_changed = [
         Adapter(id=aid, rail=layout.adapter_rail.get(str(aid)))
         for aid, row in adapters.items()
         if row[5] != layout.adapter_rail.get(str(aid))
     ]
-    Adapter.objects.bulk_update(rails_changed, ["rail"], batch_size=BATCH)
+    update_rows(Adapter, rails_changed, ["rail"])
     Fabric.objects.filter(pk=fabric.pk).update(
         summary=_summary(switches, effective, layout, adapters)
     )
