@@ -43,9 +43,10 @@ def update_rows(model: type[models.Model], rows: Sequence[models.Model], fields:
                 params.extend(
                     col.get_db_prep_save(getattr(row, col.attname), connection) for col in columns
                 )
-            cursor.execute(
-                f"UPDATE {table} SET {assignments} FROM (VALUES "
-                + ", ".join([row_sql] * len(chunk))
-                + f") AS v({names}) WHERE {table}.{quote(pk.column)} = v.{quote('__id')}",
-                params,
+            # Identifiers come from the model's own metadata, quoted; every value is a parameter.
+            values = ", ".join([row_sql] * len(chunk))
+            sql = (
+                f"UPDATE {table} SET {assignments} FROM (VALUES {values}) AS v({names}) "  # noqa: S608
+                f"WHERE {table}.{quote(pk.column)} = v.{quote('__id')}"
             )
+            cursor.execute(sql, params)
