@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "csp",
     "inventory",
     "clusters",
+    "fabric",
     "topology",
 ]
 
@@ -196,6 +197,7 @@ SPECTACULAR_SETTINGS = {
         "ClusterKindEnum": "clusters.choices.ClusterKind",
         "GpuStatusEnum": "inventory.choices.GpuStatus",
         "SnapshotStatusEnum": "clusters.choices.SnapshotStatus",
+        "FabricSnapshotStatusEnum": "fabric.choices.SnapshotStatus",
     },
 }
 
@@ -245,6 +247,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "topology.tasks.render_fleet_figures",
         "schedule": env_int("ATLAS_FIGURE_RENDER_INTERVAL_S", 30),
     },
+    # Fabric adapters bind to servers that reported after the fabric's last snapshot.
+    "rebind-fabrics": {
+        "task": "fabric.tasks.rebind_fabrics",
+        "schedule": env_int("ATLAS_FABRIC_REBIND_INTERVAL_S", 300),
+    },
 }
 
 # Cluster Atlas knobs.
@@ -265,6 +272,7 @@ ATLAS_SNAPSHOT_MAX_BYTES = env_int("ATLAS_SNAPSHOT_MAX_BYTES", 256 * 1024 * 1024
 ATLAS_SNAPSHOT_SYNC_MAX_BYTES = env_int("ATLAS_SNAPSHOT_SYNC_MAX_BYTES", 4 * 1024 * 1024)
 ATLAS_SNAPSHOT_RETENTION = env_int("ATLAS_SNAPSHOT_RETENTION", 20)
 ATLAS_PENDING_SNAPSHOT_GRACE_S = env_int("ATLAS_PENDING_SNAPSHOT_GRACE_S", 60)
+ATLAS_FABRIC_SNAPSHOT_RETENTION = env_int("ATLAS_FABRIC_SNAPSHOT_RETENTION", 5)  # raw texts kept
 # Each upload endpoint enforces its own limit from Content-Length (413 with a clear message).
 DATA_UPLOAD_MAX_MEMORY_SIZE = None
 

@@ -21,6 +21,7 @@ api_patterns = [
     path("docs/", api_docs, name="docs"),
     path("v1/", include("inventory.api.urls")),
     path("v1/", include("clusters.api.urls")),
+    path("v1/", include("fabric.api.urls")),
     path("v1/", include("topology.api.urls")),
 ]
 

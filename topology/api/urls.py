@@ -1,5 +1,6 @@
 from django.urls import path
 
+from .fabric import ClusterTopologyView, FabricTopologyConfView, FabricTopologyYamlView
 from .figures import FigureListView, FigureView
 from .interconnect import ServerInterconnectView
 from .views import CapacityView, FailureDomainRankingView, FailureDomainView, PlacementView
@@ -16,4 +17,15 @@ urlpatterns = [
         FailureDomainRankingView.as_view(),
         name="failure-domain-ranking",
     ),
+    path(
+        "fabrics/<slug:name>/topology.conf",
+        FabricTopologyConfView.as_view(),
+        name="fabric-topology-conf",
+    ),
+    path(
+        "fabrics/<slug:name>/topology.yaml",
+        FabricTopologyYamlView.as_view(),
+        name="fabric-topology-yaml",
+    ),
+    path("clusters/<slug:name>/topology/", ClusterTopologyView.as_view(), name="cluster-topology"),
 ]

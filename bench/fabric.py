@@ -1,0 +1,101 @@
+"""Benchmark: importing a rail-optimised fabric of 2,500 / 25,000 servers (8 rails, 3 tiers).
+
+The fabric is `fabric.synthetic`'s: 32 servers a leaf, 8 rail leaves per unit, 8 units a pod,
+16 spines a pod (leaves 2:1 oversubscribed), 512 cores. Printed per size: the text's size,
+the floor (parsing the same text, nothing else), tier and rail inference on the parsed facts
+(pure), the first import through `fabric_snapshot_ingest` (parse, bulk writes, bindings,
+tiers, rails, in one transaction), the re-import of the same text (idempotent: nothing
+written but `last_seen`), and the queries each import made.
+
+    .venv/bin/python bench/fabric.py                  # 2,500 and 25,000 on SQLite
+    DATABASE_URL=postgres://... .venv/bin/python bench/fabric.py 25000
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+
+from _django import bench_database, each_size_in_a_fresh_process, setup
+
+SIZES = [int(a) for a in sys.argv[1:] if a.isdigit()] or [2500, 25000]
+LAYOUT = {
+    "rails": 8,
+    "servers_per_leaf": 32,
+    "leaf_uplinks": 16,
+    "pods_of": 8,
+    "spines_per_pod": 16,
+    "cores": 512,
+}
+
+
+def infer(discovery) -> tuple[dict, object]:
+    from fabric import binding, graph
+
+    switches = {n.guid for n in discovery.switches}
+    pairs, ports, hosts = [], [], Counter()
+    for link in discovery.links:
+        if link.b_guid in switches:
+            pairs.append((link.a_guid, link.b_guid))
+        elif link.b_guid:
+            description = discovery.nodes[link.b_guid].description
+            host = binding.host_name_of(description) or None
+            ports.append(
+                graph.HostPort(link.b_guid, host, binding.nic_label_of(description), link.a_guid)
+            )
+            hosts[link.a_guid] += 1
+    tiers = graph.infer_tiers(switches, pairs, hosts)
+    layout = graph.detect_rails(ports, {s for s, t in tiers.items() if t == 1})
+    return tiers, layout
+
+
+def run_one(n: int) -> None:
+    setup()
+    from django.db import connection, reset_queries
+    from django.test.utils import CaptureQueriesContext
+
+    from fabric.parsers import parse_fabric
+    from fabric.services import fabric_snapshot_ingest
+    from fabric.synthetic import synthetic_fabric
+
+    start = time.perf_counter()
+    built = synthetic_fabric(servers=n, **LAYOUT)
+    generated = time.perf_counter() - start
+    text = built.text.encode()
+
+    start = time.perf_counter()
+    discovery = parse_fabric(text)
+    floor = time.perf_counter() - start
+    start = time.perf_counter()
+    tiers, layout = infer(discovery)
+    inferred = time.perf_counter() - start
+    counts = Counter(tiers.values())
+    assert counts == {1: len(built.leaves), 2: len(built.spines), 3: len(built.cores)}, counts
+    assert len(layout.rails) == LAYOUT["rails"] and layout.rail_optimised
+
+    with bench_database() as (vendor, _name):
+        start = time.perf_counter()
+        with CaptureQueriesContext(connection) as first_queries:
+            result = fabric_snapshot_ingest(fabric_name="bench", raw=text)
+        first = time.perf_counter() - start
+        reset_queries()
+        start = time.perf_counter()
+        with CaptureQueriesContext(connection) as again_queries:
+            again = fabric_snapshot_ingest(fabric_name="bench", raw=text)
+        second = time.perf_counter() - start
+        assert (again.added, again.gone) == (0, 0)
+
+    print(
+        f"fabric {n:>6} servers ({vendor}): {len(text) / 1e6:6.1f} MB, "
+        f"{result.switches} switches, {result.adapters} adapters, {result.links_up} cables; "
+        f"generate {generated:5.1f} s"
+    )
+    print(f"  floor: parse the text              {floor:7.2f} s")
+    print(f"  tiers + rails (pure, parsed facts)  {inferred:7.2f} s")
+    print(f"  import, first                       {first:7.2f} s  {len(first_queries):5d} queries")
+    print(f"  import, same text again             {second:7.2f} s  {len(again_queries):5d} queries")
+
+
+if __name__ == "__main__":
+    each_size_in_a_fresh_process("fabric.py", SIZES, run_one)

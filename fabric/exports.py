@@ -1,0 +1,243 @@
+"""Fabric topology for schedulers: Slurm's topology.conf and topology.yaml (tree), Kubernetes
+node labels, and reading a Slurm topology.conf back. Pure: plain facts in, text or dicts out.
+
+Node names are the caller's: the Slurm cluster's own names where a server is bound to a
+Slurm node, else a host name (the layer that knows both, topology/, supplies them). The
+rail leaves of one scalable unit serve the same servers, so a scheduler sees them as one
+leaf switch: they are written as one switch (`su1`, ...), with a comment naming the real
+leaves; a fabric without rails keeps one switch per leaf under its own name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import hostlist
+import yaml
+
+from .parsers.records import FabricFormatError
+
+SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+LABEL_PREFIX = "network.topology.nvidia.com/"  # the keys NVIDIA's topograph labels nodes with
+LABEL_VALUE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def safe_switch_name(name: str) -> str:
+    """A name Slurm reads as one switch: letters, digits, `_ . -` (others become `_`)."""
+    return SAFE_NAME.sub("_", name.strip()).strip("_") or "switch"
+
+
+@dataclass(slots=True)
+class TreeFacts:
+    """A fabric's switch tree: each switch's name and tier, the switch-to-switch cables,
+    the hosts on each leaf, and the leaf groups (scalable units) from rail detection."""
+
+    switches: dict[str, tuple[str, int | None]]
+    switch_links: list[tuple[str, str]]
+    leaf_hosts: dict[str, set[str]]
+    leaf_group: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class SchedulerTree:
+    """A tree topology as a scheduler holds it: switch -> node names / child switch names."""
+
+    nodes: dict[str, list[str]] = field(default_factory=dict)
+    children: dict[str, list[str]] = field(default_factory=dict)
+
+    def leaf_of(self) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = defaultdict(list)
+        for switch, names in self.nodes.items():
+            for name in names:
+                found[name].append(switch)
+        return dict(found)
+
+
+def scheduler_tree(facts: TreeFacts, node_names: Mapping[str, str]) -> tuple[SchedulerTree, dict]:
+    """The tree a scheduler should get, and a note per merged switch (its real leaves).
+
+    Hosts without a name in `node_names` are left out; a switch left with nothing under it
+    is left out too, and so are switches no leaf reaches (no tier).
+    """
+    used: set[str] = set()
+
+    def unique(name: str) -> str:
+        base, n = safe_switch_name(name), 1
+        candidate = base
+        while candidate in used:
+            n += 1
+            candidate = f"{base}-{n}"
+        used.add(candidate)
+        return candidate
+
+    leaves = sorted(k for k, (_, tier) in facts.switches.items() if tier == 1)
+    grouped: dict[int | str, list[str]] = defaultdict(list)
+    for leaf in leaves:
+        grouped[facts.leaf_group.get(leaf, leaf)].append(leaf)
+    tree = SchedulerTree()
+    notes: dict[str, list[str]] = {}
+    name_of: dict[str, str] = {}  # switch key -> the scheduler switch that stands for it
+    order = sorted(grouped.values(), key=lambda members: facts.switches[members[0]][0])
+    number = 0
+    for members in order:
+        names = sorted(
+            {
+                node_names[h]
+                for leaf in members
+                for h in facts.leaf_hosts.get(leaf, ())
+                if h in node_names
+            }
+        )
+        if not names:
+            continue
+        if len(members) == 1:
+            switch = unique(facts.switches[members[0]][0])
+        else:
+            number += 1
+            switch = unique(f"su{number}")
+            notes[switch] = sorted(facts.switches[m][0] for m in members)
+        tree.nodes[switch] = names
+        for member in members:
+            name_of[member] = switch
+
+    neighbours: dict[str, set[str]] = defaultdict(set)
+    for a, b in facts.switch_links:
+        neighbours[a].add(b)
+        neighbours[b].add(a)
+    top = max((t for _, t in facts.switches.values() if t), default=1)
+    for level in range(2, top + 1):
+        upper = sorted(
+            (k for k, (_, t) in facts.switches.items() if t == level),
+            key=lambda k: facts.switches[k][0],
+        )
+        for key in upper:
+            below = {
+                name_of[n]
+                for n in neighbours[key]
+                if facts.switches.get(n, ("", None))[1] == level - 1 and n in name_of
+            }
+            if below:
+                switch = unique(facts.switches[key][0])
+                tree.children[switch] = sorted(below)
+                name_of[key] = switch
+    return tree, notes
+
+
+def slurm_topology_conf(tree: SchedulerTree, notes: Mapping[str, list[str]], header: str) -> str:
+    """Slurm's topology/tree file: `SwitchName=... Nodes=...` / `SwitchName=... Switches=...`."""
+    lines = [f"# {line}" for line in header.splitlines()]
+    for switch, names in tree.nodes.items():
+        if switch in notes:
+            lines.append(f"# {switch}: leaves {', '.join(notes[switch])}")
+        lines.append(f"SwitchName={switch} Nodes={hostlist.collect_hostlist(names)}")
+    for switch, children in tree.children.items():
+        lines.append(f"SwitchName={switch} Switches={hostlist.collect_hostlist(children)}")
+    return "\n".join(lines) + "\n"
+
+
+def slurm_topology_yaml(tree: SchedulerTree, name: str, header: str) -> str:
+    """Slurm 24.11+'s topology.yaml with one tree topology, the cluster default."""
+    switches: list[dict[str, str]] = [
+        {"switch": switch, "nodes": hostlist.collect_hostlist(names)}
+        for switch, names in tree.nodes.items()
+    ]
+    switches += [
+        {"switch": switch, "children": hostlist.collect_hostlist(children)}
+        for switch, children in tree.children.items()
+    ]
+    document = [
+        {
+            "topology": safe_switch_name(name),
+            "cluster_default": True,
+            "tree": {"switches": switches},
+        }
+    ]
+    comment = "".join(f"# {line}\n" for line in header.splitlines())
+    return comment + yaml.safe_dump(document, sort_keys=False, default_flow_style=False)
+
+
+def kubernetes_labels(
+    host_leaf_switch: Mapping[str, str], host_domains: Mapping[str, Mapping[int, str]]
+) -> dict[str, dict[str, str]]:
+    """Suggested node labels per host: leaf, spine and core domains (topograph's keys)."""
+    labels: dict[str, dict[str, str]] = {}
+    for host, leaf in host_leaf_switch.items():
+        mine = {f"{LABEL_PREFIX}leaf": _label_value(leaf)}
+        for level, name in sorted(host_domains.get(host, {}).items()):
+            key = {2: "spine", 3: "core"}.get(level, f"tier{level}")
+            mine[f"{LABEL_PREFIX}{key}"] = _label_value(name)
+        labels[host] = mine
+    return labels
+
+
+def _label_value(name: str) -> str:
+    value = LABEL_VALUE.sub("-", name).strip("-_.")[:63].strip("-_.")
+    return value or "unnamed"
+
+
+# -- reading a scheduler's topology.conf -----------------------------------------------
+
+_KEYS = {"switchname", "switches", "nodes", "linkspeed"}
+
+
+def parse_topology_conf(text: str) -> SchedulerTree:
+    """A Slurm topology.conf (tree plugin) -> SchedulerTree; FabricFormatError with the line.
+
+    Keys are case-insensitive, `#` starts a comment, a trailing backslash continues a line,
+    hostlists are expanded (bounded by python-hostlist's own size limit).
+    """
+    tree = SchedulerTree()
+    logical: list[tuple[int, str]] = []
+    pending, start = "", 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].rstrip()
+        if pending:
+            line = pending + " " + line.lstrip()
+        else:
+            start = number
+        if line.endswith("\\"):
+            pending = line[:-1]
+            continue
+        pending = ""
+        if line.strip():
+            logical.append((start, line.strip()))
+    for number, line in logical:
+        fields: dict[str, str] = {}
+        for word in line.split():
+            key, sep, value = word.partition("=")
+            if not sep or key.lower() not in _KEYS:
+                if key.lower() in {"blockname", "blocksizes"}:
+                    raise FabricFormatError(
+                        f"line {number}: a block topology (topology/block) is not compared yet"
+                    )
+                raise FabricFormatError(f"line {number}: {word!r} is not a topology.conf setting")
+            fields[key.lower()] = value
+        name = fields.get("switchname")
+        if not name:
+            raise FabricFormatError(f"line {number}: every line names a SwitchName=")
+        if name in tree.nodes or name in tree.children:
+            raise FabricFormatError(f"line {number}: switch {name!r} is defined twice")
+        try:
+            if "nodes" in fields:
+                tree.nodes[name] = hostlist.expand_hostlist(fields["nodes"])
+            if "switches" in fields:
+                tree.children[name] = hostlist.expand_hostlist(fields["switches"])
+        except hostlist.BadHostlist as exc:
+            raise FabricFormatError(f"line {number}: bad hostlist ({exc})") from None
+        if name not in tree.nodes and name not in tree.children:
+            raise FabricFormatError(f"line {number}: switch {name!r} has no Nodes= or Switches=")
+    if not tree.nodes:
+        raise FabricFormatError("no switch with Nodes=: not a tree topology.conf")
+    return tree
+
+
+def leaf_groups_of(tree: SchedulerTree) -> dict[str, set[str]]:
+    """Leaf switch -> its node names."""
+    return {switch: set(names) for switch, names in tree.nodes.items()}
+
+
+def names_of(items: Iterable[str]) -> str:
+    return hostlist.collect_hostlist(sorted(items))

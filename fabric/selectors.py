@@ -1,0 +1,273 @@
+"""Reads of the fabric layer: lists with their relations joined (a fixed number of queries
+whatever the fabric's size), and the plain facts the pure functions (graph, exports, rules)
+take."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.db.models import Count, Q, QuerySet
+
+from inventory.models import Server
+
+from . import binding, graph, rules
+from .choices import LinkState
+from .exports import SchedulerTree, TreeFacts, scheduler_tree
+from .models import Adapter, Fabric, FabricLink, FabricSnapshot, Switch
+from .services import host_key
+
+
+def fabric_list() -> QuerySet[Fabric]:
+    return Fabric.objects.select_related("last_snapshot").defer(
+        "node_name_map", "last_snapshot__raw"
+    )
+
+
+def snapshot_list() -> QuerySet[FabricSnapshot]:
+    return FabricSnapshot.objects.select_related("fabric").defer("raw")
+
+
+def switch_list(*, include_gone: bool = False) -> QuerySet[Switch]:
+    rows = Switch.objects.select_related("fabric").defer("fabric__node_name_map")
+    return rows if include_gone else rows.filter(gone_at__isnull=True)
+
+
+def adapter_list(*, include_gone: bool = False) -> QuerySet[Adapter]:
+    rows = Adapter.objects.select_related("fabric", "server").defer("fabric__node_name_map")
+    return rows if include_gone else rows.filter(gone_at__isnull=True)
+
+
+def link_list(*, include_gone: bool = False) -> QuerySet[FabricLink]:
+    rows = FabricLink.objects.select_related(
+        "fabric", "a_switch", "a_adapter__server", "b_switch", "b_adapter__server"
+    ).defer("fabric__node_name_map")
+    return rows if include_gone else rows.filter(gone_at__isnull=True)
+
+
+# -- facts for the pure functions --------------------------------------------------------
+
+
+@dataclass(slots=True)
+class HostFacts:
+    """Who a host key is: its bound server (id and hostname) or only a host name."""
+
+    server_id: int | None
+    name: str
+
+
+def _host_ports(fabric: Fabric) -> tuple[list[graph.HostPort], dict[str, HostFacts]]:
+    """Every live host adapter's cable to a switch, and who each host is (one query)."""
+    rows = FabricLink.objects.filter(
+        fabric=fabric,
+        gone_at__isnull=True,
+        state=LinkState.UP,
+        a_switch__isnull=False,
+        b_adapter__role=binding.HOST,
+        b_adapter__gone_at__isnull=True,
+    ).values_list(
+        "a_switch_id",
+        "b_adapter_id",
+        "b_adapter__server_id",
+        "b_adapter__server__hostname",
+        "b_adapter__host_name",
+        "b_adapter__nic",
+        "gbps",
+    )
+    ports, hosts = [], {}
+    for switch_id, adapter_id, server_id, hostname, host_name, nic, gbps in rows:
+        key = host_key(server_id, host_name)
+        if key is not None:
+            hosts[key] = HostFacts(server_id, hostname or host_name)
+        ports.append(graph.HostPort(str(adapter_id), key, nic, str(switch_id), gbps))
+    return ports, hosts
+
+
+def fabric_tree(fabric: Fabric) -> tuple[TreeFacts, dict[str, HostFacts]]:
+    """The switch tree of a fabric as plain facts (three queries), and its hosts."""
+    switches = {
+        str(sid): (name, override or inferred, group)
+        for sid, name, override, inferred, group in Switch.objects.filter(
+            fabric=fabric, gone_at__isnull=True
+        ).values_list("id", "name", "tier_override", "tier_inferred", "leaf_group")
+    }
+    pairs = [
+        (str(a), str(b))
+        for a, b in FabricLink.objects.filter(
+            fabric=fabric,
+            gone_at__isnull=True,
+            state=LinkState.UP,
+            a_switch__isnull=False,
+            b_switch__isnull=False,
+        ).values_list("a_switch_id", "b_switch_id")
+    ]
+    ports, hosts = _host_ports(fabric)
+    leaf_hosts: dict[str, set[str]] = defaultdict(set)
+    for port in ports:
+        if port.host is not None:
+            leaf_hosts[port.switch].add(port.host)
+    facts = TreeFacts(
+        switches={k: (name, tier) for k, (name, tier, _) in switches.items()},
+        switch_links=pairs,
+        leaf_hosts=dict(leaf_hosts),
+        leaf_group={k: group for k, (_, tier, group) in switches.items() if tier == 1 and group},
+    )
+    return facts, hosts
+
+
+def fabric_scheduler_tree(
+    fabric: Fabric, node_names: dict[int, str] | None = None
+) -> tuple[SchedulerTree, dict[str, list[str]]]:
+    """The tree a scheduler should get: servers named by `node_names` (server id -> the
+    scheduler's node name) where given, else by their host name."""
+    facts, hosts = fabric_tree(fabric)
+    node_names = node_names or {}
+    names = {
+        key: node_names.get(host.server_id, host.name) if host.server_id else host.name
+        for key, host in hosts.items()
+        if host.name or host.server_id in node_names
+    }
+    return scheduler_tree(facts, names)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerBandwidth:
+    host: str
+    server_id: int | None
+    hostname: str
+    nics: int
+    gbps: float
+    gpus: int | None
+    gbps_per_gpu: float | None
+    nics_per_gpu: float | None
+    leaves: list[str]
+
+
+def fabric_host_bandwidth(fabric: Fabric) -> list[ServerBandwidth]:
+    """Per host on the fabric: NICs, Gb/s, GPUs (from the inventory), per GPU (two queries)."""
+    ports, hosts = _host_ports(fabric)
+    server_ids = {h.server_id for h in hosts.values() if h.server_id is not None}
+    gpus = dict(
+        Server.objects.filter(id__in=server_ids).annotate(n=Count("gpus")).values_list("id", "n")
+    )
+    switch_names = dict(Switch.objects.filter(fabric=fabric).values_list("id", "name"))
+    leaves: dict[str, set[str]] = defaultdict(set)
+    for port in ports:
+        if port.host:
+            leaves[port.host].add(switch_names.get(int(port.switch), port.switch))
+    per_host = {
+        key: gpus.get(hosts[key].server_id) for key in hosts if hosts[key].server_id is not None
+    }
+    return [
+        ServerBandwidth(
+            host=row.host,
+            server_id=hosts[row.host].server_id,
+            hostname=hosts[row.host].name,
+            nics=row.nics,
+            gbps=row.gbps,
+            gpus=row.gpus,
+            gbps_per_gpu=row.gbps_per_gpu,
+            nics_per_gpu=row.nics_per_gpu,
+            leaves=sorted(leaves[row.host]),
+        )
+        for row in graph.host_bandwidth(ports, {k: v for k, v in per_host.items() if v})
+    ]
+
+
+def _link_facts(rows) -> list[rules.LinkFact]:
+    facts = []
+    for link in rows:
+        a = link.a_switch or link.a_adapter
+        b = link.b_switch or link.b_adapter
+        server = link.b_adapter.server_id if link.b_adapter else None
+        facts.append(
+            rules.LinkFact(
+                key=link.key,
+                a_name=str(a),
+                a_port=link.a_port,
+                b_name=str(b) if b else "",
+                b_port=link.b_port,
+                width=link.width,
+                speed=link.lane_speed,
+                gbps=link.gbps,
+                between_switches=link.b_switch_id is not None and link.a_switch_id is not None,
+                server_id=server,
+            )
+        )
+    return facts
+
+
+def _peer_group(product: str, gpu_model: str, gpus: int) -> str:
+    return f"{gpus} x {gpu_model or 'GPU'}" + (f" in {product}" if product else "")
+
+
+def fabric_findings(fabric: Fabric) -> list[rules.FabricFinding]:
+    """Every fabric rule run on the fabric as it is now (nothing stored)."""
+    found: list[rules.FabricFinding] = []
+    up = link_list().filter(fabric=fabric, state=LinkState.UP)
+    found += rules.degraded_links(fabric.name, _link_facts(up))
+    if fabric.applied_at is not None:
+        gone = link_list(include_gone=True).filter(
+            fabric=fabric, state=LinkState.UP, gone_at=fabric.applied_at
+        )
+        found += rules.ports_gone(fabric.name, _link_facts(gone))
+
+    if fabric.summary.get("rail_optimised"):
+        leaves = {
+            sid: (name, rail)
+            for sid, name, rail in Switch.objects.filter(
+                fabric=fabric, gone_at__isnull=True, leaf_group__isnull=False
+            ).values_list("id", "name", "rail")
+        }
+        nics = []
+        for _adapter, guid, host, nic, rail, server_id, switch_id in FabricLink.objects.filter(
+            fabric=fabric,
+            gone_at__isnull=True,
+            state=LinkState.UP,
+            b_adapter__rail__isnull=False,
+            a_switch__isnull=False,
+        ).values_list(
+            "b_adapter_id",
+            "b_adapter__guid",
+            "b_adapter__host_name",
+            "b_adapter__nic",
+            "b_adapter__rail",
+            "b_adapter__server_id",
+            "a_switch_id",
+        ):
+            if switch_id in leaves:
+                name, leaf_rail = leaves[switch_id]
+                nics.append(rules.RailFact(guid, host, nic, rail, name, leaf_rail, server_id))
+        found += rules.wrong_rail(fabric.name, nics)
+
+    servers = list(
+        Server.objects.annotate(
+            gpu_n=Count("gpus"),
+            on_fabric=Count(
+                "fabric_adapters",
+                filter=Q(fabric_adapters__fabric=fabric, fabric_adapters__gone_at__isnull=True),
+                distinct=True,
+            ),
+        )
+        .filter(gpu_n__gt=0)
+        .values_list("id", "hostname", "product", "gpu_n", "on_fabric")
+    )
+    models = dict(
+        Server.objects.filter(id__in=[s[0] for s in servers])
+        .values_list("id", "gpus__name")
+        .distinct()
+    )
+    per_gpu = {row.server_id: row.gbps_per_gpu for row in fabric_host_bandwidth(fabric)}
+    facts = [
+        rules.ServerFact(
+            server_id=sid,
+            hostname=hostname,
+            peers=_peer_group(product, models.get(sid, ""), gpu_n),
+            on_fabric=on_fabric > 0,
+            gbps_per_gpu=per_gpu.get(sid),
+        )
+        for sid, hostname, product, gpu_n, on_fabric in servers
+    ]
+    found += rules.servers_absent(fabric.name, facts)
+    found += rules.servers_unbalanced(fabric.name, facts)
+    return found

@@ -1,0 +1,485 @@
+"""Writes of the fabric layer: snapshots applied, node-name maps set, tiers overridden.
+
+Applying a snapshot is one transaction: read the fabric's rows once, work out in memory what
+is new, changed and gone, and write that in bulk. The number of queries does not grow with
+the fabric (only with rows written, in batches of BATCH), and applying the same snapshot
+twice changes nothing but `last_seen`. A snapshot that cannot be read leaves the fabric as
+it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from inventory.models import Server
+from inventory.services import revision_bump
+
+from . import binding, graph
+from .bulk import update_rows
+from .choices import LinkState, NodeKind, SnapshotStatus
+from .models import Adapter, Fabric, FabricLink, FabricSnapshot, Switch
+from .parsers import SWITCH, Discovery, FabricFormatError, decode, parse_fabric, parse_node_name_map
+
+logger = logging.getLogger(__name__)
+
+BATCH = 2000
+ID_CHUNK = 10000
+
+
+class FabricRejected(Exception):
+    """Input the fabric cannot take; the fabric stays as it was. `field` is the one at fault."""
+
+    def __init__(self, message: str, field: str = "body") -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class SnapshotResult:
+    fabric: str
+    snapshot: int
+    format: str
+    switches: int
+    adapters: int
+    links_up: int
+    ports_down: int
+    added: int
+    gone: int
+    unbound: int
+
+
+@dataclass(frozen=True)
+class NameMapResult:
+    fabric: str
+    entries: int
+    renamed: int
+    bound: int
+    unbound: int
+
+
+def fabric_name_valid(name: str) -> bool:
+    return bool(name) and slugify(name) == name and len(name) <= 100
+
+
+def _check_name(name: str) -> None:
+    if not fabric_name_valid(name):
+        raise FabricRejected(
+            "a fabric name is lower-case letters, digits, '-' and '_' (at most 100)", "name"
+        )
+
+
+# -- snapshots ---------------------------------------------------------------------------
+
+
+def fabric_snapshot_ingest(*, fabric_name: str, raw: bytes | str) -> SnapshotResult:
+    """Take a raw `ibnetdiscover` (or `-p`) output for a fabric; a new name creates it.
+
+    Refused (FabricRejected) when it is not ibnetdiscover output, names no switch, or was
+    cut short; a fabric that already exists records the refusal among its snapshots.
+    """
+    _check_name(fabric_name)
+    data = raw.encode() if isinstance(raw, str) else bytes(raw)
+    try:
+        discovery = parse_fabric(data)
+    except FabricFormatError as exc:
+        _record_rejection(fabric_name, data, str(exc))
+        raise FabricRejected(str(exc)) from None
+    now = timezone.now()
+    with transaction.atomic():
+        fabric, _ = Fabric.objects.select_for_update().get_or_create(name=fabric_name)
+        snapshot = FabricSnapshot.objects.create(
+            fabric=fabric,
+            format=discovery.format,
+            status=SnapshotStatus.APPLIED,
+            raw=data.decode("utf-8-sig"),
+            size_bytes=len(data),
+            content_hash=hashlib.sha256(data).hexdigest(),
+            received_at=now,
+        )
+        added, gone = _apply(fabric, discovery, now)
+        unbound, _ = _bind(fabric)
+        _derive(fabric)
+        up = sum(1 for link in discovery.links if link.up)
+        switches = sum(1 for node in discovery.nodes.values() if node.kind == SWITCH)
+        FabricSnapshot.objects.filter(pk=snapshot.pk).update(
+            switch_count=switches,
+            adapter_count=len(discovery.nodes) - switches,
+            link_count=up,
+            ports_down=len(discovery.links) - up,
+            added=added,
+            gone=gone,
+        )
+        Fabric.objects.filter(pk=fabric.pk).update(last_snapshot=snapshot, applied_at=now)
+        _keep_recent_raw(fabric)
+        revision_bump(name="fabric")
+    return SnapshotResult(
+        fabric=fabric.name,
+        snapshot=snapshot.pk,
+        format=discovery.format,
+        switches=switches,
+        adapters=len(discovery.nodes) - switches,
+        links_up=up,
+        ports_down=len(discovery.links) - up,
+        added=added,
+        gone=gone,
+        unbound=unbound,
+    )
+
+
+def _record_rejection(fabric_name: str, data: bytes, error: str) -> None:
+    fabric = Fabric.objects.filter(name=fabric_name).first()
+    if fabric is None:
+        return  # a refused first snapshot creates nothing
+    FabricSnapshot.objects.create(
+        fabric=fabric,
+        status=SnapshotStatus.REJECTED,
+        error=error,
+        raw=data.decode("utf-8", errors="replace"),
+        size_bytes=len(data),
+        content_hash=hashlib.sha256(data).hexdigest(),
+    )
+    _keep_recent_raw(fabric)
+
+
+def _keep_recent_raw(fabric: Fabric) -> None:
+    """Keep the raw text of the last ATLAS_FABRIC_SNAPSHOT_RETENTION snapshots only."""
+    keep = settings.ATLAS_FABRIC_SNAPSHOT_RETENTION
+    old = list(
+        FabricSnapshot.objects.filter(fabric=fabric)
+        .exclude(raw="")
+        .order_by("-received_at", "-id")
+        .values_list("id", flat=True)[keep:]
+    )
+    if old:
+        FabricSnapshot.objects.filter(id__in=old).update(raw="")
+
+
+def _apply(fabric: Fabric, discovery: Discovery, now) -> tuple[int, int]:
+    """Upsert switches, adapters and cables; mark the absent gone. (added, gone) counts."""
+    names: dict[str, str] = fabric.node_names or {}
+    switch_systems = {
+        n.system_guid for n in discovery.nodes.values() if n.kind == SWITCH and n.system_guid
+    }
+    switch_rows: dict[str, dict[str, Any]] = {}
+    adapter_rows: dict[str, dict[str, Any]] = {}
+    for node in discovery.nodes.values():
+        if node.kind == SWITCH:
+            switch_rows[node.guid] = {
+                "description": node.description[:256],
+                "name": binding.switch_name_of(node.description, names.get(node.guid))[:256],
+                "lid": node.lid,
+                "system_guid": node.system_guid or "",
+                "port_count": node.port_count,
+            }
+        else:
+            adapter_rows[node.guid] = {
+                "kind": NodeKind.ROUTER if node.kind == "router" else NodeKind.CA,
+                "role": binding.adapter_role(
+                    node.kind, node.description, node.system_guid, switch_systems
+                ),
+                "node_guid_known": node.node_guid_known,
+                "description": node.description[:256],
+                "system_guid": node.system_guid or "",
+                "port_count": node.port_count,
+                "port_guids": [node.port_guids[p] for p in sorted(node.port_guids)],
+            }
+    added = gone = 0
+    switch_ids, a, g = _upsert(Switch, fabric, switch_rows, now)
+    added, gone = added + a, gone + g
+    adapter_ids, a, g = _upsert(Adapter, fabric, adapter_rows, now)
+    added, gone = added + a, gone + g
+
+    link_rows: dict[str, dict[str, Any]] = {}
+    for link in discovery.links:
+        row: dict[str, Any] = {
+            "a_switch_id": switch_ids.get(link.a_guid),
+            "a_adapter_id": adapter_ids.get(link.a_guid),
+            "a_port": link.a_port,
+            "a_lid": link.a_lid,
+            "b_switch_id": switch_ids.get(link.b_guid) if link.b_guid else None,
+            "b_adapter_id": adapter_ids.get(link.b_guid) if link.b_guid else None,
+            "b_port": link.b_port,
+            "b_lid": link.b_lid,
+            "width": link.width,
+            "lane_speed": link.speed,
+            "gbps": link.gbps,
+            "state": LinkState.UP if link.up else LinkState.DOWN,
+        }
+        link_rows[link.key] = row
+    _, a, g = _upsert(FabricLink, fabric, link_rows, now, key="key")
+    return added + a, gone + g
+
+
+def _upsert(model, fabric: Fabric, rows: dict[str, dict[str, Any]], now, key: str = "guid"):
+    """Create, update (only what changed, and the revived) and mark gone, set-wise.
+
+    Returns ({key: id} of live rows, added, gone).
+    """
+    fields = list(next(iter(rows.values())).keys()) if rows else []
+    existing = {
+        values[0]: values
+        for values in model.objects.filter(fabric=fabric).values_list(key, "id", "gone_at", *fields)
+    }
+    to_create, to_update = [], []
+    for row_key, row in rows.items():
+        known = existing.get(row_key)
+        if known is None:
+            to_create.append(
+                model(fabric=fabric, first_seen=now, last_seen=now, **{key: row_key}, **row)
+            )
+            continue
+        current = dict(zip(fields, known[3:], strict=True))
+        if known[2] is not None or current != row:
+            to_update.append(model(id=known[1], gone_at=None, last_seen=now, **row))
+    model.objects.bulk_create(to_create, batch_size=BATCH)
+    if to_update:
+        update_rows(model, to_update, ["gone_at", "last_seen", *fields])
+    vanished = [v[1] for k, v in existing.items() if v[2] is None and k not in rows]
+    for start in range(0, len(vanished), ID_CHUNK):
+        model.objects.filter(id__in=vanished[start : start + ID_CHUNK]).update(gone_at=now)
+    model.objects.filter(fabric=fabric, gone_at__isnull=True).update(last_seen=now)
+    ids = dict(model.objects.filter(fabric=fabric, gone_at__isnull=True).values_list(key, "id"))
+    return ids, len(to_create), len(vanished)
+
+
+# -- names and bindings -------------------------------------------------------------------
+
+
+def agent_guid_servers(fabric: Fabric) -> dict[str, int]:
+    """Node or port GUID -> server id, from what agents report of their InfiniBand NICs.
+
+    The seam for the first binding step: agents do not report NIC GUIDs yet (they will from
+    /sys/class/infiniband), so this is empty and bindings come from names until then.
+    """
+    return {}
+
+
+def _bind(fabric: Fabric) -> tuple[int, int]:
+    """Set every live adapter's host name, NIC label and server: (left unbound, changed)."""
+    servers_by_name = binding.server_name_index(
+        Server.objects.values_list("id", "hostname", "fqdn").iterator(chunk_size=5000)
+    )
+    servers_by_guid = agent_guid_servers(fabric)
+    names = fabric.node_names or {}
+    fields = ["host_name", "nic", "server_id", "binding_method"]
+    changed, unbound = [], 0
+    rows = Adapter.objects.filter(fabric=fabric, gone_at__isnull=True).values_list(
+        "id", "guid", "port_guids", "description", "role", *fields
+    )
+    for adapter_id, guid, port_guids, description, role, *current in rows:
+        found = binding.bind_adapter(
+            binding.AdapterIdentity(guid, tuple(port_guids), description, role),
+            servers_by_guid=servers_by_guid,
+            mapped_names=names,
+            servers_by_name=servers_by_name,
+        )
+        mapped = names.get(guid) or next((names[p] for p in port_guids if p in names), "")
+        nic = binding.nic_label_of(mapped or description)
+        wanted = [found.host_name, nic[:64], found.server_id, found.method]
+        if role == binding.HOST and found.server_id is None:
+            unbound += 1
+        if wanted != current:
+            changed.append(Adapter(id=adapter_id, **dict(zip(fields, wanted, strict=True))))
+    update_rows(Adapter, changed, ["host_name", "nic", "server", "binding_method"])
+    return unbound, len(changed)
+
+
+def fabric_rebind(*, fabric: Fabric) -> int:
+    """Bind the fabric's adapters again (servers came or went); the count left unbound.
+    Derived facts (rails, leaf groups) are worked out again only when a binding changed."""
+    with transaction.atomic():
+        unbound, changed = _bind(fabric)
+        if changed:
+            _derive(fabric)
+            revision_bump(name="fabric")
+    return unbound
+
+
+def node_name_map_set(*, fabric_name: str, raw: bytes | str) -> NameMapResult:
+    """Set a fabric's node-name map (ibnetdiscover's format); it names and binds the
+    fabric's switches and adapters from now on, those seen before included."""
+    _check_name(fabric_name)
+    try:
+        text = decode(raw)
+        names = parse_node_name_map(text)
+    except FabricFormatError as exc:
+        raise FabricRejected(str(exc)) from None
+    now = timezone.now()
+    with transaction.atomic():
+        fabric, _ = Fabric.objects.select_for_update().get_or_create(name=fabric_name)
+        fabric.node_name_map, fabric.node_names, fabric.node_name_map_updated_at = text, names, now
+        fabric.save(update_fields=["node_name_map", "node_names", "node_name_map_updated_at"])
+        renamed = []
+        for switch_id, guid, description, name in Switch.objects.filter(fabric=fabric).values_list(
+            "id", "guid", "description", "name"
+        ):
+            wanted = binding.switch_name_of(description, names.get(guid))[:256]
+            if wanted != name:
+                renamed.append(Switch(id=switch_id, name=wanted))
+        update_rows(Switch, renamed, ["name"])
+        unbound, _ = _bind(fabric)
+        _derive(fabric)
+        bound = Adapter.objects.filter(fabric=fabric, server__isnull=False).count()
+        revision_bump(name="fabric")
+    return NameMapResult(
+        fabric=fabric.name, entries=len(names), renamed=len(renamed), bound=bound, unbound=unbound
+    )
+
+
+def switch_tier_set(*, switch: Switch, tier: int | None) -> Switch:
+    """A person's tier for a switch (None: back to the inferred one); tiers are derived again."""
+    with transaction.atomic():
+        Switch.objects.filter(pk=switch.pk).update(tier_override=tier)
+        _derive(Fabric.objects.select_for_update().get(pk=switch.fabric_id))
+        revision_bump(name="fabric")
+    return Switch.objects.get(pk=switch.pk)
+
+
+# -- derived facts ------------------------------------------------------------------------
+
+
+def host_key(server_id: int | None, host_name: str) -> str | None:
+    """What an adapter belongs to: its bound server (`s<id>`), else its host name (`h<name>`)."""
+    if server_id is not None:
+        return f"s{server_id}"
+    return f"h{host_name.lower()}" if host_name else None
+
+
+def _derive(fabric: Fabric) -> None:
+    """Tiers, rails, leaf groups, ports used and bandwidth of every live switch."""
+    switches = {
+        row[0]: row
+        for row in Switch.objects.filter(fabric=fabric, gone_at__isnull=True).values_list(
+            "id",
+            "name",
+            "tier_override",
+            "tier_inferred",
+            "rail",
+            "leaf_group",
+            "ports_used",
+            "down_gbps",
+            "up_gbps",
+        )
+    }
+    adapters = {
+        row[0]: row
+        for row in Adapter.objects.filter(fabric=fabric, gone_at__isnull=True).values_list(
+            "id", "role", "server_id", "host_name", "nic", "rail"
+        )
+    }
+    links = FabricLink.objects.filter(
+        fabric=fabric, gone_at__isnull=True, state=LinkState.UP
+    ).values_list("a_switch_id", "a_adapter_id", "b_switch_id", "b_adapter_id", "gbps")
+    switch_links: list[tuple[int, int, float | None]] = []
+    ports: list[graph.HostPort] = []
+    adapter_links: list[tuple[int, float | None]] = []
+    used: Counter[int] = Counter()
+    hosts_on: Counter[int] = Counter()
+    for a_switch, _a_adapter, b_switch, b_adapter, gbps in links:
+        for end in (a_switch, b_switch):
+            if end is not None:
+                used[end] += 1
+        if a_switch is not None and b_switch is not None:
+            switch_links.append((a_switch, b_switch, gbps))
+        elif a_switch is not None and b_adapter is not None:
+            _, role, server_id, host_name, nic, _rail = adapters[b_adapter]
+            if role != binding.HOST:
+                continue
+            hosts_on[a_switch] += 1
+            adapter_links.append((a_switch, gbps))
+            ports.append(
+                graph.HostPort(
+                    adapter=str(b_adapter),
+                    host=host_key(server_id, host_name),
+                    nic=nic,
+                    switch=str(a_switch),
+                    gbps=gbps,
+                )
+            )
+    overrides = {sid: row[2] for sid, row in switches.items() if row[2]}
+    pairs = [(a, b) for a, b, _ in switch_links]
+    effective = graph.infer_tiers(switches, pairs, hosts_on, overrides)
+    plain = graph.infer_tiers(switches, pairs, hosts_on) if overrides else effective
+    leaves = {str(sid) for sid, tier in effective.items() if tier == 1}
+    layout = graph.detect_rails(ports, leaves)
+    loads = graph.switch_loads(effective, switch_links, adapter_links)
+
+    changed = []
+    for sid, row in switches.items():
+        wanted = (
+            plain[sid] if sid in overrides else effective[sid],
+            layout.leaf_rail.get(str(sid)),
+            layout.leaf_group.get(str(sid)),
+            min(used[sid], 32767),
+            loads[sid].down_gbps,
+            loads[sid].up_gbps,
+        )
+        if wanted != row[3:]:
+            changed.append(
+                Switch(
+                    id=sid,
+                    tier_inferred=wanted[0],
+                    rail=wanted[1],
+                    leaf_group=wanted[2],
+                    ports_used=wanted[3],
+                    down_gbps=wanted[4],
+                    up_gbps=wanted[5],
+                )
+            )
+    update_rows(
+        Switch,
+        changed,
+        ["tier_inferred", "rail", "leaf_group", "ports_used", "down_gbps", "up_gbps"],
+    )
+    rails_changed = [
+        Adapter(id=aid, rail=layout.adapter_rail.get(str(aid)))
+        for aid, row in adapters.items()
+        if row[5] != layout.adapter_rail.get(str(aid))
+    ]
+    update_rows(Adapter, rails_changed, ["rail"])
+    Fabric.objects.filter(pk=fabric.pk).update(
+        summary=_summary(switches, effective, layout, adapters)
+    )
+
+
+def _summary(switches, tiers, layout: graph.RailLayout, adapters) -> dict[str, Any]:
+    by_tier = Counter(t for t in tiers.values() if t is not None)
+    names = {str(sid): row[1] for sid, row in switches.items()}
+    host_adapters = [row for row in adapters.values() if row[1] == binding.HOST]
+    return {
+        "tiers": {graph.tier_name(t): by_tier[t] for t in sorted(by_tier)},
+        "untiered_switches": sum(1 for t in tiers.values() if t is None),
+        "rail_optimised": layout.rail_optimised,
+        "rails": [
+            {
+                "rail": rail,
+                "nics": layout.rail_labels.get(rail, []),
+                "leaves": sorted(names[leaf] for leaf in leaves),
+            }
+            for rail, leaves in layout.rails.items()
+        ],
+        "leaf_groups": len(layout.groups),
+        "host_adapters": len(host_adapters),
+        "unbound_host_adapters": sum(1 for row in host_adapters if row[2] is None),
+        "unnamed_host_adapters": sum(1 for row in host_adapters if not row[3]),
+    }
+
+
+def hosts_by_switch(rows: Iterable[tuple[int, int | None, str]]) -> dict[int, set[str]]:
+    """(switch id, server id, host name) rows -> switch id -> host keys."""
+    found: dict[int, set[str]] = defaultdict(set)
+    for switch_id, server_id, host_name in rows:
+        key = host_key(server_id, host_name)
+        if key:
+            found[switch_id].add(key)
+    return found

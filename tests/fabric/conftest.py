@@ -1,0 +1,54 @@
+"""Fabric test helpers: the real ibnetdiscover captures and this folder's own fixtures."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "tests" / "fixtures" / "samples"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SUPERPOD = "ibnetdiscover-superpod-ndr-topograph.out"
+TREYDOCK = "ibnetdiscover-p-edr-treydock.out"
+FABRIC_SAMPLES = (SUPERPOD, TREYDOCK)
+
+
+def shared_samples() -> Path | None:
+    """The project's shared samples folder, when this checkout sits beside it."""
+    configured = os.environ.get("ATLAS_SAMPLES_DIR")
+    if configured:
+        return Path(configured)
+    for parent in REPO.parents:
+        candidate = parent / "shared" / "samples"
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def sample(name: str) -> bytes:
+    return (SAMPLES / name).read_bytes()
+
+
+def fixture_text(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+@pytest.fixture
+def superpod() -> bytes:
+    return sample(SUPERPOD)
+
+
+@pytest.fixture
+def treydock() -> bytes:
+    return sample(TREYDOCK)
+
+
+@pytest.fixture
+def staff_api(staff):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(staff)
+    return client

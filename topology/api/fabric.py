@@ -1,0 +1,128 @@
+"""Fabric exports for schedulers, named as the scheduler names its nodes, and the check of a
+scheduler's own topology against the discovered one. Thin: parse, call, answer."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import permissions, serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from clusters.api.views import CanPushSnapshots
+from clusters.choices import ClusterKind
+from clusters.models import Cluster
+from fabric.api.serializers import FabricFindingSerializer
+from fabric.exports import parse_topology_conf, slurm_topology_conf, slurm_topology_yaml
+from fabric.models import Fabric
+from fabric.parsers import FabricFormatError, decode
+from fabric.rules import scheduler_topology_mismatch
+from fabric.selectors import fabric_scheduler_tree
+
+from ..fabric_names import FabricNamesError, cluster_fabric, slurm_node_names
+
+CLUSTER = OpenApiParameter(
+    "cluster", str, description="the Slurm cluster whose node names to use (default: the one)"
+)
+
+
+def _invalid(exc: FabricNamesError | FabricFormatError, field: str = "body") -> None:
+    raise serializers.ValidationError({getattr(exc, "field", field): [str(exc)]})
+
+
+def _export(request: Request, name: str):
+    fabric = get_object_or_404(Fabric, name=name)
+    try:
+        cluster, names = slurm_node_names(fabric, request.query_params.get("cluster") or None)
+    except FabricNamesError as exc:
+        _invalid(exc)
+    tree, notes = fabric_scheduler_tree(fabric, names)
+    when = fabric.applied_at.strftime("%Y-%m-%d %H:%M UTC") if fabric.applied_at else "never"
+    header = (
+        f"Slurm topology/tree of fabric {fabric.name} (snapshot of {when}), by Cluster Atlas\n"
+        + (
+            f"node names as Slurm cluster {cluster} names them, else host names"
+            if cluster
+            else "node names are host names (no Slurm cluster binds these servers)"
+        )
+        + f"\ngenerated {timezone.now():%Y-%m-%d %H:%M UTC}"
+    )
+    return fabric, tree, notes, header
+
+
+class FabricTopologyConfView(APIView):
+    """Slurm's topology.conf (tree plugin) for a fabric."""
+
+    @extend_schema(
+        parameters=[CLUSTER],
+        responses={(200, "text/plain"): OpenApiTypes.STR},
+        summary="Slurm topology.conf (topology/tree) of a fabric",
+    )
+    def get(self, request: Request, name: str) -> HttpResponse:
+        _, tree, notes, header = _export(request, name)
+        return HttpResponse(
+            slurm_topology_conf(tree, notes, header), content_type="text/plain; charset=utf-8"
+        )
+
+
+class FabricTopologyYamlView(APIView):
+    """Slurm 24.11+'s topology.yaml (one tree topology, the cluster default) for a fabric."""
+
+    @extend_schema(
+        parameters=[CLUSTER],
+        responses={(200, "text/plain"): OpenApiTypes.STR},
+        summary="Slurm topology.yaml (tree) of a fabric",
+    )
+    def get(self, request: Request, name: str) -> HttpResponse:
+        fabric, tree, _notes, header = _export(request, name)
+        return HttpResponse(
+            slurm_topology_yaml(tree, fabric.name, header), content_type="text/plain; charset=utf-8"
+        )
+
+
+class TopologyCompareSerializer(serializers.Serializer):
+    cluster = serializers.CharField()
+    fabric = serializers.CharField()
+    agrees = serializers.BooleanField()
+    switches = serializers.IntegerField()
+    findings = FabricFindingSerializer(many=True)
+
+
+class ClusterTopologyView(APIView):
+    """POST a Slurm cluster's topology.conf: compared with the discovered fabric."""
+
+    permission_classes = [permissions.IsAuthenticated, CanPushSnapshots]
+
+    @extend_schema(
+        request={"text/plain": {"type": "string"}},
+        parameters=[OpenApiParameter("fabric", str, description="default: the cluster's fabric")],
+        responses={200: TopologyCompareSerializer},
+        summary="Compare a Slurm topology.conf with the discovered fabric",
+    )
+    def post(self, request: Request, name: str) -> Response:
+        cluster = get_object_or_404(Cluster, name=name)
+        if cluster.kind != ClusterKind.SLURM:
+            raise serializers.ValidationError({"name": [f"{name!r} is not a Slurm cluster"]})
+        try:
+            pushed = parse_topology_conf(decode(request.body))
+        except FabricFormatError as exc:
+            _invalid(exc)
+        try:
+            fabric = cluster_fabric(cluster, request.query_params.get("fabric") or None)
+            _, names = slurm_node_names(fabric, cluster.name)
+        except FabricNamesError as exc:
+            _invalid(exc)
+        discovered, _ = fabric_scheduler_tree(fabric, names)
+        findings = scheduler_topology_mismatch(cluster.name, pushed, discovered)
+        body = {
+            "cluster": cluster.name,
+            "fabric": fabric.name,
+            "agrees": not findings,
+            "switches": len(pushed.nodes) + len(pushed.children),
+            "findings": findings,
+        }
+        return Response(TopologyCompareSerializer(body).data)
