@@ -27,4 +27,5 @@ urlpatterns = [
     path("api/v1/", include("inventory.api.urls")),
     path("api/v1/", include("clusters.api.urls")),
     path("api/v1/", include("topology.api.urls")),
+    path("api/v1/", include("health.api.urls")),
 ]

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..schema import normalize_pci_bus_id
 from .nvidia_smi_xml import SmiLog, SmiParseError, name_mig_devices
+from .smi_health import health_from_text
 from .values import (
     clean,
     real_serial,
@@ -185,6 +186,7 @@ def _gpu(node: Section, bus: str) -> dict[str, Any]:
         "remapped_rows_uncorrectable": to_int(remapped.text("Uncorrectable Error")),
         "remapped_rows_pending": to_bool(remapped.text("Pending")),
         "remapped_rows_failure": to_bool(remapped.text("Remapping Failure Occurred")),
+        "health": health_from_text(node, any_errors=bool(corrected or uncorrected)),
     }
     if mig_current:
         gpu["mig_devices"] = _mig_devices(node, name, arch)

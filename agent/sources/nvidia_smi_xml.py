@@ -14,6 +14,7 @@ from typing import Any
 
 from ..schema import normalize_pci_bus_id
 from .mig_profiles import derive_mig_profile
+from .smi_health import health_from_xml
 from .values import (
     clean,
     real_serial,
@@ -180,6 +181,7 @@ def _gpu(node: ET.Element) -> dict[str, Any]:
         "remapped_rows_uncorrectable": to_int(_text(remapped, "remapped_row_unc")),
         "remapped_rows_pending": to_bool(_text(remapped, "remapped_row_pending")),
         "remapped_rows_failure": to_bool(_text(remapped, "remapped_row_failure")),
+        "health": health_from_xml(node, any_errors=bool(corrected or uncorrected)),
     }
     if mig_current:
         gpu["mig_devices"] = _mig_devices(node, name, arch)

@@ -23,7 +23,9 @@ from ..validation import report_errors
 
 logger = logging.getLogger(__name__)
 
-VOLATILE_KEYS = ("collected_at",)
+# Not facts about the server: `events` are new each time (stored once each by health), so a
+# report carrying some is never a heartbeat, and the next one without them is one again.
+VOLATILE_KEYS = ("collected_at", "events")
 
 
 class ReportRejected(Exception):
@@ -76,7 +78,8 @@ def report_receive(
 
     digest = content_hash(payload)
     server = token.server
-    if server is not None and token.identity and server.last_report_hash == digest:
+    heartbeat = server is not None and server.last_report_hash == digest
+    if heartbeat and token.identity and not payload.get("events"):
         # Heartbeat: the same facts as the last applied report of this token's server.
         Server.objects.filter(pk=server.pk).update(last_seen=timezone.now())
         return ReceiveResult(
