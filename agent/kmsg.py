@@ -21,7 +21,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import re
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -38,13 +37,13 @@ from .sources.kernel_log import (
     KernelLogParser,
     journal_key,
     journal_time,
+    unescape_kmsg,
 )
 
 KMSG = "/dev/kmsg"
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
 RECORD_BYTES = 16384  # larger than any printk record
 JOURNAL_TIMEOUT_S = 30.0
-_ESCAPE = re.compile(r"\\x([0-9a-fA-F]{2})")
 Runner = Callable[[Sequence[str]], "str | None"]
 
 
@@ -98,9 +97,7 @@ def parse_record(raw: bytes) -> KmsgRecord | None:
         prio, seq, usec = int(fields[0]), int(fields[1]), int(fields[2])
     except (IndexError, ValueError):
         return None
-    text = rest.split(b"\n", 1)[0].decode("utf-8", "replace")
-    # the kernel escapes newlines, other control bytes and backslashes as \xNN
-    text = _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
+    text = unescape_kmsg(rest.split(b"\n", 1)[0].decode("utf-8", "replace"))
     return KmsgRecord(facility=prio >> 3, seq=seq, usec=usec, message=text)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime, timedelta
+from itertools import pairwise
 from typing import Any
 
 from django.db.models import F, Q, QuerySet
@@ -65,13 +66,17 @@ def gpu_history(*, gpu_id: int) -> dict[str, Any] | None:
     )
     samples.reverse()
     mine = [c for c in changes if c.gpu_id in ids or _installed(c, uuids)]
+    slot = _slot(gpu, changes)
+    replacements = _replacements(slot, mine, uuids)
+    for occupant in slot["occupants"]:
+        occupant.pop("_change")
     return {
         "gpu": gpu,
         "identity": f"serial:{gpu.serial}" if gpu.serial else f"uuid:{gpu.uuid}",
         "gpus": family,
         "placements": _placements(gpu, family, mine, samples, events),
-        "replacements": [_replacement(c, uuids) for c in mine if c.kind == ChangeKind.GPU_REPLACED],
-        "slot": _slot(gpu, changes),
+        "replacements": replacements,
+        "slot": slot,
         "changes": mine,
         "events": events,
         "counters": list(reversed(samples[-HISTORY_COUNTERS:])),
@@ -82,18 +87,6 @@ def _installed(change: ChangeEvent, uuids: list[str]) -> bool:
     return change.kind == ChangeKind.GPU_REPLACED and (change.after or {}).get("uuid") in uuids
 
 
-def _replacement(change: ChangeEvent, uuids: list[str]) -> dict[str, Any]:
-    return {
-        "at": change.created_at,
-        "server": change.server_id,
-        "hostname": change.server.hostname,
-        "pci_bus_id": change.gpu.pci_bus_id if change.gpu else "",
-        "role": "installed" if _installed(change, uuids) else "removed",
-        "removed": change.before or {},
-        "installed": change.after or {},
-    }
-
-
 def _placements(
     gpu: Gpu,
     family: list[Gpu],
@@ -101,9 +94,10 @@ def _placements(
     samples: list[GpuCounterSample],
     events: list[HealthEvent],
 ) -> list[dict[str, Any]]:
-    """Stretches of time on one server: from every sighting of the GPU (counter samples and
-    events name server and slot; moves, replacements and first/last seen name the server),
-    in time order, consecutive sightings on one server joined."""
+    """Stretches of time on one server: from every sighting of the GPU on the backend's clock
+    (counter samples name server and slot; moves, replacements and first/last seen name the
+    server), in time order, consecutive sightings on one server joined. Event times come from
+    the server's log clock and only fill in a slot."""
     tiny = timedelta(microseconds=1)
     sightings: list[tuple[datetime, int, str, str]] = []
     first_server: dict[int, tuple[int, str]] = {}
@@ -133,11 +127,6 @@ def _placements(
         if sample.server_id:
             sightings.append(
                 (sample.taken_at, sample.server_id, sample.server.hostname, sample.pci_bus_id)
-            )
-    for event in events:
-        if event.gpu_id in {g.pk for g in family}:
-            sightings.append(
-                (event.first_seen, event.server_id, event.server.hostname, event.pci_bus_id)
             )
     sightings.sort(key=lambda s: s[0])
     runs: list[dict[str, Any]] = []
@@ -169,50 +158,102 @@ def _placements(
             run["end"] = last
     if runs and runs[-1]["server"] == current:
         runs[-1]["pci_bus_id"] = gpu.pci_bus_id or runs[-1]["pci_bus_id"]
+    ids = {g.pk for g in family}
+    event_bus = {e.server_id: e.pci_bus_id for e in events if e.gpu_id in ids and e.pci_bus_id}
+    for run in runs:
+        run["pci_bus_id"] = run["pci_bus_id"] or event_bus.get(run["server"], "")
     return runs
 
 
 def _slot(gpu: Gpu, changes: list[ChangeEvent]) -> dict[str, Any]:
-    """Who sat in this GPU's current slot before it: the chain of replacements at that bus."""
+    """Every board that sat in this GPU's slot, in order: the first one replaced there, then
+    each replacement's new board (a replacement's new board is certain; which row it replaced
+    is the board installed before it)."""
     bus = gpu.pci_bus_id
-    here = [
-        c
-        for c in changes
-        if c.kind == ChangeKind.GPU_REPLACED
-        and c.server_id == gpu.server_id
-        and bus
-        and ((c.gpu and c.gpu.pci_bus_id == bus) or bus in c.summary)
-    ]
-    by_new = {(c.after or {}).get("uuid"): c for c in here}
-    occupants = [
-        {"uuid": gpu.uuid, "serial": gpu.serial, "gpu": gpu.pk, "start": None, "end": None}
-    ]
-    seen = {gpu.uuid}
-    while True:
-        change = by_new.get(occupants[0]["uuid"])
-        if change is None:
-            break
-        occupants[0]["start"] = change.created_at
-        before = change.before or {}
-        if before.get("uuid") in seen:
-            break
-        seen.add(before.get("uuid"))
-        occupants.insert(
-            0,
-            {
-                "uuid": before.get("uuid", ""),
-                "serial": before.get("serial", ""),
-                "gpu": change.gpu_id,
-                "start": None,
-                "end": change.created_at,
-            },
-        )
+    here = sorted(
+        (
+            c
+            for c in changes
+            if c.kind == ChangeKind.GPU_REPLACED
+            and c.server_id == gpu.server_id
+            and bus
+            and ((c.gpu and c.gpu.pci_bus_id == bus) or bus in c.summary)
+        ),
+        key=lambda c: (c.created_at, c.id),
+    )
+    occupants: list[dict[str, Any]] = []
+    for change in here:
+        before, after = change.before or {}, change.after or {}
+        if not occupants:
+            occupants.append(_occupant(before, change.gpu_id, None))
+        occupants[-1]["end"] = change.created_at
+        occupants.append(_occupant(after, None, change.created_at, change))
+    if not occupants:
+        occupants.append(_occupant({"uuid": gpu.uuid, "serial": gpu.serial}, gpu.pk, None))
+    for occupant in occupants:
+        if occupant["uuid"] == gpu.uuid:
+            occupant["gpu"] = gpu.pk
     return {
         "server": gpu.server_id,
         "hostname": gpu.server.hostname,
         "pci_bus_id": bus,
         "occupants": occupants,
     }
+
+
+def _occupant(
+    facts: dict[str, Any], gpu_id: int | None, start: Any, change: ChangeEvent | None = None
+) -> dict[str, Any]:
+    return {
+        "uuid": facts.get("uuid") or "",
+        "serial": facts.get("serial") or "",
+        "gpu": gpu_id,
+        "start": start,
+        "end": None,
+        "_change": change,
+    }
+
+
+def _replacements(
+    slot: dict[str, Any], changes: list[ChangeEvent], uuids: list[str]
+) -> list[dict[str, Any]]:
+    """This board's replacements: in its current slot from the slot's order of boards, in
+    slots it left from the change events naming it."""
+    out: list[dict[str, Any]] = []
+    occupants = slot["occupants"]
+    counted: set[int] = set()
+    for before, after in pairwise(occupants):
+        change = after["_change"]
+        counted.add(change.pk)
+        if after["uuid"] in uuids or before["uuid"] in uuids:
+            out.append(
+                {
+                    "at": change.created_at,
+                    "server": slot["server"],
+                    "hostname": slot["hostname"],
+                    "pci_bus_id": slot["pci_bus_id"],
+                    "role": "installed" if after["uuid"] in uuids else "removed",
+                    "removed": {"uuid": before["uuid"], "serial": before["serial"]},
+                    "installed": {"uuid": after["uuid"], "serial": after["serial"]},
+                }
+            )
+    for change in changes:
+        if change.kind != ChangeKind.GPU_REPLACED or change.pk in counted:
+            continue
+        installed = (change.after or {}).get("uuid") in uuids
+        out.append(
+            {
+                "at": change.created_at,
+                "server": change.server_id,
+                "hostname": change.server.hostname,
+                "pci_bus_id": change.gpu.pci_bus_id if change.gpu else "",
+                "role": "installed" if installed else "removed",
+                "removed": change.before or {},
+                "installed": change.after or {},
+            }
+        )
+    out.sort(key=lambda r: r["at"])
+    return out
 
 
 # -- rule inputs -----------------------------------------------------------------------------

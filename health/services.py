@@ -96,6 +96,11 @@ class ReportHealth:
     gpus: list[dict[str, Any]]
     events: list[dict[str, Any]]
     counters: bool = True  # False for a superseded report: its counters are older than applied
+    applied_at: datetime | None = None  # counter samples carry the inventory's time of the facts
+
+    @property
+    def taken_at(self) -> datetime:
+        return self.applied_at or self.received_at
 
 
 @dataclass
@@ -139,6 +144,7 @@ def health_record(*, server: Server, report: Report) -> RecordResult:
         gpus=list(payload.get("gpus") or []),
         events=list(payload.get("events") or []),
         counters=report.status != ReportStatus.SUPERSEDED,
+        applied_at=report.applied_at,
     )
     return health_record_reports(reports=[item])
 
@@ -215,7 +221,15 @@ def _load(report_ids: list[int]) -> list[ReportHealth]:
             server__isnull=False,
         )
         .order_by("id")
-        .values("id", "status", "server_id", "received_at", "payload__gpus", "payload__events")
+        .values(
+            "id",
+            "status",
+            "server_id",
+            "received_at",
+            "applied_at",
+            "payload__gpus",
+            "payload__events",
+        )
     )
     return [
         ReportHealth(
@@ -225,6 +239,7 @@ def _load(report_ids: list[int]) -> list[ReportHealth]:
             gpus=_as_list(row["payload__gpus"]),
             events=_as_list(row["payload__events"]),
             counters=row["status"] == ReportStatus.APPLIED,
+            applied_at=row["applied_at"],
         )
         for row in rows
     ]
@@ -511,7 +526,7 @@ def _record_counters(reports: list[ReportHealth], gpus: _GpuIndex, result: Recor
             if latest.pk:
                 retired.append(latest.pk)
                 state_changed.pop(latest.pk, None)
-        sample = GpuCounterSample(gpu_id=gpu_id, taken_at=report.received_at, **values)
+        sample = GpuCounterSample(gpu_id=gpu_id, taken_at=report.taken_at, **values)
         created[gpu_id].append(sample)
         current[gpu_id] = sample
     if retired:

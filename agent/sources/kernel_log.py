@@ -66,7 +66,13 @@ _PROBE = re.compile(
     r"|NVRM: (?:GPU " + _BUS.replace("bus>", "bus3>") + r": )?RmInitAdapter failed"
     r"|NVRM: rm_init_adapter failed)"
 )
+_KMSG_ESCAPE = re.compile(r"\\x([0-9a-fA-F]{2})")
 _DETAIL_SXID = ("Severity ", "Data {")  # follow-up lines of one SXid, not a new one
+
+
+def unescape_kmsg(text: str) -> str:
+    """/dev/kmsg escapes newlines, other control bytes and backslashes as `\\xNN`."""
+    return _KMSG_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text) if "\\x" in text else text
 
 
 def pci_bus(raw: str | None) -> str | None:
@@ -169,13 +175,17 @@ class KernelLogParser:
             self._message(line.strip(), self._last_time, None)
             return
         time: datetime | None
-        key = None
         rest = line[match.end() :]
         if match["mono"] is not None:
             time = self._since_boot(float(match["mono"]))
-        elif match["kseq"] is not None:
+        elif match["kseq"] is not None:  # a saved /dev/kmsg: one record, newlines escaped
+            if int(match["kprio"]) >> 3:
+                return  # not the kernel's own message (a write to /dev/kmsg)
             time = self._since_boot(int(match["kusec"]) / 1e6)
-            key = f"kmsg:{match['kseq']}"
+            self._last_time = time
+            for part in unescape_kmsg(rest).split("\n"):
+                self._message(part.strip(), time, None)  # no boot id: no position key
+            return
         else:
             time = self._absolute(match)
             tail = _HOST_KERNEL.match(rest)
@@ -184,7 +194,7 @@ class KernelLogParser:
                 if time is None and tail["mono"]:
                     time = self._since_boot(float(tail["mono"]))
         self._last_time = time
-        self._message(rest.strip(), time, key)
+        self._message(rest.strip(), time, None)
 
     def feed_message(self, message: str, time: datetime | None, key: str | None = None) -> None:
         """One kernel message whose time and position are known (a kmsg record, a journal
