@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone, tzinfo
+from functools import lru_cache
 from typing import IO, Any
 
 from ..schema import normalize_pci_bus_id
@@ -70,11 +71,16 @@ _KMSG_ESCAPE = re.compile(r"\\x([0-9a-fA-F]{2})")
 _DETAIL_SXID = ("Severity ", "Data {")  # follow-up lines of one SXid, not a new one
 
 
+# A time as the log wrote it: seconds since boot, a datetime, or a prefix match to convert.
+Stamp = float | datetime | tuple[re.Match[str], str | None] | None
+
+
 def unescape_kmsg(text: str) -> str:
     """/dev/kmsg escapes newlines, other control bytes and backslashes as `\\xNN`."""
     return _KMSG_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text) if "\\x" in text else text
 
 
+@lru_cache(maxsize=4096)
 def pci_bus(raw: str | None) -> str | None:
     """The kernel's `0000:9b:00` (no function) or `0000:9b:00.0` -> `0000:9b:00.0`."""
     if not raw:
@@ -148,7 +154,8 @@ class KernelLogParser:
     uuids: dict[str, str] = field(default_factory=dict)  # bus -> UUID, from the log itself
     lines: int = 0
     dropped: int = 0
-    _last_time: datetime | None = None
+    _last_stamp: Stamp = None
+    _stamps: dict[tuple[str, int | None, str | None], list[Stamp]] = field(default_factory=dict)
     _pending_bus: str | None = None
     _pending_left: int = 0
 
@@ -172,29 +179,32 @@ class KernelLogParser:
             return
         match = _PREFIX.match(line)
         if match is None:  # a continuation line: the time of the line before
-            self._message(line.strip(), self._last_time, None)
+            self._message(line.strip(), self._last_stamp, None)
             return
-        time: datetime | None
+        # Times are kept as they were written (a "stamp") and converted once per event at
+        # the end: a storm of one Xid converts two, not 100,000.
+        stamp: Stamp
         rest = line[match.end() :]
-        if match["mono"] is not None:
-            time = self._since_boot(float(match["mono"]))
+        mono = match["mono"]
+        if mono is not None:
+            stamp = float(mono)
         elif match["kseq"] is not None:  # a saved /dev/kmsg: one record, newlines escaped
             if int(match["kprio"]) >> 3:
                 return  # not the kernel's own message (a write to /dev/kmsg)
-            time = self._since_boot(int(match["kusec"]) / 1e6)
-            self._last_time = time
+            stamp = int(match["kusec"]) / 1e6
+            self._last_stamp = stamp
             for part in unescape_kmsg(rest).split("\n"):
-                self._message(part.strip(), time, None)  # no boot id: no position key
+                self._message(part.strip(), stamp, None)  # no boot id: no position key
             return
         else:
-            time = self._absolute(match)
             tail = _HOST_KERNEL.match(rest)
+            kernel_mono = None
             if tail is not None:
                 rest = rest[tail.end() :]
-                if time is None and tail["mono"]:
-                    time = self._since_boot(float(tail["mono"]))
-        self._last_time = time
-        self._message(rest.strip(), time, None)
+                kernel_mono = tail["mono"]
+            stamp = (match, kernel_mono)
+        self._last_stamp = stamp
+        self._message(rest.strip(), stamp, None)
 
     def feed_message(self, message: str, time: datetime | None, key: str | None = None) -> None:
         """One kernel message whose time and position are known (a kmsg record, a journal
@@ -202,7 +212,7 @@ class KernelLogParser:
         for part in message.split("\n"):
             self.lines += 1
             if "NVRM" in part or "SXid" in part or "nvidia" in part:
-                self._last_time = time
+                self._last_stamp = time
                 self._message(part.strip(), time, key)
             elif self._pending_left:
                 self._pending_left -= 1
@@ -227,6 +237,17 @@ class KernelLogParser:
 
     def _since_boot(self, seconds: float) -> datetime | None:
         return self.boot_time + timedelta(seconds=seconds) if self.boot_time else None
+
+    def _time(self, stamp: Stamp) -> datetime | None:
+        if stamp is None or isinstance(stamp, datetime):
+            return stamp
+        if isinstance(stamp, float):
+            return self._since_boot(stamp)
+        match, kernel_mono = stamp
+        value = self._absolute(match)
+        if value is None and kernel_mono:
+            value = self._since_boot(float(kernel_mono))
+        return value
 
     def _absolute(self, match: re.Match[str]) -> datetime | None:
         try:
@@ -261,7 +282,7 @@ class KernelLogParser:
 
     # -- messages ------------------------------------------------------------------------
 
-    def _message(self, text: str, time: datetime | None, key: str | None) -> None:
+    def _message(self, text: str, time: Stamp, key: str | None) -> None:
         if "Xid" in text:
             found = _XID.search(text)
             if found is not None:
@@ -306,7 +327,7 @@ class KernelLogParser:
         code: int | None,
         raw_bus: str | None,
         message: str | None,
-        time: datetime | None,
+        time: Stamp,
         key: str | None,
     ) -> None:
         bus = pci_bus(raw_bus)
@@ -317,9 +338,7 @@ class KernelLogParser:
             if key is not None:
                 event.last_key = key
             if time is not None:
-                event.last_time = time
-                if event.time is None:
-                    event.time = time
+                self._stamps[ident][1] = time
             return
         if len(self.events) >= self.max_events:
             self.dropped += 1
@@ -330,11 +349,12 @@ class KernelLogParser:
             code=code,
             pci_bus_id=bus,
             message=text[:MAX_MESSAGE],
-            time=time,
-            last_time=time,
+            time=None,
+            last_time=None,
             key=key,
             last_key=key,
         )
+        self._stamps[ident] = [time, time]
 
     # -- output --------------------------------------------------------------------------
 
@@ -342,6 +362,13 @@ class KernelLogParser:
         """The events, oldest first; `gpu_uuids` (bus -> UUID, the report's GPUs) names the
         GPU of each, else the log's own `GPU at PCI:...: GPU-...` line does. A fallen-off-the-
         bus line for a bus that also has an Xid 79 is that Xid's second line, not an event."""
+        for ident, (first, last) in self._stamps.items():
+            event = self.events[ident]
+            event.time = self._time(first)
+            event.last_time = self._time(last) if last is not first else event.time
+            if event.time is None:
+                event.time = event.last_time
+        self._stamps.clear()
         known = dict(self.uuids)
         known.update(gpu_uuids or {})
         lost_by_xid = {

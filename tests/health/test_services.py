@@ -62,7 +62,8 @@ def test_a_batch_the_agent_sends_twice_is_counted_once():
     report = with_events(server_report("dgx-01"), xid(13, BUS2, T0, count=40, key=key))
     first = agent.send(report)
     second = agent.send(report)  # the delivery timed out after the backend had stored it
-    assert first.status == second.status == "pending" and first.report_id != second.report_id
+    assert (first.status, second.status) == ("pending", "applied")  # nothing new to apply
+    assert first.report_id != second.report_id
     health_sweep()
     assert HealthEvent.objects.get().count == 40
     assert HealthEventReceipt.objects.count() == 1
@@ -231,9 +232,16 @@ def test_a_report_with_events_is_never_a_heartbeat_and_the_next_without_them_is_
     report = server_report("dgx-01")
     assert agent.send(report).status == "pending"
     assert agent.send(report).status == "unchanged"
-    assert agent.send(with_events(report, xid(13, BUS2, T0))).status == "pending"
+    with CaptureQueriesContext(connection) as queries:
+        stored = agent.send(with_events(report, xid(13, BUS2, T0)))
+    # the same facts: stored for its events, with nothing to apply (no GPU or link upserts)
+    assert stored.status == "applied"
+    assert not any("inventory_gpu" in q["sql"] for q in queries.captured_queries)
+    assert Server.objects.get().last_report_id == stored.report_id
     assert agent.send(report).status == "unchanged"  # events are no server fact
     assert Report.objects.count() == 2
+    health_sweep()
+    assert HealthEvent.objects.get().code == 13
 
 
 def test_posting_a_report_records_its_events_at_once_where_tasks_run_in_process(post_report):
