@@ -190,41 +190,39 @@ def run_backend() -> None:
 
         started = time.perf_counter()
         template_gpus = list(Gpu.objects.filter(server__hostname=template["host"]["hostname"]))
-        keys: dict[int, str] = {}
-        reports: dict[int, dict] = {}
-        for chunk in range(0, SERVERS, 1000):
-            servers, tokens = [], []
-            for n in range(chunk, min(chunk + 1000, SERVERS)):
-                report = report_of(n)
-                reports[n] = report
-                identity = server_identity(report["host"])
-                servers.append(
+
+        def key_of(n: int) -> str:
+            return f"{TOKEN_PREFIX}bench-{n:06d}"
+
+        for chunk in range(0, SERVERS, 1000):  # made on demand: 25,000 reports held would be GBs
+            batch = [report_of(n) for n in range(chunk, min(chunk + 1000, SERVERS))]
+            created = Server.objects.bulk_create(
+                [
                     Server(
-                        identity=identity,
+                        identity=server_identity(report["host"]),
                         hostname=report["host"]["hostname"],
                         system_uuid=report["host"]["system_uuid"],
                         last_seen=timezone.now(),
                         last_report_hash=content_hash(report),
                     )
-                )
-                keys[n] = f"{TOKEN_PREFIX}bench-{n:06d}"
-            created = Server.objects.bulk_create(servers)
-            by_host = {s.hostname: s for s in created}
-            if any(s.pk is None for s in created):
-                by_host = {s.hostname: s for s in Server.objects.filter(hostname__in=list(by_host))}
-            gpus = []
-            for n in range(chunk, min(chunk + 1000, SERVERS)):
-                server = by_host[reports[n]["host"]["hostname"]]
+                    for report in batch
+                ]
+            )
+            if any(s.pk is None for s in created):  # backends that return no ids
+                names = [s.hostname for s in created]
+                created = list(Server.objects.filter(hostname__in=names).order_by("hostname"))
+            tokens, gpus = [], []
+            for n, report, server in zip(range(chunk, SERVERS), batch, created, strict=False):
                 tokens.append(
                     AgentToken(
                         name=server.hostname,
-                        key_hash=_digest(keys[n]),
-                        prefix=keys[n][:10],
+                        key_hash=_digest(key_of(n)),
+                        prefix=key_of(n)[:10],
                         identity=server.identity,
                         server=server,
                     )
                 )
-                for row, gpu in zip(template_gpus, reports[n]["gpus"], strict=True):
+                for row, gpu in zip(template_gpus, report["gpus"], strict=True):
                     gpus.append(
                         Gpu(
                             server=server,
@@ -250,7 +248,7 @@ def run_backend() -> None:
             return post
 
         def with_event(n: int) -> bytes:
-            report = copy.deepcopy(reports[n])
+            report = report_of(n)
             bus = report["gpus"][n % 8]["pci_bus_id"]
             report["events"] = [
                 {
@@ -268,11 +266,9 @@ def run_backend() -> None:
             return json.dumps(report).encode()
 
         # floor and heartbeat, interleaved (bench/ingest.py's floor)
-        body0 = json.dumps(reports[0]).encode()
-        floor_post, heartbeat = (
-            poster("/floor/", body0, keys[0]),
-            poster("/api/v1/reports/", body0, keys[0]),
-        )
+        body0 = json.dumps(report_of(0)).encode()
+        floor_post = poster("/floor/", body0, key_of(0))
+        heartbeat = poster("/api/v1/reports/", body0, key_of(0))
         for fn in (floor_post, heartbeat):
             fn()
         floor_times, heartbeat_times = [], []
@@ -288,7 +284,7 @@ def run_backend() -> None:
         event_times = []
         with CaptureQueriesContext(connection) as posted:
             for n in sample:
-                event_times += timed(poster("/api/v1/reports/", bodies[n], keys[n]), 1)
+                event_times += timed(poster("/api/v1/reports/", bodies[n], key_of(n)), 1)
         event_t = median(event_times)
         assert Report.objects.filter(status=ReportStatus.APPLIED).count() == POSTS + 1
 

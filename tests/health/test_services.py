@@ -313,3 +313,17 @@ def test_prune_forgets_old_receipts_events_and_counter_history(settings):
     counts = health_prune(now=later)
     assert counts == {"receipts": 1, "events": 1, "samples": 1}
     assert GpuCounterSample.objects.filter(current=True).count() == 8  # the present stays
+
+
+def test_bad_events_of_an_unchanged_report_are_a_field_level_400():
+    from inventory.services import ReportRejected
+
+    agent = Agent("dgx-01")
+    report = server_report("dgx-01")
+    agent.send(report)
+    bad = with_events(report, {**xid(13, BUS2, T0), "count": 0, "kind": "ecc"})
+    with pytest.raises(ReportRejected) as rejected:
+        agent.send(bad)
+    assert rejected.value.status_code == 400
+    assert set(rejected.value.errors) == {"events.0.count", "events.0.kind"}
+    assert Report.objects.count() == 1
