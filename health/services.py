@@ -102,6 +102,10 @@ class ReportHealth:
     def taken_at(self) -> datetime:
         return self.applied_at or self.received_at
 
+    def names(self, uuid: str) -> bool:
+        """Whether the report lists that GPU among its own (apply then took it as its)."""
+        return any(gpu.get("uuid") == uuid for gpu in self.gpus)
+
 
 @dataclass
 class RecordResult:
@@ -395,6 +399,8 @@ def _occurrence(report: ReportHealth, event: dict[str, Any], gpus: _GpuIndex) ->
     bus = normalize_pci_bus_id(event.get("pci_bus_id")) or ""
     kind = event["kind"]
     gpu = gpus.by_uuid.get(event.get("gpu_uuid") or "")
+    if gpu is not None and gpu.server_id != report.server_id and not report.names(gpu.uuid):
+        gpu = None  # an agent writes only its own server: another server's GPU is not named
     if gpu is None and bus and kind != EventKind.SXID:
         gpu = gpus.by_slot.get((report.server_id, bus))
     first = _event_time(event.get("time"), report.received_at)
@@ -496,7 +502,7 @@ def _record_counters(reports: list[ReportHealth], gpus: _GpuIndex, result: Recor
     readings: list[tuple[int, ReportHealth, str, dict[str, Any]]] = []
     for report in reports:
         for gpu in report.gpus:
-            row = gpus.by_uuid.get(gpu.get("uuid") or "")
+            row = gpus.by_uuid.get(gpu.get("uuid") or "")  # in the report: apply took it
             values = counter_values(gpu) if row is not None else None
             if row is not None and values is not None:
                 bus = normalize_pci_bus_id(gpu.get("pci_bus_id")) or ""

@@ -54,6 +54,7 @@ _PREFIX = re.compile(
     r"|(?P<short>(?P<smon>[A-Z][a-z]{2}) +(?P<sday>\d{1,2}) (?P<stime>\d\d:\d\d:\d\d(?:\.\d+)?))"
     r"|(?P<kprio>\d+),(?P<kseq>\d+),(?P<kusec>\d+),[^;]*;)"
 )
+_MONO = re.compile(r"\[\s*(\d+\.\d+)\] (?!\S+ kernel: )")
 # After a syslog/journal stamp: "host kernel: " and maybe the kernel's own "[ 123.456] ".
 _HOST_KERNEL = re.compile(r"\s+(?:\S+\s+)?kernel:\s?(?:\[\s*(?P<mono>\d+\.\d+)\]\s?)?")
 _XID = re.compile(r"NVRM: Xid \(" + _BUS + r"\): (?P<code>\d+)(?:,\s*(?P<rest>.*))?")
@@ -177,17 +178,25 @@ class KernelLogParser:
         if line[:1] == "{":
             self._feed_json(line)
             return
+        fast = _MONO.match(line)  # plain dmesg, the commonest form: no alternatives to try
+        if fast is not None:
+            stamp: Stamp = float(fast.group(1))
+            self._last_stamp = stamp
+            self._message(line[fast.end() :].strip(), stamp, None)
+            return
         match = _PREFIX.match(line)
         if match is None:  # a continuation line: the time of the line before
             self._message(line.strip(), self._last_stamp, None)
             return
         # Times are kept as they were written (a "stamp") and converted once per event at
         # the end: a storm of one Xid converts two, not 100,000.
-        stamp: Stamp
         rest = line[match.end() :]
         mono = match["mono"]
-        if mono is not None:
+        if mono is not None:  # journalctl -o short-monotonic: "[ 12.5] host kernel: ..."
             stamp = float(mono)
+            tail = _HOST_KERNEL.match(rest)
+            if tail is not None:
+                rest = rest[tail.end() :]
         elif match["kseq"] is not None:  # a saved /dev/kmsg: one record, newlines escaped
             if int(match["kprio"]) >> 3:
                 return  # not the kernel's own message (a write to /dev/kmsg)
@@ -408,7 +417,7 @@ def journal_key(entry: dict[str, Any]) -> str | None:
     return None
 
 
-def iter_lines(stream: IO[str], limit: int = MAX_LINE, chunk: int = 1 << 20) -> Iterator[str]:
+def iter_lines(stream: IO[str], limit: int = MAX_LINE, chunk: int = 1 << 16) -> Iterator[str]:
     """Lines of a text stream without their line ends, each cut at `limit` characters.
 
     Read in chunks and split in C (a million lines in a tenth of a second); memory stays

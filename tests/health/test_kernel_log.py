@@ -285,3 +285,10 @@ def test_a_saved_log_goes_with_one_delivered_report_only(tmp_path):
     assert len(source.poll()) == 1 and len(source.poll()) == 1  # not delivered yet: again
     source.commit()
     assert source.poll() == []
+
+
+def test_the_host_and_kernel_tag_of_journal_lines_stay_out_of_the_message():
+    for name in ("journalctl-k.log", "journalctl-k-short-monotonic.log", "kern.log"):
+        events, _ = parse_file(HEALTH_FIXTURES / name, boot_time=BOOT)
+        fallen = next(e for e in events if e.kind == "fallen_off_bus")
+        assert fallen.message.startswith("NVRM: ") and "dgx-07" not in fallen.message, name

@@ -327,3 +327,15 @@ def test_bad_events_of_an_unchanged_report_are_a_field_level_400():
     assert rejected.value.status_code == 400
     assert set(rejected.value.errors) == {"events.0.count", "events.0.kind"}
     assert Report.objects.count() == 1
+
+
+def test_an_agent_cannot_put_events_on_another_servers_gpu():
+    Agent("dgx-victim").send(server_report("dgx-victim"))
+    victim_gpu = Gpu.objects.get(uuid=gpu_uuid("dgx-victim", 0))
+    Agent("dgx-liar").send(
+        with_events(server_report("dgx-liar"), xid(79, "0000:f0:00.0", T0, uuid=victim_gpu.uuid))
+    )
+    health_sweep()
+    event = HealthEvent.objects.get()
+    assert event.server.hostname == "dgx-liar" and event.gpu_id is None
+    assert not HealthEvent.objects.filter(gpu=victim_gpu).exists()
