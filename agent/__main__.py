@@ -16,8 +16,9 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 from . import __version__
 from .host import SysHost
@@ -42,6 +43,15 @@ PROG = "cluster-atlas-agent"
 logger = logging.getLogger("agent")
 
 
+class EventSource(Protocol):
+    """GPU events for the next report; `commit` once that report was delivered."""
+
+    warnings: list[str]
+
+    def poll(self) -> list[Any]: ...
+    def commit(self) -> None: ...
+
+
 class BadInput(Exception):
     """Input the agent cannot use: reported as one line, exit status 2."""
 
@@ -64,6 +74,20 @@ def _source_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--profile", help="a simulated server instead (h100, a100-mig, l40s, ...)")
     group.add_argument("--seed", default="0", help="seed of the simulated server's identity")
     group.add_argument("--root", default="/", help=argparse.SUPPRESS)  # a fake tree, for tests
+    group.add_argument(
+        "--kernel-log",
+        metavar="FILE",
+        help="saved kernel log (dmesg [--ctime | --time-format iso], journalctl -k): its GPU "
+        "Xid/SXid events join the report (live NVML follows /dev/kmsg by itself)",
+    )
+    group.add_argument(
+        "--boot-time",
+        metavar="ISO-8601",
+        help="when that log's host booted: plain dmesg counts seconds from then",
+    )
+    group.add_argument(
+        "--no-kernel-log", action="store_true", help="do not read this machine's kernel log"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,6 +117,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=3,
         metavar="N",
         help="retries of one report, with backoff, before it is spooled (default 3)",
+    )
+    push.add_argument(
+        "--kernel-log-position",
+        metavar="FILE",
+        help="where the live kernel log position is kept, so a restart neither loses nor "
+        "repeats GPU events",
     )
     push.add_argument(
         "--spool-max",
@@ -207,6 +237,44 @@ def report_source(args: argparse.Namespace) -> Callable[[], dict[str, Any]]:
     return lambda: collect_report(backend, host)
 
 
+def event_source(args: argparse.Namespace) -> EventSource | None:
+    """Where the report's GPU events come from: a saved log, else this machine's live kernel
+    log when the report describes this machine through live NVML; None for neither."""
+    if args.kernel_log:
+        from .sources.kernel_log import SavedKernelLog
+
+        boot_time = None
+        if args.boot_time:
+            try:
+                boot_time = datetime.fromisoformat(args.boot_time.replace("Z", "+00:00"))
+            except ValueError as exc:
+                raise BadInput(f"--boot-time {args.boot_time!r}: {exc}") from exc
+            if boot_time.tzinfo is None:
+                boot_time = boot_time.astimezone()
+        if not Path(args.kernel_log).is_file():
+            raise BadInput(f"cannot read {args.kernel_log}: no such file")
+        return SavedKernelLog(args.kernel_log, boot_time=boot_time)
+    live = not (args.profile or args.nvidia_smi_xml or args.topology)
+    if args.no_kernel_log or not live or args.root != "/":
+        return None
+    from .kmsg import KernelLogFollower
+
+    position = getattr(args, "kernel_log_position", None)
+    return KernelLogFollower(state_file=Path(position) if position else None)
+
+
+def with_events(report: dict[str, Any], events: EventSource | None) -> dict[str, Any]:
+    if events is None:
+        return report
+    from .sources.kernel_log import attach_events
+
+    try:
+        found = events.poll()
+    except OSError as exc:
+        return attach_events(report, [], [f"kernel log unreadable: {exc}"])
+    return attach_events(report, found, events.warnings)
+
+
 # -- commands -------------------------------------------------------------------------------
 
 
@@ -216,7 +284,8 @@ def _fail(status: int, message: str) -> int:
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
-    report = report_source(args)()
+    events = event_source(args)
+    report = with_events(report_source(args)(), events)
     text = (
         json.dumps(report, separators=(",", ":")) if args.compact else json.dumps(report, indent=2)
     )
@@ -258,20 +327,25 @@ def cmd_push(args: argparse.Namespace) -> int:
         signal.signal(signum, lambda *_: stop.set())
     sender = Sender(transport, spool, attempts=max(0, args.retries) + 1, wait=stop.wait)
     make_report = report_source(args)
+    events = event_source(args)
 
     while True:
-        report = make_report()
+        report = with_events(make_report(), events)
         try:
             delivery = sender.deliver(report)
         except PermanentError as exc:
+            if events is not None and not exc.token_rejected:
+                events.commit()  # refused as it is: sending these events again cannot help
             if args.interval is None or exc.token_rejected:
                 return _fail(EXIT_REFUSED, str(exc))
             logger.error("%s", exc)  # this report is dropped; the next cycle sends a new one
         except DeliveryError as exc:
             if args.interval is None:
                 return _fail(EXIT_UNREACHABLE, str(exc))
-            logger.error("%s", exc)
+            logger.error("%s", exc)  # its events stay pending: the next report carries them
         else:
+            if events is not None and delivery.outcome in ("sent", "spooled"):
+                events.commit()
             if delivery.outcome == "sent":
                 answer = delivery.answer or {}
                 logger.info("report sent: id %s, %s", answer.get("id"), answer.get("status"))

@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from . import __version__
+from .counters import empty_health, health_warnings, read_health
 from .host import SysHost
 from .nvml import NvmlBackend, NvmlError, NvmlUnavailableError, cpu_list
 from .pcitopo import classify_pci_paths
@@ -74,6 +75,7 @@ def empty_gpu(index: int) -> dict[str, Any]:
         "remapped_rows_uncorrectable": None,
         "remapped_rows_pending": None,
         "remapped_rows_failure": None,
+        "health": empty_health(),
     }
 
 
@@ -150,6 +152,8 @@ def _walk_gpu(
             }
             for link in links
         ]
+        step = "health"
+        gpu["health"] = read_health(backend, handle, gpu, has_nvlinks=bool(links))
         if gpu["mig_mode_current"]:
             step = "mig_devices"
             gpu["mig_devices"] = [
@@ -436,6 +440,7 @@ def collect(
     if nvml_error and any(fn["driver"] == "nvidia" for fn in pci_gpus):
         warnings.append(f"NVIDIA GPUs are bound to the nvidia driver but NVML failed: {nvml_error}")
     warnings.extend(gpu_warnings(gpus))
+    warnings.extend(health_warnings(gpus))
     warnings.extend(pci_warnings)
 
     report: dict[str, Any] = {

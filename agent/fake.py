@@ -18,7 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .nvml import MigDeviceInfo, NvLinkInfo, NvmlError, NvmlUnavailableError
+from .nvml import (
+    EccLocation,
+    MigDeviceInfo,
+    NvLinkInfo,
+    NvmlError,
+    NvmlUnavailableError,
+    PcieLink,
+)
 from .pcitopo import classify_pci_paths
 
 LOST = "GPU is lost"
@@ -85,6 +92,16 @@ class FakeGpu:
     mig_devices: list[MigDeviceInfo] = field(default_factory=list)
     unsupported: frozenset[str] = frozenset({"numa_node"})
     fail_from: str | None = None
+    # health counters; pcie None: the architecture's link at full width (Hopper gen 5, x16)
+    ecc_volatile: tuple[int | None, int | None] | None = (0, 0)
+    ecc_locations: list[EccLocation] = field(default_factory=list)
+    retired_by_cause: tuple[int, int] | None = None
+    pcie: PcieLink | None = None
+    pcie_replays: int | None = 0
+    performance_state: int | None = 8  # idle
+    clock_reasons: int | None = 0x1  # idle
+    nvlink_errors: tuple[int, int, int] | None = (0, 0, 0)
+    recovery_action: str | None = "none"
 
 
 @dataclass
@@ -300,6 +317,37 @@ class FakeNvmlBackend:
 
     def mig_devices(self, handle: FakeGpu) -> list[MigDeviceInfo]:
         return self._get(handle, "mig_devices", list(handle.mig_devices)) or []
+
+    def ecc_volatile(self, handle: FakeGpu) -> tuple[int | None, int | None] | None:
+        return self._get(handle, "ecc_volatile", handle.ecc_volatile)
+
+    def ecc_locations(self, handle: FakeGpu) -> list[EccLocation]:
+        return self._get(handle, "ecc_locations", list(handle.ecc_locations)) or []
+
+    def retired_pages_by_cause(self, handle: FakeGpu) -> tuple[int, int] | None:
+        return self._get(handle, "retired_pages_by_cause", handle.retired_by_cause)
+
+    def pcie_link(self, handle: FakeGpu) -> PcieLink | None:
+        gen = _PCIE_GEN.get(handle.architecture or "", 4)
+        return self._get(handle, "pcie_link", handle.pcie or PcieLink(gen, gen, 16, 16))
+
+    def pcie_replay_count(self, handle: FakeGpu) -> int | None:
+        return self._get(handle, "pcie_replay_count", handle.pcie_replays)
+
+    def performance_state(self, handle: FakeGpu) -> int | None:
+        return self._get(handle, "performance_state", handle.performance_state)
+
+    def clock_event_reasons(self, handle: FakeGpu) -> int | None:
+        return self._get(handle, "clock_event_reasons", handle.clock_reasons)
+
+    def nvlink_error_totals(self, handle: FakeGpu) -> tuple[int, int, int] | None:
+        return self._get(handle, "nvlink_error_totals", handle.nvlink_errors)
+
+    def recovery_action(self, handle: FakeGpu) -> str | None:
+        return self._get(handle, "recovery_action", handle.recovery_action)
+
+
+_PCIE_GEN = {"Hopper": 5, "Blackwell": 5}
 
 
 # -- the host side ----------------------------------------------------------------------------

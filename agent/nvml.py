@@ -72,6 +72,73 @@ class MigDeviceInfo:
     placement_size: int | None
 
 
+@dataclass(frozen=True)
+class EccLocation:
+    """ECC errors at one memory location (`dram`, `sram`, `l2_cache`, ...), one counter."""
+
+    location: str
+    counter: str  # "volatile" (since the last driver load) or "aggregate" (lifetime)
+    corrected: int | None
+    uncorrected: int | None
+
+
+@dataclass(frozen=True)
+class PcieLink:
+    """The PCIe link now and at best (the best this GPU and this slot allow together)."""
+
+    gen_current: int | None
+    gen_max: int | None
+    width_current: int | None
+    width_max: int | None
+
+
+# Clock-event ("throttle") reason bits NVML reports, and the ones a report carries: idle (to
+# tell a power-saving link from a degraded one) and the reasons that cost performance.
+CLOCK_EVENT_REASONS = (
+    (0x1, "gpu_idle"),
+    (0x4, "sw_power_cap"),
+    (0x8, "hw_slowdown"),
+    (0x20, "sw_thermal_slowdown"),
+    (0x40, "hw_thermal_slowdown"),
+    (0x80, "hw_power_brake_slowdown"),
+)
+# nvmlGpuRecoveryAction_t, as the report names it.
+RECOVERY_ACTIONS = {
+    0: "none",
+    1: "gpu_reset",
+    2: "node_reboot",
+    3: "drain_p2p",
+    4: "drain_and_reset",
+    5: "recover_imex_domain",
+    6: "bus_reset",
+    7: "system_reboot",
+}
+_MEMORY_LOCATIONS = (
+    ("l1_cache", "NVML_MEMORY_LOCATION_L1_CACHE"),
+    ("l2_cache", "NVML_MEMORY_LOCATION_L2_CACHE"),
+    ("dram", "NVML_MEMORY_LOCATION_DRAM"),
+    ("register_file", "NVML_MEMORY_LOCATION_REGISTER_FILE"),
+    ("texture_memory", "NVML_MEMORY_LOCATION_TEXTURE_MEMORY"),
+    ("texture_shm", "NVML_MEMORY_LOCATION_TEXTURE_SHM"),
+    ("cbu", "NVML_MEMORY_LOCATION_CBU"),
+    ("sram", "NVML_MEMORY_LOCATION_SRAM"),
+)
+_ECC_VOLATILE_FIELDS = ("NVML_FI_DEV_ECC_SBE_VOL_TOTAL", "NVML_FI_DEV_ECC_DBE_VOL_TOTAL")
+_NVLINK_ERROR_FIELDS = (
+    "NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+    "NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+    "NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+    "NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+)
+
+
+def clock_reason_names(mask: int | None) -> list[str] | None:
+    """The active reasons of a clock-event bit mask, by the report's names."""
+    if mask is None:
+        return None
+    return [name for bit, name in CLOCK_EVENT_REASONS if mask & bit]
+
+
 class NvmlBackend(Protocol):
     """What the collector needs from NVML, one method per fact.
 
@@ -112,6 +179,16 @@ class NvmlBackend(Protocol):
     def nvlinks(self, handle: Any) -> list[NvLinkInfo]: ...
     def common_ancestor(self, handle_a: Any, handle_b: Any) -> str | None: ...
     def mig_devices(self, handle: Any) -> list[MigDeviceInfo]: ...
+    # health counters (see health_counters() below)
+    def ecc_volatile(self, handle: Any) -> tuple[int | None, int | None] | None: ...
+    def ecc_locations(self, handle: Any) -> list[EccLocation]: ...
+    def retired_pages_by_cause(self, handle: Any) -> tuple[int, int] | None: ...
+    def pcie_link(self, handle: Any) -> PcieLink | None: ...
+    def pcie_replay_count(self, handle: Any) -> int | None: ...
+    def performance_state(self, handle: Any) -> int | None: ...
+    def clock_event_reasons(self, handle: Any) -> int | None: ...
+    def nvlink_error_totals(self, handle: Any) -> tuple[int, int, int] | None: ...
+    def recovery_action(self, handle: Any) -> str | None: ...
 
 
 # -- the real backend -----------------------------------------------------------------------
@@ -243,6 +320,22 @@ class PynvmlBackend:
             return self._call(name, *args)
         except self._unsupported:
             return None
+
+    def _newer(self, name: str, *args: Any) -> Any:
+        """Like _optional, for calls older bindings lack (a missing one answers None too)."""
+        if not hasattr(self._nv, name):
+            return None
+        return self._optional(name, *args)
+
+    def _field_values(self, handle: Any, names: Sequence[str]) -> list[int | None] | None:
+        """nvmlDeviceGetFieldValues for the named NVML_FI_* fields; None per field it lacks."""
+        ids = [getattr(self._nv, name, None) for name in names]
+        if any(i is None for i in ids):
+            return None
+        values = self._newer("nvmlDeviceGetFieldValues", handle, ids)
+        if values is None:
+            return None
+        return [_field_value(value) for value in values]
 
     # system
 
@@ -439,6 +532,95 @@ class PynvmlBackend:
             return "switch"
         return None
 
+    # health counters
+
+    def ecc_volatile(self, handle: Any) -> tuple[int | None, int | None] | None:
+        """(corrected, uncorrected) ECC errors since the driver loaded: one field-value call."""
+        values = self._field_values(handle, _ECC_VOLATILE_FIELDS)
+        if not values or values == [None, None]:
+            return None
+        return values[0], values[1]
+
+    def ecc_locations(self, handle: Any) -> list[EccLocation]:
+        """Per location and counter; 32 calls, so the collector asks only for a GPU that has
+        errors at all."""
+        nv = self._nv
+        out: list[EccLocation] = []
+        for counter, counter_id in (
+            ("volatile", nv.NVML_VOLATILE_ECC),
+            ("aggregate", nv.NVML_AGGREGATE_ECC),
+        ):
+            for location, constant in _MEMORY_LOCATIONS:
+                where = getattr(nv, constant, None)
+                if where is None:
+                    continue
+                corrected, uncorrected = (
+                    _int(
+                        self._newer(
+                            "nvmlDeviceGetMemoryErrorCounter", handle, kind, counter_id, where
+                        )
+                    )
+                    for kind in (
+                        nv.NVML_MEMORY_ERROR_TYPE_CORRECTED,
+                        nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+                    )
+                )
+                if corrected is not None or uncorrected is not None:
+                    out.append(EccLocation(location, counter, corrected, uncorrected))
+        return out
+
+    def retired_pages_by_cause(self, handle: Any) -> tuple[int, int] | None:
+        nv = self._nv
+        counts = []
+        for cause in (
+            nv.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS,
+            nv.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR,
+        ):
+            pages = self._optional("nvmlDeviceGetRetiredPages", handle, cause)
+            if pages is None:
+                return None
+            counts.append(len(pages))
+        return counts[0], counts[1]
+
+    def pcie_link(self, handle: Any) -> PcieLink | None:
+        link = PcieLink(
+            gen_current=_int(self._newer("nvmlDeviceGetCurrPcieLinkGeneration", handle)),
+            gen_max=_int(self._newer("nvmlDeviceGetMaxPcieLinkGeneration", handle)),
+            width_current=_int(self._newer("nvmlDeviceGetCurrPcieLinkWidth", handle)),
+            width_max=_int(self._newer("nvmlDeviceGetMaxPcieLinkWidth", handle)),
+        )
+        return None if link == PcieLink(None, None, None, None) else link
+
+    def pcie_replay_count(self, handle: Any) -> int | None:
+        return _int(self._newer("nvmlDeviceGetPcieReplayCounter", handle))
+
+    def performance_state(self, handle: Any) -> int | None:
+        """0 (P0, full performance) to 15; None where NVML answers 32 (unknown)."""
+        value = _int(self._newer("nvmlDeviceGetPerformanceState", handle))
+        return value if value is not None and 0 <= value <= 15 else None
+
+    def clock_event_reasons(self, handle: Any) -> int | None:
+        value = self._newer("nvmlDeviceGetCurrentClocksEventReasons", handle)
+        if value is None:  # drivers before 535 name it "throttle reasons"
+            value = self._newer("nvmlDeviceGetCurrentClocksThrottleReasons", handle)
+        return _int(value)
+
+    def nvlink_error_totals(self, handle: Any) -> tuple[int, int, int] | None:
+        """(CRC, replay, recovery) errors summed over the GPU's NVLinks since the driver
+        loaded; CRC counts flit and data CRC errors together."""
+        values = self._field_values(handle, _NVLINK_ERROR_FIELDS)
+        if values is None or all(v is None for v in values):
+            return None
+        flit, data, replay, recovery = (v or 0 for v in values)
+        return flit + data, replay, recovery
+
+    def recovery_action(self, handle: Any) -> str | None:
+        """The driver's recommended recovery (R560+): none, gpu_reset, node_reboot, ..."""
+        values = self._field_values(handle, ("NVML_FI_DEV_GET_GPU_RECOVERY_ACTION",))
+        if not values or values[0] is None:
+            return None
+        return RECOVERY_ACTIONS.get(values[0])
+
     def common_ancestor(self, handle_a: Any, handle_b: Any) -> str | None:
         value = self._optional("nvmlDeviceGetTopologyCommonAncestor", handle_a, handle_b)
         if value is None:
@@ -520,6 +702,31 @@ class PynvmlBackend:
             placement_start=placement[0],
             placement_size=placement[1],
         )
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if value is not None else None
+
+
+# nvmlValueType_t -> the member of the nvmlValue_t union holding the value
+_VALUE_MEMBERS = {
+    0: "dVal",
+    1: "uiVal",
+    2: "ulVal",
+    3: "ullVal",
+    4: "sllVal",
+    5: "siVal",
+    6: "usVal",
+}
+
+
+def _field_value(value: Any) -> int | None:
+    """One nvmlFieldValue_t: its integer, or None when NVML answered an error for it."""
+    if getattr(value, "nvmlReturn", 1) != 0:
+        return None
+    member = _VALUE_MEMBERS.get(int(getattr(value, "valueType", 3)), "ullVal")
+    raw = getattr(value.value, member, None)
+    return int(raw) if raw is not None else None
 
 
 def cpu_list(cpus: Sequence[int] | None) -> str | None:

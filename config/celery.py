@@ -25,6 +25,10 @@ def _after_report_in_process(sender=None, result=None, **kwargs) -> None:
     """
     if not app.conf.task_always_eager or sender is None:
         return
+    if sender.name == "inventory.tasks.apply_report" and result in ("applied", "superseded"):
+        from health.tasks import record_health
+
+        record_health.delay()  # beat's `record-health` tick does this with a broker
     if sender.name == "inventory.tasks.apply_report" and result == "applied":
         from clusters.tasks import reconcile
 

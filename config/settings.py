@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "inventory",
     "clusters",
     "fabric",
+    "health",
     "topology",
 ]
 
@@ -242,6 +243,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "clusters.tasks.sync_due_clusters",
         "schedule": env_int("ATLAS_SYNC_TICK_S", 30),
     },
+    # Records the events and counters of reports applied since the last run.
+    "record-health": {
+        "task": "health.tasks.record_health",
+        "schedule": env_int("ATLAS_HEALTH_INTERVAL_S", 10),
+    },
+    "prune-health": {"task": "health.tasks.prune_health", "schedule": 3600},
     # Returns at once when nothing changed since the last render.
     "render-fleet-figures": {
         "task": "topology.tasks.render_fleet_figures",
@@ -273,6 +280,11 @@ ATLAS_SNAPSHOT_SYNC_MAX_BYTES = env_int("ATLAS_SNAPSHOT_SYNC_MAX_BYTES", 4 * 102
 ATLAS_SNAPSHOT_RETENTION = env_int("ATLAS_SNAPSHOT_RETENTION", 20)
 ATLAS_PENDING_SNAPSHOT_GRACE_S = env_int("ATLAS_PENDING_SNAPSHOT_GRACE_S", 60)
 ATLAS_FABRIC_SNAPSHOT_RETENTION = env_int("ATLAS_FABRIC_SNAPSHOT_RETENTION", 5)  # raw texts kept
+# GPU health: repeats of one event closer than this are one episode; a re-sent event batch is
+# recognised this long; events and counter history are kept this long.
+ATLAS_HEALTH_EPISODE_GAP_S = env_int("ATLAS_HEALTH_EPISODE_GAP_S", 3600)
+ATLAS_HEALTH_RECEIPT_DAYS = env_int("ATLAS_HEALTH_RECEIPT_DAYS", 30)
+ATLAS_HEALTH_RETENTION_DAYS = env_int("ATLAS_HEALTH_RETENTION_DAYS", 730)
 # Each upload endpoint enforces its own limit from Content-Length (413 with a clear message).
 DATA_UPLOAD_MAX_MEMORY_SIZE = None
 

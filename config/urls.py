@@ -22,6 +22,7 @@ api_patterns = [
     path("v1/", include("inventory.api.urls")),
     path("v1/", include("clusters.api.urls")),
     path("v1/", include("fabric.api.urls")),
+    path("v1/", include("health.api.urls")),
     path("v1/", include("topology.api.urls")),
 ]
 

@@ -14,6 +14,7 @@ from typing import Any
 from ..schema import normalize_pci_bus_id
 from .identify import QUERY, wrong_output
 from .nvidia_smi_xml import SmiLog, SmiParseError, name_mig_devices
+from .smi_health import health_from_text
 from .text import TextDecodeError, decode_text
 from .values import (
     clean,
@@ -187,6 +188,7 @@ def _gpu(node: Section, bus: str) -> dict[str, Any]:
         "remapped_rows_uncorrectable": to_int(remapped.text("Uncorrectable Error")),
         "remapped_rows_pending": to_bool(remapped.text("Pending")),
         "remapped_rows_failure": to_bool(remapped.text("Remapping Failure Occurred")),
+        "health": health_from_text(node, any_errors=bool(corrected or uncorrected)),
     }
     if mig_current:
         gpu["mig_devices"] = _mig_devices(node, name, arch)

@@ -15,6 +15,7 @@ from typing import Any
 from ..mig import derive_mig_profile, mig_profile_name
 from ..schema import normalize_pci_bus_id
 from .identify import QUERY_XML, wrong_output
+from .smi_health import health_from_xml
 from .text import TextDecodeError, decode_text
 from .values import (
     clean,
@@ -181,6 +182,7 @@ def _gpu(node: ET.Element) -> dict[str, Any]:
         "remapped_rows_uncorrectable": to_int(_text(remapped, "remapped_row_unc")),
         "remapped_rows_pending": to_bool(_text(remapped, "remapped_row_pending")),
         "remapped_rows_failure": to_bool(_text(remapped, "remapped_row_failure")),
+        "health": health_from_xml(node, any_errors=bool(corrected or uncorrected)),
     }
     if mig_current:
         gpu["mig_devices"] = _mig_devices(node, name, arch)

@@ -26,11 +26,11 @@ from .serializers import (
     FabricFindingSerializer,
     FabricLinkSerializer,
     FabricSerializer,
+    FabricSnapshotResultSerializer,
     FabricSnapshotSerializer,
     NameMapResultSerializer,
     RejectedSerializer,
     ServerBandwidthSerializer,
-    FabricSnapshotResultSerializer,
     SwitchSerializer,
     TierOverrideSerializer,
 )
@@ -90,7 +90,11 @@ class FabricSnapshotView(APIView):
 
     @extend_schema(
         request=TEXT,
-        responses={201: FabricSnapshotResultSerializer, 400: RejectedSerializer, 413: RejectedSerializer},
+        responses={
+            201: FabricSnapshotResultSerializer,
+            400: RejectedSerializer,
+            413: RejectedSerializer,
+        },
         summary="Post an ibnetdiscover (or ibnetdiscover -p) output of a fabric",
         description="The format is detected. A name not yet known creates the fabric. An "
         "output with no switch, or cut short, is refused with 400 and the fabric keeps its "

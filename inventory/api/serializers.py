@@ -231,7 +231,10 @@ class ReportAcceptedSerializer(serializers.Serializer):
     id = serializers.IntegerField(
         allow_null=True, help_text="the stored report (the last applied one when unchanged)"
     )
-    status = serializers.ChoiceField(choices=["pending", "unchanged"])
+    status = serializers.ChoiceField(
+        choices=["pending", "unchanged", "applied"],
+        help_text="applied: the same facts with new GPU events, stored with nothing to apply",
+    )
     server = serializers.IntegerField(allow_null=True)
 
 

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from ..choices import ReportStatus
 from ..identity import server_identity
 from ..models import AgentToken, Report, Server
 from ..safe_input import InputRejected, json_loads
@@ -24,7 +25,9 @@ from ..validation import report_errors
 
 logger = logging.getLogger(__name__)
 
-VOLATILE_KEYS = ("collected_at",)
+# Not facts about the server: `events` are new each time (stored once each by health), so a
+# report carrying some is never a heartbeat, and the next one without them is one again.
+VOLATILE_KEYS = ("collected_at", "events")
 
 
 class ReportRejected(Exception):
@@ -77,31 +80,52 @@ def report_receive(
 
     digest = content_hash(payload)
     server = token.server
-    if server is not None and token.identity and server.last_report_hash == digest:
+    heartbeat = server is not None and server.last_report_hash == digest
+    if heartbeat and token.identity and not payload.get("events"):
         # Heartbeat: the same facts as the last applied report of this token's server.
         Server.objects.filter(pk=server.pk).update(last_seen=timezone.now())
         return ReceiveResult(
             report_id=server.last_report_id, status="unchanged", server_id=server.pk
         )
 
-    errors = report_errors(payload)
+    # The facts of the last applied report and new events: nothing to apply. It is stored as
+    # applied (the health layer reads its events from there); only its new parts need checks.
+    unchanged = heartbeat and bool(token.identity)
+    errors = report_errors(_new_parts(payload) if unchanged else payload)
     if errors:
         raise ReportRejected(400, errors)
     identity = server_identity(payload["host"])
 
     with transaction.atomic():
         _authorise(token=token, identity=identity)
+        now = timezone.now()
         report = Report.objects.create(
             token=token,
             identity=identity,
             payload=payload,
             content_hash=digest,
             size_bytes=len(body),
+            **(
+                {"status": ReportStatus.APPLIED, "server": server, "applied_at": now}
+                if unchanged
+                else {}
+            ),
         )
-        if enqueue is not None:
+        if unchanged:
+            Server.objects.filter(pk=server.pk).update(last_seen=now, last_report=report)
+        if enqueue is not None:  # an applied report's task is a no-op that still says so
             report_id = report.pk
             transaction.on_commit(lambda: _safe_enqueue(enqueue, report_id))
-    return ReceiveResult(report_id=report.pk, status="pending", server_id=token.server_id)
+    status = ReportStatus.APPLIED if unchanged else ReportStatus.PENDING
+    return ReceiveResult(report_id=report.pk, status=status, server_id=token.server_id)
+
+
+def _new_parts(payload: dict[str, Any]) -> dict[str, Any]:
+    """A report whose digest equals the last applied one's adds only its volatile keys to
+    facts validated then: those, in a shell that is valid by itself, are what to validate."""
+    shell = {"schema": payload.get("schema"), "agent": payload.get("agent")}
+    shell.update({"host": {"hostname": "-"}, "gpus": []})
+    return {**shell, **{key: payload[key] for key in VOLATILE_KEYS if key in payload}}
 
 
 def _authorise(*, token: AgentToken, identity: str) -> None:

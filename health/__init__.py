@@ -1,0 +1,1 @@
+"""GPU health: kernel-log events, counters over time, the XID catalog, lifecycle, rules."""

@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class HealthConfig(AppConfig):
+    """GPU health and lifecycle: kernel-log events, counters over time, rules, history."""
+
+    name = "health"
+    verbose_name = "GPU health"

@@ -1,0 +1,131 @@
+"""GPU health over time: kernel-log events, counter samples, and where the sweep stands.
+
+A GPU keeps its history by serial across servers and slots: events and samples name the GPU
+row and copy its serial, server and PCI bus as they were when it happened.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from inventory.models import Gpu, Server
+
+from .choices import EventKind, Severity
+
+
+class HealthEvent(models.Model):
+    """One episode of a health event: the same kind and code on one GPU (or, without a GPU,
+    one PCI bus of one server) seen `count` times from `first_seen` to `last_seen`.
+
+    Repeats merge into the episode; a quiet gap longer than ATLAS_HEALTH_EPISODE_GAP_S starts
+    a new one, so a storm of 100,000 lines is one row and a recurrence a week later another.
+    `dedupe_key` (server, subject, kind, code, start) makes each episode exist once.
+    """
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="health_events")
+    gpu = models.ForeignKey(
+        Gpu, null=True, blank=True, on_delete=models.SET_NULL, related_name="health_events"
+    )
+    gpu_serial = models.CharField(max_length=128, blank=True, default="", db_index=True)
+    gpu_uuid = models.CharField(max_length=96, blank=True, default="")
+    pci_bus_id = models.CharField(max_length=32, blank=True, default="")
+    kind = models.CharField(max_length=16, choices=EventKind.choices)
+    code = models.PositiveIntegerField(null=True, blank=True)
+    severity = models.CharField(max_length=16, choices=Severity.choices)
+    action = models.CharField(max_length=300, blank=True, default="")
+    message = models.CharField(max_length=500, blank=True, default="")
+    first_seen = models.DateTimeField()
+    last_seen = models.DateTimeField(db_index=True)
+    count = models.PositiveBigIntegerField(default=1)
+    dedupe_key = models.CharField(max_length=200, unique=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-last_seen", "-id"]
+        indexes = [
+            models.Index(fields=["server", "-last_seen"]),
+            models.Index(fields=["gpu", "-last_seen"]),
+            models.Index(fields=["code", "-last_seen"]),
+            models.Index(fields=["severity", "-last_seen"]),
+        ]
+
+    def __str__(self) -> str:
+        code = f" {self.code}" if self.code is not None else ""
+        return f"{self.get_kind_display()}{code} x{self.count}"
+
+
+class HealthEventReceipt(models.Model):
+    """A report event already counted, by its fingerprint (the agent's key, else its content):
+    an agent that sends a batch twice after a failed delivery changes no count."""
+
+    fingerprint = models.CharField(max_length=64, unique=True)
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="+")
+    received_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    def __str__(self) -> str:
+        return self.fingerprint[:12]
+
+
+class GpuCounterSample(models.Model):
+    """A GPU's health counters as of `taken_at`, written only when one changed (or the GPU
+    moved): the rows of one GPU are its counters over time. The `current` row also carries
+    the volatile state (P-state, clock-event reasons, link generation), updated in place."""
+
+    gpu = models.ForeignKey(Gpu, on_delete=models.CASCADE, related_name="counter_samples")
+    server = models.ForeignKey(
+        Server, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    pci_bus_id = models.CharField(max_length=32, blank=True, default="")
+    taken_at = models.DateTimeField()
+    current = models.BooleanField(default=True)
+
+    ecc_volatile_corrected = models.PositiveBigIntegerField(null=True, blank=True)
+    ecc_volatile_uncorrected = models.PositiveBigIntegerField(null=True, blank=True)
+    ecc_aggregate_corrected = models.PositiveBigIntegerField(null=True, blank=True)
+    ecc_aggregate_uncorrected = models.PositiveBigIntegerField(null=True, blank=True)
+    ecc_locations = models.JSONField(default=list, blank=True)
+    retired_pages_single_bit = models.PositiveIntegerField(null=True, blank=True)
+    retired_pages_double_bit = models.PositiveIntegerField(null=True, blank=True)
+    retired_pages_pending = models.BooleanField(null=True, blank=True)
+    remapped_rows_correctable = models.PositiveIntegerField(null=True, blank=True)
+    remapped_rows_uncorrectable = models.PositiveIntegerField(null=True, blank=True)
+    remapped_rows_pending = models.BooleanField(null=True, blank=True)
+    remapped_rows_failure = models.BooleanField(null=True, blank=True)
+    pcie_link_gen_max = models.PositiveSmallIntegerField(null=True, blank=True)
+    pcie_link_width_current = models.PositiveSmallIntegerField(null=True, blank=True)
+    pcie_link_width_max = models.PositiveSmallIntegerField(null=True, blank=True)
+    pcie_replay_count = models.PositiveBigIntegerField(null=True, blank=True)
+    nvlink_crc_errors = models.PositiveBigIntegerField(null=True, blank=True)
+    nvlink_replay_errors = models.PositiveBigIntegerField(null=True, blank=True)
+    nvlink_recovery_errors = models.PositiveBigIntegerField(null=True, blank=True)
+    recovery_action = models.CharField(max_length=32, blank=True, default="")
+    # volatile state: moves with load, so it never makes a new row by itself
+    pcie_link_gen_current = models.PositiveSmallIntegerField(null=True, blank=True)
+    performance_state = models.PositiveSmallIntegerField(null=True, blank=True)
+    clock_event_reasons = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["gpu_id", "-taken_at", "-id"]
+        indexes = [models.Index(fields=["gpu", "-taken_at"])]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["gpu"], condition=Q(current=True), name="counter_sample_one_current"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"GPU {self.gpu_id} counters @ {self.taken_at:%Y-%m-%d %H:%M}"
+
+
+class HealthCursor(models.Model):
+    """How far the health sweep has read the stored reports (every report up to `report_id`
+    is recorded or was never to be)."""
+
+    name = models.CharField(max_length=32, primary_key=True)
+    report_id = models.BigIntegerField(default=0)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.name}@{self.report_id}"

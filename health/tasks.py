@@ -1,0 +1,27 @@
+"""Celery tasks of the health layer: thin adapters over services, safe to run often."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.db import OperationalError
+
+from .services import health_prune, health_sweep
+
+
+@shared_task(
+    acks_late=True,
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    max_retries=5,
+    time_limit=120,
+    soft_time_limit=100,
+)
+def record_health() -> int:
+    """Record the events and counters of reports applied since the last run (beat, every few
+    seconds; a run that finds nothing new costs two small queries)."""
+    return health_sweep()
+
+
+@shared_task(acks_late=True, time_limit=600, soft_time_limit=570)
+def prune_health() -> dict[str, int]:
+    return health_prune()

@@ -1,0 +1,145 @@
+"""A GPU's lifecycle by serial: servers and slots it was in, replacements, its events, and the
+findings its history raises, each read in a fixed number of queries."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from health.choices import HealthFindingType
+from health.selectors import gpu_history, health_findings
+from health.services import health_sweep
+from inventory.choices import ChangeKind
+from inventory.models import Gpu
+
+from .fleet import Agent, healthy, server_report, with_events, xid
+
+pytestmark = pytest.mark.django_db
+
+
+def now_iso() -> str:
+    return timezone.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_a_gpu_that_moves_servers_keeps_its_history():
+    a, b = Agent("dgx-a"), Agent("dgx-b")
+    report_a = server_report("dgx-a")
+    moving = copy.deepcopy(report_a["gpus"][5])
+    a.send(with_events(report_a, xid(48, moving["pci_bus_id"], now_iso(), uuid=moving["uuid"])))
+    a.send(server_report("dgx-a", skip_gpus=(5,)))  # taken out of dgx-a
+    report_b = server_report("dgx-b", gpus=2)
+    moved = {**moving, "index": 2, "pci_bus_id": "0000:cb:00.0"}
+    report_b["gpus"].append(moved)
+    b.send(with_events(report_b, xid(79, "0000:cb:00.0", now_iso(), uuid=moving["uuid"])))
+    health_sweep()
+
+    gpu = Gpu.objects.get(uuid=moving["uuid"])
+    history = gpu_history(gpu_id=gpu.pk)
+    assert history["identity"] == f"serial:{moving['serial']}"
+    hops = [(p["hostname"], p["pci_bus_id"]) for p in history["placements"]]
+    assert hops == [("dgx-a", moving["pci_bus_id"]), ("dgx-b", "0000:cb:00.0")]
+    assert history["placements"][0]["end"] is not None and history["placements"][1]["end"] is None
+    assert history["placements"][1]["index"] == 2
+    assert sorted((e.code, e.server.hostname) for e in history["events"]) == [
+        (48, "dgx-a"),
+        (79, "dgx-b"),
+    ]
+    kinds = {c.kind for c in history["changes"]}
+    assert {ChangeKind.GPU_MOVED_IN, ChangeKind.GPU_MOVED_OUT} <= kinds
+    assert [s.server.hostname for s in history["counters"]] == ["dgx-b", "dgx-a"]  # newest first
+
+
+def test_a_slot_whose_gpu_is_replaced_twice():
+    agent = Agent("dgx-01")
+    first = server_report("dgx-01")
+    agent.send(first)
+    bus = first["gpus"][4]["pci_bus_id"]
+    uuids = [first["gpus"][4]["uuid"]]
+    report = first
+    for n in (1, 2):  # the GPU in slot 4 is swapped for a new board, twice
+        report = copy.deepcopy(report)
+        new = report["gpus"][4]
+        new["uuid"] = f"GPU-00000000-0000-4000-8000-00000000000{n}"
+        new["serial"] = f"99900000000{n}"
+        new["health"] = healthy()
+        uuids.append(new["uuid"])
+        agent.send(with_events(report, xid(79, bus, now_iso(), uuid=new["uuid"], key=f"k{n}")))
+    health_sweep()
+
+    third = Gpu.objects.get(uuid=uuids[2])
+    history = gpu_history(gpu_id=third.pk)
+    occupants = history["slot"]["occupants"]
+    assert [o["uuid"] for o in occupants] == uuids
+    assert occupants[0]["start"] is None and occupants[-1]["end"] is None
+    assert (
+        occupants[0]["end"] == occupants[1]["start"]
+        and occupants[1]["end"] == occupants[2]["start"]
+    )
+    assert history["slot"]["pci_bus_id"] == bus
+
+    second = Gpu.objects.get(uuid=uuids[1])
+    roles = [
+        (r["role"], r["removed"]["uuid"], r["installed"]["uuid"])
+        for r in gpu_history(gpu_id=second.pk)["replacements"]
+    ]
+    assert roles == [("installed", uuids[0], uuids[1]), ("removed", uuids[1], uuids[2])]
+
+    # two different boards failed in that slot: the slot is the suspect, not the boards
+    findings = health_findings()
+    slot = [f for f in findings if f.type == HealthFindingType.SLOT_REPEATED_FAILURE]
+    assert len(slot) == 1 and bus in slot[0].subject
+
+
+def test_one_board_seen_under_two_uuids_is_one_history():
+    agent = Agent("dgx-01")
+    report = server_report("dgx-01")
+    agent.send(
+        with_events(
+            report,
+            xid(94, report["gpus"][0]["pci_bus_id"], now_iso(), uuid=report["gpus"][0]["uuid"]),
+        )
+    )
+    again = copy.deepcopy(report)  # back from repair with a new UUID, same serial
+    again["gpus"][0]["uuid"] = "GPU-00000000-0000-4000-8000-00000000aaaa"
+    agent.send(again)
+    health_sweep()
+    history = gpu_history(gpu_id=Gpu.objects.get(uuid=again["gpus"][0]["uuid"]).pk)
+    assert len(history["gpus"]) == 2 and [e.code for e in history["events"]] == [94]
+
+
+def test_history_costs_the_same_queries_however_long_it_is():
+    agent = Agent("dgx-01")
+    report = server_report("dgx-01")
+    gpu0 = report["gpus"][0]
+    agent.send(with_events(report, xid(13, gpu0["pci_bus_id"], now_iso(), uuid=gpu0["uuid"])))
+    health_sweep()
+    short = Gpu.objects.get(uuid=gpu0["uuid"])
+    with CaptureQueriesContext(connection) as few:
+        gpu_history(gpu_id=short.pk)
+    for n in range(15):
+        changed = copy.deepcopy(report)
+        changed["gpus"][0]["health"] = healthy(pcie_replay_count=n + 1)
+        event = xid(n % 5 + 40, gpu0["pci_bus_id"], now_iso(), uuid=gpu0["uuid"], key=f"k{n}")
+        agent.send(with_events(changed, event))
+    health_sweep()
+    with CaptureQueriesContext(connection) as many:
+        history = gpu_history(gpu_id=short.pk)
+    assert len(history["counters"]) == 16 and len(history["events"]) == 6
+    assert len(many) == len(few) == 5
+
+
+def test_findings_come_from_two_queries_whatever_the_fleet():
+    for n in range(3):
+        agent = Agent(f"dgx-{n}")
+        report = server_report(f"dgx-{n}")
+        report["gpus"][1]["remapped_rows_failure"] = True
+        agent.send(report)
+    health_sweep()
+    with CaptureQueriesContext(connection) as queries:
+        findings = health_findings()
+    assert len(queries) == 2
+    assert sorted(f.type for f in findings) == [HealthFindingType.ROW_REMAP_FAILURE] * 3
