@@ -199,6 +199,11 @@ SPECTACULAR_SETTINGS = {
         "GpuStatusEnum": "inventory.choices.GpuStatus",
         "SnapshotStatusEnum": "clusters.choices.SnapshotStatus",
         "FabricSnapshotStatusEnum": "fabric.choices.SnapshotStatus",
+        "HealthEventKindEnum": "health.choices.EventKind",
+        "NicKindEnum": "inventory.choices.NicKind",
+        "ChangeKindEnum": "inventory.choices.ChangeKind",
+        "FabricKindEnum": "fabric.choices.FabricKind",
+        "FabricNodeKindEnum": "fabric.choices.NodeKind",
     },
 }
 

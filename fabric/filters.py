@@ -5,14 +5,16 @@ from __future__ import annotations
 import django_filters
 from django.db.models import Q, QuerySet
 
+from inventory.filters import IdFilter, WholeNumberFilter
+
 from .choices import AdapterRole, LinkState, SnapshotStatus
 from .models import Adapter, FabricLink, FabricSnapshot, Switch
 
 
 class SwitchFilter(django_filters.FilterSet):
     fabric = django_filters.CharFilter(field_name="fabric__name")
-    tier = django_filters.NumberFilter(method="filter_tier")
-    rail = django_filters.NumberFilter(field_name="rail")
+    tier = WholeNumberFilter(method="filter_tier")
+    rail = WholeNumberFilter(field_name="rail")
     search = django_filters.CharFilter(method="filter_search")
 
     class Meta:
@@ -32,10 +34,10 @@ class SwitchFilter(django_filters.FilterSet):
 
 class AdapterFilter(django_filters.FilterSet):
     fabric = django_filters.CharFilter(field_name="fabric__name")
-    server = django_filters.NumberFilter(field_name="server_id")
+    server = IdFilter(field_name="server_id")
     bound = django_filters.BooleanFilter(field_name="server", lookup_expr="isnull", exclude=True)
     role = django_filters.ChoiceFilter(choices=AdapterRole.choices)
-    rail = django_filters.NumberFilter(field_name="rail")
+    rail = WholeNumberFilter(field_name="rail")
     search = django_filters.CharFilter(method="filter_search")
 
     class Meta:
@@ -53,8 +55,8 @@ class AdapterFilter(django_filters.FilterSet):
 class FabricLinkFilter(django_filters.FilterSet):
     fabric = django_filters.CharFilter(field_name="fabric__name")
     state = django_filters.ChoiceFilter(choices=LinkState.choices)
-    switch = django_filters.NumberFilter(method="filter_switch")
-    server = django_filters.NumberFilter(method="filter_server")
+    switch = IdFilter(method="filter_switch")
+    server = IdFilter(method="filter_server")
     speed = django_filters.CharFilter(method="filter_speed")
 
     class Meta:
