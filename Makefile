@@ -28,9 +28,11 @@ run: demo
 test: venv
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# The same three checks as .pre-commit-config.yaml; mypy's paths are in pyproject.toml.
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 format: venv
 	$(VENV)/bin/ruff format .
