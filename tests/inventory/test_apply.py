@@ -9,7 +9,13 @@ from django.test.utils import CaptureQueriesContext
 
 from inventory.choices import ChangeKind, GpuStatus, ReportStatus
 from inventory.models import ChangeEvent, Gpu, Link, MigDevice, Nic, Report, Server
-from inventory.services import agent_token_create, report_apply, report_receive
+from inventory.services import (
+    agent_token_create,
+    report_apply,
+    report_receive,
+    revision_bump,
+    revision_get,
+)
 from tests.reports import make_report
 
 pytestmark = pytest.mark.django_db
@@ -186,3 +192,13 @@ def test_apply_costs_the_same_queries_for_1_and_8_gpus():
         return len(ctx.captured_queries)
 
     assert cost(1, "small") == cost(8, "big")
+
+
+def test_a_revision_moves_in_one_update_once_it_exists(django_assert_num_queries):
+    with CaptureQueriesContext(connection) as first:
+        revision_bump(name="inventory-test")
+    assert [q["sql"].split()[0] for q in first.captured_queries].count("INSERT") == 1
+    with django_assert_num_queries(1) as queries:
+        revision_bump(name="inventory-test")
+    assert queries.captured_queries[0]["sql"].startswith("UPDATE")
+    assert revision_get(name="inventory-test") == 2
