@@ -785,7 +785,8 @@ def _guest_claims(uuids: Iterable[str], now) -> dict[str, list[GuestClaim]]:
 
 
 def _relink_vms(server: Server, uuids: list[str], now) -> bool:
-    """Re-decide the host of every VM this host lists or held: one read, one UPDATE."""
+    """Re-decide the host of every VM this host lists or held: two reads (the VMs, the hosts
+    that list them), and one UPDATE when a VM moves."""
     vms = list(
         Server.objects.filter(Q(system_uuid__in=uuids) | Q(physical_host=server))
         .filter(physical_host_manual=False)

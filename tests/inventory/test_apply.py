@@ -6,6 +6,7 @@ import json
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from inventory.choices import ChangeKind, GpuStatus, ReportStatus
 from inventory.models import ChangeEvent, Gpu, Link, MigDevice, Nic, Report, Server
@@ -16,6 +17,7 @@ from inventory.services import (
     revision_bump,
     revision_get,
 )
+from inventory.services.apply import _relink_vms
 from tests.reports import make_report
 
 pytestmark = pytest.mark.django_db
@@ -178,6 +180,16 @@ def test_vm_links_to_its_host_from_the_guest_list():
     vm = Server.objects.get(hostname="vm-01")
     assert vm.physical_host.hostname == "kvm-host"
     assert vm.is_virtual and vm.hypervisor == "kvm"
+
+    # The relink costs what its docstring says: two reads, and an UPDATE only for a move.
+    host, now = vm.physical_host, timezone.now()
+    Server.objects.filter(pk=vm.pk).update(physical_host=None)
+    with CaptureQueriesContext(connection) as moved:
+        assert _relink_vms(host, [vm.system_uuid], now) is True
+    assert [q["sql"].split()[0] for q in moved.captured_queries] == ["SELECT", "SELECT", "UPDATE"]
+    with CaptureQueriesContext(connection) as kept:
+        assert _relink_vms(host, [vm.system_uuid], now) is False
+    assert len(kept.captured_queries) == 2
 
 
 def test_apply_costs_the_same_queries_for_1_and_8_gpus():
