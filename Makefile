@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint format venv demo migrate worker beat bench clean
+.PHONY: run test test-fast lint format venv demo migrate worker beat bench clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,9 +28,17 @@ run: demo
 test: venv
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# The tiers that need no service (no PostgreSQL, Redis, Slurm or Chromium), on the embedded
+# SQLite whatever DATABASE_URL says; the minutes-long fuzzing tier is left out too.
+FAST_TIERS := not integration and not postgres and not slurm and not browser and not fuzz
+test-fast: venv
+	env -u DATABASE_URL $(PY) -m pytest -m "$(FAST_TIERS)" $(PYTEST_ARGS)
+
+# The same three checks as .pre-commit-config.yaml; mypy's paths are in pyproject.toml.
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 format: venv
 	$(VENV)/bin/ruff format .

@@ -253,6 +253,15 @@ def _profile_from_device_name(name: str | None) -> str | None:
     return None
 
 
+def _import_pynvml() -> Any:
+    """NVIDIA's bindings, imported only when live NVML is asked for."""
+    try:
+        import pynvml
+    except ImportError as exc:  # the agent installed without its dependency
+        raise NvmlUnavailableError(f"nvidia-ml-py is not installed: {exc}") from exc
+    return pynvml
+
+
 class PynvmlBackend:
     """The live NVML backend. `module` is the pynvml module (tests may inject a stand-in)."""
 
@@ -274,12 +283,9 @@ class PynvmlBackend:
         with self._lock:
             if self._initialised:
                 return
-            nv = self._nv_module
+            nv: Any = self._nv_module
             if nv is None:
-                try:
-                    import pynvml as nv
-                except ImportError as exc:  # the agent installed without its dependency
-                    raise NvmlUnavailableError(f"nvidia-ml-py is not installed: {exc}") from exc
+                nv = _import_pynvml()
             self._nv = nv
             self._nvml_error = nv.NVMLError
             self._unsupported = tuple(getattr(nv, name) for name in _UNSUPPORTED)
@@ -657,10 +663,11 @@ class PynvmlBackend:
     def _gpu_instance_profiles(self, handle: Any) -> dict[int, Any]:
         """GPU instance profile id -> profile info (name, slices, memory), for this GPU."""
         profiles: dict[int, Any] = {}
+        not_offered: tuple[type[BaseException], ...] = (*self._unsupported, NvmlError)
         for profile in range(int(getattr(self._nv, "NVML_GPU_INSTANCE_PROFILE_COUNT", 0))):
             try:
                 info = self._call("nvmlDeviceGetGpuInstanceProfileInfo", handle, profile)
-            except (*self._unsupported, NvmlError):
+            except not_offered:
                 continue  # a profile this GPU does not offer answers an error
             profiles[int(info.id)] = info
         return profiles

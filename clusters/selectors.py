@@ -69,7 +69,8 @@ def open_findings_by_severity() -> dict[str, int]:
 
 
 def scheduler_summary() -> dict:
-    """Node counts per cluster and kind for the overview, in two aggregate queries."""
+    """Node counts per cluster and kind for the overview, in four queries: the clusters with
+    their counts, the live and the unbound nodes, open findings by severity."""
     clusters = list(cluster_list().order_by("name"))
     active = Node.objects.filter(gone_at__isnull=True)
     return {

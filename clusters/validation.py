@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import models
 from django.db.backends.base.operations import BaseDatabaseOperations
 
 from .models import Node
@@ -92,8 +93,9 @@ def _record_problems(record: NodeRecord):
         if not isinstance(value, str):
             yield field, f"expected text, got {type(value).__name__}"
             continue
-        limit = Node._meta.get_field(field).max_length
-        if len(value) > limit:
+        column = Node._meta.get_field(field)
+        limit = column.max_length if isinstance(column, models.CharField) else None
+        if limit is not None and len(value) > limit:
             yield field, f"{len(value)} characters; at most {limit}"
     for field in (*INTEGER_COLUMNS, *INTEGER_COLUMNS_ALSO):
         yield from _integer_problems(field, getattr(record, field), _column_range(field))

@@ -144,7 +144,7 @@ class ServerBandwidth:
 
 
 def fabric_host_bandwidth(fabric: Fabric) -> list[ServerBandwidth]:
-    """Per host on the fabric: NICs, Gb/s, GPUs (from the inventory), per GPU (two queries)."""
+    """Per host on the fabric: NICs, Gb/s, GPUs (from the inventory), per GPU (three queries)."""
     ports, hosts = _host_ports(fabric)
     server_ids = {h.server_id for h in hosts.values() if h.server_id is not None}
     gpus = dict(

@@ -37,7 +37,7 @@ def gpu_history(*, gpu_id: int) -> dict[str, Any] | None:
     """Every server and slot the GPU was in, its replacements, changes, events and counters.
 
     The GPU is followed by its serial (its UUID where it has none), so rows of one board seen
-    under different UUIDs (after an RMA repair) are one history. Six queries.
+    under different UUIDs (after an RMA repair) are one history. Five queries.
     """
     gpu = Gpu.objects.select_related("server").filter(pk=gpu_id).first()
     if gpu is None:

@@ -18,7 +18,7 @@ from .services import health_prune, health_sweep
 )
 def record_health() -> int:
     """Record the events and counters of reports applied since the last run (beat, every few
-    seconds; a run that finds nothing new costs two small queries)."""
+    seconds; a run that finds nothing new costs three small queries)."""
     return health_sweep()
 
 

@@ -28,7 +28,8 @@ def render_fleet_figures(names: list[str] | None = None, force: bool = False) ->
     """Render the fleet figures whose data moved since their last render.
 
     Beat runs it every 30 s: a run that finds every figure at the current revision returns
-    at once (three small queries), so it is safe to enqueue often.
+    at once (four small queries: the reconciliation time, two revisions, the rendered keys),
+    so it is safe to enqueue often.
     """
     rendered = fleet_render(names=names, force=force)
     return ",".join(rendered) if rendered else "unchanged"

@@ -196,12 +196,13 @@ def _read_tree(text: str) -> tuple[ET.Element, bool]:
     then fails only when told the input is over, and every element begun so far is in the
     tree, the cut one with the children it had. Errors in the middle stay errors.
     """
-    parser = ET.XMLPullParser(events=("start",))
+    parser: ET.XMLPullParser[ET.Element] = ET.XMLPullParser(events=("start",))
     root: ET.Element | None = None
     try:
         parser.feed(text)
-        for _event, element in parser.read_events():  # raises the errors feed() queued
-            if root is None:
+        for event in parser.read_events():  # raises the errors feed() queued
+            element = event[-1]  # a "start" event is (name, element)
+            if root is None and isinstance(element, ET.Element):
                 root = element
     except ET.ParseError as exc:
         raise SmiParseError(f"not well-formed XML: {exc}") from None

@@ -224,11 +224,11 @@ def parse_topo_matrix(data: str | bytes) -> TopoMatrix:
     )
     for label in sorted(gpu_labels, key=lambda c: int(c[3:])):
         gpu = TopoGpu(index=int(label[3:]))
-        rest = affinity_rows.get(label)
-        if rest is not None and extra:
-            if not _padding_fits(rest, padding):
-                rest = [cell for cell in rest if cell]  # unknown padding: values in order
-            info = dict(zip(extra, _affinity_values(rest, padding), strict=True))
+        affinity = affinity_rows.get(label)
+        if affinity is not None and extra:
+            if not _padding_fits(affinity, padding):
+                affinity = [cell for cell in affinity if cell]  # unknown padding: values in order
+            info = dict(zip(extra, _affinity_values(affinity, padding), strict=True))
             cpus = info.get("CPU Affinity")
             numa = info.get("NUMA Affinity")
             gpu.cpu_affinity = cpus if cpus and parse_cpu_list(cpus) else None
@@ -259,11 +259,11 @@ def parse_topo_matrix(data: str | bytes) -> TopoMatrix:
         for b in columns[pos + 1 :]:
             # prefer the cell of a complete row: a short row's cells may be cut
             pairs = sorted(((a, b), (b, a)), key=lambda pair: pair[0] not in complete)
-            value = next((cells[p] for p in pairs if p in cells), None)
-            if value is None or value == "X" or (a, b) in seen:
+            link = next((cells[p] for p in pairs if p in cells), None)
+            if link is None or link == "X" or (a, b) in seen:
                 continue
             seen.add((a, b))
-            matrix.links.append((end(a), end(b), value))
+            matrix.links.append((end(a), end(b), link))
     if not matrix.gpus:
         raise SmiParseError("the topo -m matrix has no GPU columns")
     return matrix

@@ -168,7 +168,10 @@ def list_nodes_and_pods(
     """
     with api_client(kubeconfig_path, context, in_cluster) as api:
         core = client.CoreV1Api(api)
-        methods = {"NodeList": core.list_node, "PodList": core.list_pod_for_all_namespaces}
+        methods: dict[str, Callable[..., Any]] = {
+            "NodeList": core.list_node,
+            "PodList": core.list_pod_for_all_namespaces,
+        }
         calls = [(methods[kind], kind) for kind in lists]
         return [
             _list_all(

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,7 +123,8 @@ class _Events:
     """ChangeEvents gathered during one apply, written in one bulk insert."""
 
     def __init__(self, server: Server, report: Report, now) -> None:
-        self.server, self.report, self.now, self.rows = server, report, now, []
+        self.server, self.report, self.now = server, report, now
+        self.rows: list[ChangeEvent] = []
 
     def add(self, kind: str, summary: str, *, gpu_id=None, before=None, after=None, server=None):
         self.rows.append(
@@ -325,8 +326,8 @@ def _offline(last_seen, now) -> bool:
 class _Claims:
     """What a report lists that other servers keep: uuid -> the holder's row (values)."""
 
-    gpus: dict[str, dict] = field(default_factory=dict)
-    mig_devices: dict[str, dict] = field(default_factory=dict)
+    gpus: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    mig_devices: dict[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.gpus or self.mig_devices)
@@ -336,7 +337,7 @@ class _Claims:
 
 
 def _gpu_fields(gpu: dict[str, Any]) -> dict[str, Any]:
-    fields = {name: _text(gpu.get(name)) for name in GPU_STRING_FIELDS}
+    fields: dict[str, Any] = {name: _text(gpu.get(name)) for name in GPU_STRING_FIELDS}
     fields.update({name: gpu.get(name) for name in GPU_VALUE_FIELDS})
     fields["index"] = gpu["index"]
     fields["uuid_synthetic"] = bool(gpu.get("uuid_synthetic"))
@@ -376,7 +377,7 @@ def _apply_gpus(
             holder_seen=F("server__last_seen"),
         )
     )
-    moved_in = {}
+    moved_in: dict[str, Mapping[str, Any]] = {}
     for row in elsewhere:
         if row["status"] != GpuStatus.LOST and not _offline(row["holder_seen"], now):
             claims.gpus[row["uuid"]] = row
@@ -384,11 +385,11 @@ def _apply_gpus(
             moved_in[row["uuid"]] = row
     reported = [g for g in payload["gpus"] if g["uuid"] not in claims.gpus]
     existing = {g.uuid: g for g in Gpu.objects.filter(server=server)}
-    existing_mig: dict[int, list[dict]] = {}
-    for row in MigDevice.objects.filter(gpu__server=server).values(
+    existing_mig: dict[int, list[Mapping[str, Any]]] = {}
+    for mig_row in MigDevice.objects.filter(gpu__server=server).values(
         "gpu_id", "uuid", "profile", "gpu_instance_id", "compute_instance_id"
     ):
-        existing_mig.setdefault(row["gpu_id"], []).append(row)
+        existing_mig.setdefault(mig_row["gpu_id"], []).append(mig_row)
     reported_uuids = [g["uuid"] for g in reported]
 
     changed = False
@@ -487,7 +488,7 @@ def _apply_gpus(
         ids = {g.uuid: g.pk for g in upserted}
     index_to_id = {gpu["index"]: ids[gpu["uuid"]] for gpu in reported}
     for event in events.rows:
-        if event.kind == ChangeKind.GPU_ADDED and event.gpu_id is None:
+        if event.kind == ChangeKind.GPU_ADDED and event.gpu_id is None and event.after is not None:
             event.gpu_id = ids.get(event.after["uuid"])
 
     lost = [g for g in existing.values() if g.uuid not in ids and g.status != GpuStatus.LOST]
@@ -527,7 +528,11 @@ def _apply_gpus(
 
 
 def _hold_mig_devices(
-    server: Server, reported: list[dict], moved_in: dict[str, dict], now, claims: _Claims
+    server: Server,
+    reported: list[dict],
+    moved_in: Mapping[str, Mapping[str, Any]],
+    now,
+    claims: _Claims,
 ) -> set[int]:
     """Put MIG devices that another live server holds (and so still lists) into `claims`.
 
@@ -558,7 +563,7 @@ def _hold_mig_devices(
     return moved_from
 
 
-def _release_holders(moved_in: dict[str, dict], mig_moved_from: set[int]) -> None:
+def _release_holders(moved_in: Mapping[str, Mapping[str, Any]], mig_moved_from: set[int]) -> None:
     """Servers that lost a GPU or MIG device to this report: what they hold changed without
     a report of theirs, so their next report must be applied in full, not taken for a
     heartbeat. A GPU their last report still listed leaves their PCI count with it (else
@@ -780,14 +785,16 @@ def _guest_claims(uuids: Iterable[str], now) -> dict[str, list[GuestClaim]]:
 
 
 def _relink_vms(server: Server, uuids: list[str], now) -> bool:
-    """Re-decide the host of every VM this host lists or held: one read, one UPDATE."""
+    """Re-decide the host of every VM this host lists or held: two reads (the VMs, the hosts
+    that list them), and one UPDATE when a VM moves."""
     vms = list(
         Server.objects.filter(Q(system_uuid__in=uuids) | Q(physical_host=server))
         .filter(physical_host_manual=False)
         .exclude(pk=server.pk)
         .values("id", "system_uuid", "is_virtual", "physical_host_id")
     )
-    claims = _guest_claims({vm["system_uuid"] for vm in vms if vm["is_virtual"]} - {None}, now)
+    guest_uuids = {u for vm in vms if vm["is_virtual"] and (u := vm["system_uuid"]) is not None}
+    claims = _guest_claims(guest_uuids, now)
     moves: dict[int, int | None] = {}
     for vm in vms:
         new = None

@@ -81,7 +81,7 @@ def report_receive(
     digest = content_hash(payload)
     server = token.server
     heartbeat = server is not None and server.last_report_hash == digest
-    if heartbeat and token.identity and not payload.get("events"):
+    if heartbeat and server is not None and token.identity and not payload.get("events"):
         # Heartbeat: the same facts as the last applied report of this token's server.
         Server.objects.filter(pk=server.pk).update(last_seen=timezone.now())
         return ReceiveResult(
@@ -111,7 +111,7 @@ def report_receive(
                 else {}
             ),
         )
-        if unchanged:
+        if unchanged and server is not None:
             Server.objects.filter(pk=server.pk).update(last_seen=now, last_report=report)
         if enqueue is not None:  # an applied report's task is a no-op that still says so
             report_id = report.pk

@@ -13,7 +13,13 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from inventory.models import UserToken
-from inventory.services import user_token_create, user_token_revoke
+from inventory.services import (
+    agent_token_authenticate,
+    agent_token_create,
+    user_token_authenticate,
+    user_token_create,
+    user_token_revoke,
+)
 from inventory.services.tokens import token_digest
 
 pytestmark = pytest.mark.django_db
@@ -150,3 +156,19 @@ def test_upgrade_without_the_old_table_does_nothing():
     migration = importlib.import_module("inventory.migrations.0002_user_token")
     migration.hash_legacy_drf_tokens(apps, SimpleNamespace(connection=connection))
     assert not UserToken.objects.exists()
+
+
+def test_a_person_token_is_found_in_one_query(user, django_assert_num_queries):
+    """As `user_token_authenticate` promises; a use worth recording adds its one UPDATE."""
+    token, key = user_token_create(user=user)
+    with django_assert_num_queries(2):  # the lookup, then the first use recorded
+        assert user_token_authenticate(key).pk == token.pk
+    with django_assert_num_queries(1):
+        assert user_token_authenticate(key).user == user
+
+
+def test_an_agent_token_is_found_with_its_server_in_one_query(django_assert_num_queries):
+    token, key = agent_token_create(name="dgx-01")
+    with django_assert_num_queries(1):
+        found = agent_token_authenticate(key)
+        assert found.pk == token.pk and found.server is None  # select_related: no 2nd query

@@ -8,6 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from fabric.models import Adapter, Fabric, FabricLink, FabricSnapshot, Switch
+from fabric.selectors import fabric_host_bandwidth, fabric_tree
 from fabric.services import (
     FabricRejected,
     fabric_rebind,
@@ -225,3 +226,21 @@ def test_old_raw_texts_are_emptied_past_the_retention(settings):
         fabric_snapshot_ingest(fabric_name="f", raw=text)
     kept = list(FabricSnapshot.objects.order_by("id").values_list("raw", flat=True))
     assert [bool(raw) for raw in kept] == [False, False, True, True]
+
+
+def test_the_tree_and_the_bandwidth_cost_the_queries_their_docstrings_say(
+    django_assert_num_queries,
+):
+    built = synthetic_fabric(servers=8, rails=2, servers_per_leaf=4)
+    fabric_snapshot_ingest(fabric_name="f", raw=built.text)
+    for host in built.servers:
+        Server.objects.create(identity=f"hostname:{host}", hostname=host)
+    fabric = Fabric.objects.get()
+    fabric_rebind(fabric=fabric)
+
+    with django_assert_num_queries(3):  # switches, switch-to-switch links, host cables
+        facts, hosts = fabric_tree(fabric)
+    assert len(hosts) == 8 and facts.leaf_hosts
+    with django_assert_num_queries(3):  # host cables, GPU counts, switch names
+        bandwidth = fabric_host_bandwidth(fabric)
+    assert len(bandwidth) == 8 and all(b.server_id for b in bandwidth)

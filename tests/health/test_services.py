@@ -339,3 +339,14 @@ def test_an_agent_cannot_put_events_on_another_servers_gpu():
     event = HealthEvent.objects.get()
     assert event.server.hostname == "dgx-liar" and event.gpu_id is None
     assert not HealthEvent.objects.filter(gpu=victim_gpu).exists()
+
+
+def test_a_sweep_that_finds_nothing_new_costs_three_small_queries():
+    Agent("dgx-01").send(server_report("dgx-01"))
+    health_sweep()
+    with CaptureQueriesContext(connection) as queries:
+        assert health_sweep() == 0
+    sql = [q["sql"] for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]]
+    # the cursor made sure of, the cursor locked, the reports after it (savepoints are the
+    # test's own transaction)
+    assert len(sql) == 3, sql

@@ -6,10 +6,18 @@ import json
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from inventory.choices import ChangeKind, GpuStatus, ReportStatus
 from inventory.models import ChangeEvent, Gpu, Link, MigDevice, Nic, Report, Server
-from inventory.services import agent_token_create, report_apply, report_receive
+from inventory.services import (
+    agent_token_create,
+    report_apply,
+    report_receive,
+    revision_bump,
+    revision_get,
+)
+from inventory.services.apply import _relink_vms
 from tests.reports import make_report
 
 pytestmark = pytest.mark.django_db
@@ -173,6 +181,16 @@ def test_vm_links_to_its_host_from_the_guest_list():
     assert vm.physical_host.hostname == "kvm-host"
     assert vm.is_virtual and vm.hypervisor == "kvm"
 
+    # The relink costs what its docstring says: two reads, and an UPDATE only for a move.
+    host, now = vm.physical_host, timezone.now()
+    Server.objects.filter(pk=vm.pk).update(physical_host=None)
+    with CaptureQueriesContext(connection) as moved:
+        assert _relink_vms(host, [vm.system_uuid], now) is True
+    assert [q["sql"].split()[0] for q in moved.captured_queries] == ["SELECT", "SELECT", "UPDATE"]
+    with CaptureQueriesContext(connection) as kept:
+        assert _relink_vms(host, [vm.system_uuid], now) is False
+    assert len(kept.captured_queries) == 2
+
 
 def test_apply_costs_the_same_queries_for_1_and_8_gpus():
     def cost(gpus, host):
@@ -186,3 +204,13 @@ def test_apply_costs_the_same_queries_for_1_and_8_gpus():
         return len(ctx.captured_queries)
 
     assert cost(1, "small") == cost(8, "big")
+
+
+def test_a_revision_moves_in_one_update_once_it_exists(django_assert_num_queries):
+    with CaptureQueriesContext(connection) as first:
+        revision_bump(name="inventory-test")
+    assert [q["sql"].split()[0] for q in first.captured_queries].count("INSERT") == 1
+    with django_assert_num_queries(1) as queries:
+        revision_bump(name="inventory-test")
+    assert queries.captured_queries[0]["sql"].startswith("UPDATE")
+    assert revision_get(name="inventory-test") == 2

@@ -10,6 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from clusters.reconcile import reconcile_all
+from clusters.selectors import scheduler_summary
 from clusters.services import snapshot_ingest
 from inventory.models import Server
 from tests.nodes import k8s_node, k8s_node_list, scontrol_node, scontrol_text
@@ -135,3 +136,11 @@ def test_query_count_is_the_same_for_5_and_100_servers(signed_in, path):
     small = count()
     fleet(95, offset=100)
     assert count() == small
+
+
+def test_the_overview_node_counts_cost_four_queries(django_assert_num_queries):
+    fleet(3)
+    with django_assert_num_queries(4):  # clusters with counts, live, unbound, findings
+        summary = scheduler_summary()
+        assert [c.name for c in summary["clusters"]] == ["k0", "s0"]
+    assert (summary["total"], summary["unbound"]) == (6, 0)

@@ -16,6 +16,7 @@ from tests.reports import apply_reports, make_report
 from topology.failure_domains import (
     FailureDomainError,
     failure_domain,
+    failure_domain_choices,
     failure_domain_ranking,
     server_resolve,
 )
@@ -202,3 +203,11 @@ def test_import_locations_writes_nothing_when_a_row_is_wrong(tmp_path):
     assert result.applied and result.servers_updated == 1
     assert any("no server named 'ghost'" in e for e in result.errors)
     assert Server.objects.get().rack == "r1"
+
+
+def test_the_form_choices_cost_two_queries(django_assert_num_queries):
+    slurm_fleet(["dgx-01", "dgx-02"])
+    Server.objects.filter(hostname="dgx-01").update(rack="r1")
+    Nic.objects.filter(server__hostname="dgx-02").update(switch="leaf-1")
+    with django_assert_num_queries(2):
+        assert failure_domain_choices() == {"racks": ["r1"], "switches": ["leaf-1"]}

@@ -14,7 +14,10 @@ from tests.reports import apply_reports, make_report
 from topology.capacity import CapacityRequestError, capacity_compare
 from topology.placement import (
     PlacementRequestError,
+    fleet_counts,
+    fleet_load,
     gpu_memory_text,
+    placement_choices,
     placement_find,
 )
 
@@ -351,3 +354,21 @@ def test_mig_strategy_single_counts_mig_devices_not_gpus():
     assert mig.fits and mig.nodes[0].gpu_count == 7
     whole = placement_find(cluster="prod", gpus=1)
     assert not whole.fits and whole.blocked[0].reason == "mig_layout"
+
+
+def test_the_reads_cost_the_queries_their_docstrings_say(django_assert_num_queries):
+    """Two PCIe servers (mixed link classes: pairs are read) and one in MIG mode."""
+    names = ["pcie-01", "pcie-02"]
+    slurm_fleet(names, reports=[pcie_report(n, [[0, 1], [2, 3]]) for n in names])
+    slurm_fleet(
+        ["mig-01"], cluster="mig", reports=[make_report("mig-01", mig_gpus={0: ["1g.10gb"]})]
+    )
+
+    with django_assert_num_queries(2):  # nodes, healthy GPU counts per server
+        assert len(fleet_counts().nodes) == 3
+    with django_assert_num_queries(5):  # nodes, GPUs, MIG devices, link classes, pairs
+        assert len(fleet_load(with_mig=True).nodes) == 3
+    with django_assert_num_queries(4):
+        fleet_load()
+    with django_assert_num_queries(3):  # clusters, GPU models, MIG profiles
+        assert placement_choices()["mig_profiles"] == ["1g.10gb"]

@@ -153,10 +153,10 @@ def test_force_renders_even_when_nothing_changed():
         fleet_render(names=["nope"])
 
 
-def test_the_task_returns_at_once_when_nothing_changed(django_assert_max_num_queries):
+def test_the_task_returns_at_once_when_nothing_changed(django_assert_num_queries):
     build_fleet(2)
     assert set(tasks.render_fleet_figures().split(",")) == set(FIGURES)
-    with django_assert_max_num_queries(4):
+    with django_assert_num_queries(4):  # as its docstring says
         assert tasks.render_fleet_figures() == "unchanged"
 
 

@@ -77,12 +77,10 @@ def placement_alternatives(planner: Planner, request: PlacementRequest) -> list[
     seen: set[tuple] = set()
     for group in groups:
         alternative = _first_fit(planner, group)
-        signature = alternative and (
-            alternative.cluster,
-            alternative.total_gpus,
-            *alternative.nodes,
-        )
-        if alternative and signature not in seen:
+        if alternative is None:
+            continue
+        signature = (alternative.cluster, alternative.total_gpus, *alternative.nodes)
+        if signature not in seen:
             seen.add(signature)
             found.append(alternative)
         if len(found) >= ALTERNATIVE_LIMIT:

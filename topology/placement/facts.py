@@ -123,10 +123,10 @@ class Fleet:
                 uniform=uniform,
             )
             position = {g.id: i for i, g in enumerate(gpus)}
-            self._sets[memo] = found and (
-                tuple(position[g.id] for g in found.gpus),
-                found.link_class,
-                found.rank,
+            self._sets[memo] = (
+                None
+                if found is None
+                else (tuple(position[g.id] for g in found.gpus), found.link_class, found.rank)
             )
         remembered = self._sets[memo]
         if remembered is None:

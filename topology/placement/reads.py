@@ -222,7 +222,8 @@ def fleet_load(
     with_mig: bool = False,
     with_links: bool = True,
 ) -> Fleet:
-    """Nodes in scope with their servers' GPUs and GPU-pair link classes: four queries at most.
+    """Nodes in scope with their servers' GPUs and GPU-pair link classes: five queries at most
+    (nodes, GPUs, MIG devices with `with_mig`, link classes and mixed pairs with `with_links`).
 
     Pair links are read only for servers whose GPU pairs are not all of one class (a DGX is
     NV18 throughout; a PCIe server mixes PIX/NODE/SYS), so a fleet of 25,000 NVLink servers
