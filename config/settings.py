@@ -207,6 +207,8 @@ SPECTACULAR_SETTINGS = {
         "ChangeKindEnum": "inventory.choices.ChangeKind",
         "FabricKindEnum": "fabric.choices.FabricKind",
         "FabricNodeKindEnum": "fabric.choices.NodeKind",
+        "WebhookEventEnum": "integrations.choices.WebhookEvent",
+        "DeliveryStatusEnum": "integrations.choices.DeliveryStatus",
     },
 }
 

@@ -193,3 +193,53 @@ def test_the_scrape_costs_the_same_queries_for_5_and_500_servers(client, metrics
     bulk_fleet(495, prefix="many")
     assert queries() == few
     assert few <= 15
+
+
+def test_queue_length_is_read_from_the_redis_broker(client, metrics_on):
+    import os
+
+    import redis
+
+    from config.celery import app as celery_app
+    from tests.conftest import require
+    from tests.integration.services import redis_ping
+
+    url = os.environ.get("ATLAS_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+    require(redis_ping(url), f"no Redis at {url} (apt-get install redis-server)")
+    conf = celery_app.conf
+    saved = (conf.broker_url, conf.task_always_eager)
+    connection_ = redis.Redis.from_url(url)
+    queue = conf.task_default_queue or "celery"
+    connection_.delete(queue)
+    connection_.rpush(queue, "a", "b", "c")
+    try:
+        conf.broker_url, conf.task_always_eager = url, False
+        text = scrape(client, metrics_on)
+    finally:
+        conf.broker_url, conf.task_always_eager = saved
+        connection_.delete(queue)
+        connection_.close()
+    assert samples(text, "atlas_celery_queue_length") == {(): 3.0}
+    assert samples(text, "atlas_broker_up") == {(): 1.0}
+
+
+def test_a_broker_that_is_away_is_a_figure_not_an_error(client, metrics_on):
+    from config.celery import app as celery_app
+    from tests.integration.services import free_port
+
+    conf = celery_app.conf
+    saved = (conf.broker_url, conf.task_always_eager)
+    try:
+        conf.broker_url = f"redis://127.0.0.1:{free_port()}/0"
+        conf.task_always_eager = False
+        text = scrape(client, metrics_on)
+    finally:
+        conf.broker_url, conf.task_always_eager = saved
+    assert samples(text, "atlas_broker_up") == {(): 0.0}
+    assert "atlas_celery_queue_length" not in families(text)
+
+
+def test_in_process_tasks_have_no_queue(client, metrics_on):
+    text = scrape(client, metrics_on)
+    assert "atlas_celery_queue_length" not in families(text)
+    assert "atlas_broker_up" not in families(text)
