@@ -6,7 +6,6 @@ host) answers the same numbers; nothing is counted in a process.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -14,6 +13,7 @@ from django.conf import settings
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Min, Q, Sum, Value
 
 from clusters.models import Cluster, Finding, Node
+from inventory.choices import ReportStatus
 from inventory.health import gpu_problem_code, problem_of_code
 from inventory.models import Gpu, MigDevice, Report, Server
 from inventory.selectors import server_state_expression
@@ -88,32 +88,30 @@ def open_findings_by_type() -> dict[tuple[str, str], int]:
     return {(type_, severity): n for type_, severity, n in rows}
 
 
-def _histogram(
-    queryset, *, since: Callable[[float], datetime], bounds, now: datetime, start: str
-) -> Histogram:
-    """Bucket counts of `now - start` (a datetime field), in one aggregate query."""
-    age = ExpressionWrapper(Value(now) - F(start), output_field=DurationField())
+def _duration_histogram(queryset, duration, bounds: tuple[float, ...]) -> Histogram:
+    """Cumulative bucket counts and the sum of `duration` (a DurationField expression) over
+    the queryset's rows, in one aggregate query."""
     counts = {
-        f"le_{i}": Count("id", filter=Q(**{f"{start}__gte": since(bound)}))
+        f"le_{i}": Count("id", filter=Q(duration_s__lte=timedelta(seconds=bound)))
         for i, bound in enumerate(bounds)
     }
-    row = queryset.aggregate(n=Count("id"), total=Sum(age), **counts)
-    total = row["total"]
+    row = queryset.annotate(duration_s=duration).aggregate(
+        n=Count("id"), total=Sum("duration_s"), **counts
+    )
+    total = row["total"]  # a timedelta; plain microseconds where a backend does not convert
     return Histogram(
         buckets=[(float(bound), row[f"le_{i}"]) for i, bound in enumerate(bounds)],
         count=row["n"],
-        total=total.total_seconds() if isinstance(total, timedelta) else float(total or 0),
+        total=total.total_seconds() if isinstance(total, timedelta) else float(total or 0) / 1e6,
     )
 
 
 def server_report_age(now: datetime) -> Histogram:
     """Seconds since each server's last report (servers that never reported left out)."""
-    return _histogram(
+    return _duration_histogram(
         Server.objects.filter(last_seen__isnull=False, last_seen__lte=now),
-        since=lambda bound: now - timedelta(seconds=bound),
-        bounds=REPORT_AGE_BUCKETS_S,
-        now=now,
-        start="last_seen",
+        ExpressionWrapper(Value(now) - F("last_seen"), output_field=DurationField()),
+        REPORT_AGE_BUCKETS_S,
     )
 
 
@@ -124,21 +122,10 @@ def report_apply_latency(now: datetime) -> Histogram:
     worker, and old reports pruned by retention do not make it jump.
     """
     window_start = now - timedelta(seconds=settings.ATLAS_METRICS_WINDOW_S)
-    latency = ExpressionWrapper(F("applied_at") - F("received_at"), output_field=DurationField())
-    counts = {
-        f"le_{i}": Count("id", filter=Q(latency_s__lte=timedelta(seconds=bound)))
-        for i, bound in enumerate(APPLY_LATENCY_BUCKETS_S)
-    }
-    row = (
-        Report.objects.filter(status="applied", applied_at__gte=window_start)
-        .annotate(latency_s=latency)
-        .aggregate(n=Count("id"), total=Sum("latency_s"), **counts)
-    )
-    total = row["total"]
-    return Histogram(
-        buckets=[(float(b), row[f"le_{i}"]) for i, b in enumerate(APPLY_LATENCY_BUCKETS_S)],
-        count=row["n"],
-        total=total.total_seconds() if isinstance(total, timedelta) else float(total or 0),
+    return _duration_histogram(
+        Report.objects.filter(status=ReportStatus.APPLIED, applied_at__gte=window_start),
+        ExpressionWrapper(F("applied_at") - F("received_at"), output_field=DurationField()),
+        APPLY_LATENCY_BUCKETS_S,
     )
 
 
