@@ -315,6 +315,8 @@ ATLAS_HEALTH_RETENTION_DAYS = env_int("ATLAS_HEALTH_RETENTION_DAYS", 730)
 # `Authorization: Bearer <ATLAS_METRICS_TOKEN>`; unset, it is off (404).
 ATLAS_METRICS_TOKEN = os.environ.get("ATLAS_METRICS_TOKEN", "")
 ATLAS_METRICS_WINDOW_S = env_int("ATLAS_METRICS_WINDOW_S", 900)  # apply latency over this window
+# Each process writes its count of report answers at most this often (no commit per report).
+ATLAS_METRICS_FLUSH_S = env_int("ATLAS_METRICS_FLUSH_S", 10)
 # Base of the absolute links sent to other tools (Alertmanager's generatorURL, webhook bodies).
 ATLAS_PUBLIC_URL = os.environ.get("ATLAS_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
 ATLAS_ALERTMANAGER_URL = os.environ.get("ATLAS_ALERTMANAGER_URL", "").rstrip("/")

@@ -1,22 +1,18 @@
 """Counts the answers of the agents' reports endpoint, for `atlas_reports_received`.
 
 A middleware reads only the answer (status code, the `status` of a 202), so the report
-pipeline does not know metrics exist. Off (not a query more) while ATLAS_METRICS_TOKEN is
-unset; on, one UPDATE per report.
+pipeline does not know metrics exist. Off while ATLAS_METRICS_TOKEN is unset; on, answers are
+added up in memory and written every ATLAS_METRICS_FLUSH_S seconds (services/outcomes.py).
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 
 from django.conf import settings
-from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 
 from .services import report_outcome_count
-
-logger = logging.getLogger(__name__)
 
 REPORTS_PATH = "/api/v1/reports/"
 
@@ -32,12 +28,7 @@ class ReportOutcomeMiddleware:
             and request.method == "POST"
             and request.path_info == REPORTS_PATH
         ):
-            try:
-                report_outcome_count(
-                    status_code=response.status_code, status=_answer_status(response)
-                )
-            except DatabaseError:  # a metric never costs an agent its answer
-                logger.warning("metrics: report outcome not counted", exc_info=True)
+            report_outcome_count(status_code=response.status_code, status=_answer_status(response))
         return response
 
 

@@ -10,6 +10,7 @@ METRICS_TOKEN = "scrape-me-0123456789abcdef"
 @pytest.fixture
 def metrics_on(settings) -> str:
     settings.ATLAS_METRICS_TOKEN = METRICS_TOKEN
+    settings.ATLAS_METRICS_FLUSH_S = 0  # every counted answer written at once
     return METRICS_TOKEN
 
 

@@ -162,11 +162,54 @@ def test_reports_received_counts_each_answer(client, metrics_on, post_report, ag
 
 def test_reports_are_not_counted_while_metrics_are_off(settings, post_report, agent_token):
     from integrations.models import ReportOutcomeCount
+    from integrations.services.outcomes import outcome_buffer
     from tests.reports import make_report
 
     settings.ATLAS_METRICS_TOKEN = ""
+    settings.ATLAS_METRICS_FLUSH_S = 0
     post_report(make_report("dgx-01", gpus=1), agent_token)
+    outcome_buffer.flush()
     assert not ReportOutcomeCount.objects.exists()
+
+
+def test_answers_are_written_in_sums_not_one_commit_each():
+    from collections import Counter as Counts
+
+    from integrations.services.outcomes import OutcomeBuffer
+
+    now = [0.0]
+    written: list[Counts] = []
+    buffer = OutcomeBuffer(flush_every_s=lambda: 10, clock=lambda: now[0], write=written.append)
+    for _ in range(3):
+        buffer.add(status_code=202, status="unchanged")
+    buffer.add(status_code=413)
+    assert written == []
+    now[0] = 10.0
+    buffer.add(status_code=202, status="pending")
+    assert written == [Counts({("unchanged", 202): 3, ("rejected", 413): 1, ("pending", 202): 1})]
+    buffer.add(status_code=202, status="something new")
+    buffer.flush()
+    assert written[-1] == Counts({("accepted", 202): 1})
+
+
+def test_a_failed_write_keeps_the_counts_for_the_next():
+    from collections import Counter as Counts
+
+    from django.db import OperationalError
+
+    from integrations.services.outcomes import OutcomeBuffer
+
+    attempts: list[Counts] = []
+
+    def write(counts):
+        attempts.append(Counts(counts))
+        if len(attempts) == 1:
+            raise OperationalError("database away")
+
+    buffer = OutcomeBuffer(flush_every_s=lambda: 0, clock=lambda: 0.0, write=write)
+    buffer.add(status_code=202, status="unchanged")  # the write fails, nothing is lost
+    buffer.add(status_code=202, status="unchanged")
+    assert attempts[-1] == Counts({("unchanged", 202): 2})
 
 
 def test_last_successful_sync_per_cluster(client, metrics_on):
