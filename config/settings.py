@@ -285,6 +285,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "integrations.tasks.send_due_deliveries",
         "schedule": env_int("ATLAS_WEBHOOK_SCAN_INTERVAL_S", 15),
     },
+    "prune-webhook-deliveries": {"task": "integrations.tasks.prune_deliveries", "schedule": 3600},
 }
 
 # Cluster Atlas knobs.
@@ -323,6 +324,7 @@ ATLAS_ALERTMANAGER_URL = os.environ.get("ATLAS_ALERTMANAGER_URL", "").rstrip("/"
 ATLAS_ALERT_INTERVAL_S = env_int("ATLAS_ALERT_INTERVAL_S", 60)
 ATLAS_WEBHOOK_TIMEOUT_S = env_int("ATLAS_WEBHOOK_TIMEOUT_S", 10)
 ATLAS_WEBHOOK_RETRY_WINDOW_S = env_int("ATLAS_WEBHOOK_RETRY_WINDOW_S", 24 * 3600)
+ATLAS_WEBHOOK_RETENTION_DAYS = env_int("ATLAS_WEBHOOK_RETENTION_DAYS", 30)  # sent or failed ones
 # Each upload endpoint enforces its own limit from Content-Length (413 with a clear message).
 DATA_UPLOAD_MAX_MEMORY_SIZE = None
 

@@ -7,7 +7,12 @@ from celery import shared_task
 from django.db import OperationalError, transaction
 
 from .services.alertmanager import alertmanager_push
-from .services.webhooks import deliveries_due, delivery_attempt, webhook_outbox_scan
+from .services.webhooks import (
+    deliveries_due,
+    deliveries_prune,
+    delivery_attempt,
+    webhook_outbox_scan,
+)
 
 
 @shared_task(
@@ -41,6 +46,12 @@ def send_due_deliveries() -> int:
 def send_delivery(delivery_id: int) -> str:
     """One attempt of one delivery (a duplicate enqueue is a no-op: the attempt is leased)."""
     return delivery_attempt(delivery_id=delivery_id)
+
+
+@shared_task(acks_late=True, time_limit=600, soft_time_limit=570)
+def prune_deliveries() -> int:
+    """Beat, hourly: forget old delivered and failed deliveries."""
+    return deliveries_prune()
 
 
 def _enqueue_due() -> int:

@@ -202,3 +202,16 @@ def delivery_attempt(*, delivery_id: int, now: datetime | None = None) -> str:
     Delivery.objects.filter(pk=delivery.pk).update(**update)
     logger.info("webhook delivery %s attempt %d: %s", delivery.pk, attempts, error)
     return update["status"]
+
+
+def deliveries_prune(*, now: datetime | None = None) -> int:
+    """Delete delivered and failed deliveries older than ATLAS_WEBHOOK_RETENTION_DAYS; how
+    many. Pending ones stay whatever their age: they are still owed."""
+    now = now or timezone.now()
+    before = now - timedelta(days=settings.ATLAS_WEBHOOK_RETENTION_DAYS)
+    deleted, _ = (
+        Delivery.objects.exclude(status=DeliveryStatus.PENDING)
+        .filter(created_at__lt=before)
+        .delete()
+    )
+    return deleted

@@ -268,3 +268,27 @@ def test_a_receiver_that_refuses_is_not_retried():
         assert delivery_attempt(delivery_id=delivery.pk) == "failed"
     finally:
         receiver.stop()
+
+
+def test_old_finished_deliveries_are_pruned_and_owed_ones_kept(settings):
+    from integrations.services.webhooks import deliveries_prune
+
+    settings.ATLAS_WEBHOOK_RETENTION_DAYS = 30
+    webhook = a_webhook("http://127.0.0.1:9/a")
+    old = timezone.now() - timedelta(days=31)
+    for status, created_at in [
+        ("delivered", old),
+        ("failed", old),
+        ("pending", old),
+        ("delivered", timezone.now()),
+    ]:
+        Delivery.objects.create(
+            webhook=webhook,
+            event="finding.raised",
+            occurrence=Delivery.objects.count(),
+            payload={},
+            status=status,
+            created_at=created_at,
+        )
+    assert deliveries_prune() == 2
+    assert sorted(Delivery.objects.values_list("status", flat=True)) == ["delivered", "pending"]
