@@ -22,6 +22,7 @@ class WebhookViewSet(viewsets.ModelViewSet):
     permission_classes = [permissions.IsAuthenticated, IsStaff]
     queryset = Webhook.objects.order_by("id")
     filter_backends: list = []
+    lookup_value_regex = "[0-9]+"
 
     def perform_create(self, serializer) -> None:
         serializer.save(created_by=self.request.user)

@@ -292,3 +292,16 @@ def test_old_finished_deliveries_are_pruned_and_owed_ones_kept(settings):
         )
     assert deliveries_prune() == 2
     assert sorted(Delivery.objects.values_list("status", flat=True)) == ["delivered", "pending"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/webhooks/99999999999999999999/",
+        "/api/v1/webhooks/99999999999999999999/deliveries/",
+        "/api/v1/webhooks/abc/",
+        "/api/v1/webhooks/12345/deliveries/",
+    ],
+)
+def test_an_unknown_webhook_is_a_404(staff_api, path):
+    assert staff_api.get(path).status_code == 404
