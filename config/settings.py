@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "fabric",
     "health",
     "topology",
+    "integrations",
 ]
 
 MIDDLEWARE = [
@@ -71,6 +72,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
+    # Counts the reports endpoint's answers for /metrics (off while ATLAS_METRICS_TOKEN is unset).
+    "integrations.middleware.ReportOutcomeMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -204,6 +207,8 @@ SPECTACULAR_SETTINGS = {
         "ChangeKindEnum": "inventory.choices.ChangeKind",
         "FabricKindEnum": "fabric.choices.FabricKind",
         "FabricNodeKindEnum": "fabric.choices.NodeKind",
+        "WebhookEventEnum": "integrations.choices.WebhookEvent",
+        "DeliveryStatusEnum": "integrations.choices.DeliveryStatus",
     },
 }
 
@@ -264,6 +269,23 @@ CELERY_BEAT_SCHEDULE = {
         "task": "fabric.tasks.rebind_fabrics",
         "schedule": env_int("ATLAS_FABRIC_REBIND_INTERVAL_S", 300),
     },
+    # Open findings to Alertmanager (re-sent while open), resolved ones with their endsAt;
+    # returns at once while ATLAS_ALERTMANAGER_URL is unset.
+    "push-alerts": {
+        "task": "integrations.tasks.push_alerts",
+        "schedule": env_int("ATLAS_ALERT_INTERVAL_S", 60),
+    },
+    # Findings raised or resolved since the last scan become webhook deliveries.
+    "scan-webhook-outbox": {
+        "task": "integrations.tasks.scan_webhook_outbox",
+        "schedule": env_int("ATLAS_WEBHOOK_SCAN_INTERVAL_S", 15),
+    },
+    # Deliveries whose next attempt is due (the first attempt is enqueued by the scan).
+    "retry-webhook-deliveries": {
+        "task": "integrations.tasks.send_due_deliveries",
+        "schedule": env_int("ATLAS_WEBHOOK_SCAN_INTERVAL_S", 15),
+    },
+    "prune-webhook-deliveries": {"task": "integrations.tasks.prune_deliveries", "schedule": 3600},
 }
 
 # Cluster Atlas knobs.
@@ -290,6 +312,19 @@ ATLAS_FABRIC_SNAPSHOT_RETENTION = env_int("ATLAS_FABRIC_SNAPSHOT_RETENTION", 5) 
 ATLAS_HEALTH_EPISODE_GAP_S = env_int("ATLAS_HEALTH_EPISODE_GAP_S", 3600)
 ATLAS_HEALTH_RECEIPT_DAYS = env_int("ATLAS_HEALTH_RECEIPT_DAYS", 30)
 ATLAS_HEALTH_RETENTION_DAYS = env_int("ATLAS_HEALTH_RETENTION_DAYS", 730)
+# Integrations (integrations/, docs/deploy.md). /metrics answers only with
+# `Authorization: Bearer <ATLAS_METRICS_TOKEN>`; unset, it is off (404).
+ATLAS_METRICS_TOKEN = os.environ.get("ATLAS_METRICS_TOKEN", "")
+ATLAS_METRICS_WINDOW_S = env_int("ATLAS_METRICS_WINDOW_S", 900)  # apply latency over this window
+# Each process writes its count of report answers at most this often (no commit per report).
+ATLAS_METRICS_FLUSH_S = env_int("ATLAS_METRICS_FLUSH_S", 10)
+# Base of the absolute links sent to other tools (Alertmanager's generatorURL, webhook bodies).
+ATLAS_PUBLIC_URL = os.environ.get("ATLAS_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
+ATLAS_ALERTMANAGER_URL = os.environ.get("ATLAS_ALERTMANAGER_URL", "").rstrip("/")
+ATLAS_ALERT_INTERVAL_S = env_int("ATLAS_ALERT_INTERVAL_S", 60)
+ATLAS_WEBHOOK_TIMEOUT_S = env_int("ATLAS_WEBHOOK_TIMEOUT_S", 10)
+ATLAS_WEBHOOK_RETRY_WINDOW_S = env_int("ATLAS_WEBHOOK_RETRY_WINDOW_S", 24 * 3600)
+ATLAS_WEBHOOK_RETENTION_DAYS = env_int("ATLAS_WEBHOOK_RETENTION_DAYS", 30)  # sent or failed ones
 # Each upload endpoint enforces its own limit from Content-Length (413 with a clear message).
 DATA_UPLOAD_MAX_MEMORY_SIZE = None
 

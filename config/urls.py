@@ -11,6 +11,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from clusters import views as cluster_views
+from integrations import views as integrations_views
 from inventory import views as inventory_views
 from inventory.api.schema_views import SchemaView, api_docs
 from topology import views as topology_views
@@ -24,6 +25,7 @@ api_patterns = [
     path("v1/", include("fabric.api.urls")),
     path("v1/", include("health.api.urls")),
     path("v1/", include("topology.api.urls")),
+    path("v1/", include("integrations.api.urls")),
 ]
 
 urlpatterns = [
@@ -38,5 +40,6 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("metrics", integrations_views.metrics, name="metrics"),
     path("api/", include((api_patterns, "api"))),
 ]

@@ -1,0 +1,217 @@
+"""Signed webhooks: an outbox of deliveries filled by a scan, emptied by a task.
+
+The scan reads findings raised or resolved since its last run (a time watermark with an
+overlap, so one committed late is still seen) and creates one Delivery per (webhook, event,
+finding, occurrence), idempotently: rescanning never duplicates one. Nothing of this runs in
+the request or the reconciliation that raised the finding. Each delivery is claimed by a
+conditional UPDATE (a lease), sent, and recorded; a failure is retried with exponential
+backoff until ATLAS_WEBHOOK_RETRY_WINDOW_S after it was created, then marked failed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+import requests
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from clusters.models import Finding
+
+from ..alerts import FINDING_FIELDS, finding_page_url, rfc3339
+from ..choices import DeliveryStatus, WebhookEvent
+from ..models import Delivery, Webhook
+from ..signing import (
+    DELIVERY_HEADER,
+    EVENT_HEADER,
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    signature,
+)
+from .watermarks import watermark_get, watermark_set
+
+logger = logging.getLogger(__name__)
+
+WATERMARK = "webhooks"
+OVERLAP = timedelta(minutes=10)
+BACKOFF_BASE_S = 10
+BACKOFF_MAX_S = 3600
+# Answers that a retry may fix; every other 4xx is the receiver refusing for good.
+RETRYABLE_4XX = {408, 409, 425, 429}
+
+
+def finding_payload(row: dict[str, Any]) -> dict[str, Any]:
+    """The `finding` object of a webhook body (plain JSON; what the findings API shows)."""
+    return {
+        "id": row["id"],
+        "type": row["type"],
+        "severity": row["severity"],
+        "subject": row["subject"],
+        "message": row["message"],
+        "first_seen": rfc3339(row["first_seen"]),
+        "resolved_at": rfc3339(row["resolved_at"]) if row["resolved_at"] else None,
+        "server": row["server__hostname"],
+        "node": row["node__name"],
+        "cluster": row["cluster__name"] or row["node__cluster__name"],
+        "url": finding_page_url(row, public_url=settings.ATLAS_PUBLIC_URL),
+    }
+
+
+def webhook_outbox_scan(*, now: datetime | None = None) -> int:
+    """Create the deliveries of findings raised or resolved since the last scan; returns how
+    many were due (those a previous scan already made are left as they are).
+
+    A webhook gets only events that happened after it was created (no backlog).
+    """
+    now = now or timezone.now()
+    since = (watermark_get(WATERMARK) or now) - OVERLAP
+    webhooks = list(Webhook.objects.filter(active=True).only("id", "events", "created_at"))
+    wanted = {
+        event: [w for w in webhooks if event in w.events]
+        for event in (WebhookEvent.FINDING_RAISED, WebhookEvent.FINDING_RESOLVED)
+    }
+    if not any(wanted.values()):
+        watermark_set(WATERMARK, now)
+        return 0
+    rows = (
+        Finding.objects.filter(Q(first_seen__gte=since) | Q(resolved_at__gte=since))
+        .order_by("id")
+        .values(*FINDING_FIELDS)
+    )
+    deliveries = []
+    for row in rows:
+        events = []
+        if row["first_seen"] >= since:
+            events.append((WebhookEvent.FINDING_RAISED, row["first_seen"]))
+        if row["resolved_at"] is not None and row["resolved_at"] >= since:
+            events.append((WebhookEvent.FINDING_RESOLVED, row["resolved_at"]))
+        for event, at in events:
+            payload = {"finding": finding_payload(row)}
+            deliveries += [
+                Delivery(
+                    webhook_id=w.pk,
+                    event=event,
+                    finding_id=row["id"],
+                    occurrence=row["reopened_count"],
+                    payload=payload,
+                    created_at=now,
+                    next_attempt_at=now,
+                )
+                for w in wanted[event]
+                if at >= w.created_at
+            ]
+    Delivery.objects.bulk_create(deliveries, ignore_conflicts=True, batch_size=500)
+    watermark_set(WATERMARK, now)
+    return len(deliveries)
+
+
+def deliveries_due(*, now: datetime | None = None, limit: int = 1000) -> list[int]:
+    """Ids of pending deliveries whose next attempt is due, oldest first."""
+    now = now or timezone.now()
+    return list(
+        Delivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
+        .order_by("next_attempt_at", "id")
+        .values_list("id", flat=True)[:limit]
+    )
+
+
+def delivery_body(delivery: Delivery, *, timestamp: int) -> bytes:
+    """The JSON body of one attempt: id, event and timestamp are inside what is signed."""
+    body = {
+        "id": delivery.pk,
+        "event": delivery.event,
+        "timestamp": timestamp,
+        **delivery.payload,
+    }
+    return json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
+
+
+def backoff(attempts: int) -> timedelta:
+    """Wait before attempt `attempts + 1`: 10 s, 20 s, 40 s, ... at most an hour."""
+    return timedelta(seconds=min(BACKOFF_BASE_S * 2 ** max(attempts - 1, 0), BACKOFF_MAX_S))
+
+
+def _claim(delivery_id: int, now: datetime) -> bool:
+    """Take the delivery for one attempt; False when another worker has it or it is done."""
+    lease = timedelta(seconds=settings.ATLAS_WEBHOOK_TIMEOUT_S + 30)
+    return bool(
+        Delivery.objects.filter(
+            pk=delivery_id, status=DeliveryStatus.PENDING, next_attempt_at__lte=now
+        ).update(next_attempt_at=now + lease)
+    )
+
+
+def delivery_attempt(*, delivery_id: int, now: datetime | None = None) -> str:
+    """Send one delivery once; its status afterwards (`pending` means: retried later).
+
+    Never raises for the receiver's sake: what went wrong is recorded on the delivery.
+    """
+    now = now or timezone.now()
+    if not _claim(delivery_id, now):
+        return "skipped"
+    delivery = Delivery.objects.select_related("webhook").get(pk=delivery_id)
+    webhook = delivery.webhook
+    attempts = delivery.attempts + 1
+    timestamp = int(now.timestamp())
+    body = delivery_body(delivery, timestamp=timestamp)
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "cluster-atlas-webhooks",
+        SIGNATURE_HEADER: signature(body, webhook.secret),
+        DELIVERY_HEADER: str(delivery.pk),
+        TIMESTAMP_HEADER: str(timestamp),
+        EVENT_HEADER: delivery.event,
+    }
+    update: dict[str, Any] = {"attempts": attempts, "last_attempt_at": now}
+    error, code = "", None
+    try:
+        response = requests.post(
+            webhook.url,
+            data=body,
+            headers=headers,
+            timeout=settings.ATLAS_WEBHOOK_TIMEOUT_S,
+            allow_redirects=False,
+        )
+        code = response.status_code
+        if 200 <= code < 300:
+            update |= {
+                "status": DeliveryStatus.DELIVERED,
+                "delivered_at": now,
+                "response_status": code,
+                "last_error": "",
+            }
+            Delivery.objects.filter(pk=delivery.pk).update(**update)
+            return DeliveryStatus.DELIVERED
+        error = f"HTTP {code} from the receiver"
+    except requests.RequestException as exc:
+        error = f"{type(exc).__name__}: could not reach the receiver"
+    give_up = (code is not None and 400 <= code < 500 and code not in RETRYABLE_4XX) or (
+        now + backoff(attempts)
+        > delivery.created_at + timedelta(seconds=settings.ATLAS_WEBHOOK_RETRY_WINDOW_S)
+    )
+    update |= {
+        "response_status": code,
+        "last_error": error,
+        "status": DeliveryStatus.FAILED if give_up else DeliveryStatus.PENDING,
+        "next_attempt_at": now if give_up else now + backoff(attempts),
+    }
+    Delivery.objects.filter(pk=delivery.pk).update(**update)
+    logger.info("webhook delivery %s attempt %d: %s", delivery.pk, attempts, error)
+    return update["status"]
+
+
+def deliveries_prune(*, now: datetime | None = None) -> int:
+    """Delete delivered and failed deliveries older than ATLAS_WEBHOOK_RETENTION_DAYS; how
+    many. Pending ones stay whatever their age: they are still owed."""
+    now = now or timezone.now()
+    before = now - timedelta(days=settings.ATLAS_WEBHOOK_RETENTION_DAYS)
+    deleted, _ = (
+        Delivery.objects.exclude(status=DeliveryStatus.PENDING)
+        .filter(created_at__lt=before)
+        .delete()
+    )
+    return deleted
