@@ -7,10 +7,10 @@ import os
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from agent.simulator import demo_servers, push_reports
 from clusters.reconcile import reconcile_all
 from inventory.models import AgentToken, HardwareProfile, Server, UserToken
 from inventory.services import agent_token_create, user_token_create
+from simulator.fleet import demo_servers, push_reports
 
 from ... import demo
 

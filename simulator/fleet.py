@@ -1,11 +1,10 @@
 """The fleet simulator: believable servers from the fake profiles, pushed through the real API.
 
-Each simulated server is a `FakeMachine` run through the real collector (fake NVML backend,
-a materialised /sys tree, fake command outputs), so its report is exactly what the agent
-would send from such a machine. Used by `python -m agent simulate` and by the backend's
-`manage.py demo`:
+Each simulated server is a `FakeMachine` run through the agent's real collector
+(`simulator.reports`), so its report is exactly what the agent would send from such a
+machine. Used by `python -m simulator fleet`, the benchmarks and the backend's demo:
 
-    from agent.simulator import demo_fleet, push_reports
+    from simulator.fleet import demo_fleet, push_reports
     reports = demo_fleet(seed=0)                      # list of report dicts
     results = push_reports(url, tokens, reports, concurrency=8)
 
@@ -15,19 +14,17 @@ pushing the same fleet twice updates the same servers.
 
 from __future__ import annotations
 
-import os
 import random
-import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from .collector import collect
-from .fake import FakeMachine, FakeNvmlBackend, fake_runner, materialize
-from .host import SysHost
+from agent.transport import DeliveryError, PermanentError, Sender, Transport
+
+from .fake_nvml import FakeMachine
 from .profiles import PROFILES, build, kvm_host, rand_uuid
-from .transport import DeliveryError, PermanentError, Sender, Transport
+from .reports import simulate_report
 
 _HOSTNAMES = {
     "h100": "dgx-h100",
@@ -60,20 +57,6 @@ class SimulatedServer:
 
     def report(self) -> dict[str, Any]:
         return simulate_report(self.machine)
-
-
-def _scratch() -> str | None:
-    """Memory-backed scratch space when there is one: a fake /sys is hundreds of tiny files."""
-    shm = "/dev/shm"
-    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
-
-
-def simulate_report(machine: FakeMachine, *, collected_at: str | None = None) -> dict[str, Any]:
-    """The report the agent would send from `machine` (the real collector, fake inputs)."""
-    with tempfile.TemporaryDirectory(prefix="atlas-sim-", dir=_scratch()) as root:
-        materialize(machine, root)
-        host = SysHost(root, run=fake_runner(machine))
-        return collect(FakeNvmlBackend(machine), host, collected_at=collected_at)
 
 
 def parse_mix(text: str | None, servers: int | None = None) -> dict[str, int]:

@@ -1,0 +1,156 @@
+"""`python -m simulator collect | push | fleet`: simulated servers through the agent's own paths.
+
+`collect` and `push` take the agent's options (backend, spool, interval, kernel log) and run
+the agent's own collect and push loop, with a simulated server (`--profile`) in place of
+live NVML; their output and exit statuses are the agent's. `fleet` pushes a whole simulated
+fleet, one agent token per server. None of this is installed on GPU servers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from agent.__main__ import (
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    AgentParser,
+    BadInput,
+    Sources,
+    add_backend_options,
+    add_kernel_log_options,
+    add_push_options,
+    cmd_collect,
+    cmd_push,
+    configure_logging,
+    fail,
+    saved_kernel_log,
+)
+
+from .fleet import fleet, parse_mix, push_reports
+from .profiles import PROFILES, build
+from .reports import simulate_report
+
+
+def _server_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("the simulated server")
+    group.add_argument(
+        "--profile", required=True, help=f"the kind of server: {', '.join(PROFILES)}"
+    )
+    group.add_argument("--seed", default="0", help="seed of the server's identity")
+    group.add_argument("--hostname", help="its hostname (default: from the profile)")
+    add_kernel_log_options(group)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = AgentParser(prog="python -m simulator", description="Cluster Atlas simulator")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=AgentParser)
+
+    collect = commands.add_parser("collect", help="print a simulated server's report as JSON")
+    _server_options(collect)
+    collect.add_argument("--compact", action="store_true", help="one line of JSON")
+
+    push = commands.add_parser("push", help="send a simulated server's report, as the agent")
+    _server_options(push)
+    add_push_options(push)
+
+    many = commands.add_parser("fleet", help="push a simulated fleet, one token per server")
+    add_backend_options(many)
+    many.add_argument(
+        "--servers", type=int, metavar="N", help="fleet size (default: the sum of the mix)"
+    )
+    many.add_argument(
+        "--profile-mix",
+        default="h100=1",
+        metavar="MIX",
+        help="weights per profile, e.g. h100=10,a100-mig=1,l40s=3",
+    )
+    many.add_argument("--concurrency", type=int, default=8, metavar="K")
+    many.add_argument("--seed", default="0")
+    return parser
+
+
+def simulated_sources(args: argparse.Namespace) -> Sources:
+    """The agent's report source, played by a simulated server; events from a saved log only."""
+    if args.profile not in PROFILES:
+        raise BadInput(f"unknown profile {args.profile!r} (known: {', '.join(PROFILES)})")
+    events = saved_kernel_log(args)
+    machine = build(args.profile, seed=args.seed, hostname=args.hostname)
+    return (lambda: simulate_report(machine)), events
+
+
+def read_tokens(path: str) -> list[str]:
+    """One token per line; blank lines and # comments skipped. ValueError names the file only."""
+    try:
+        text = Path(path).read_text("utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot read token file {path}: {exc.strerror}") from exc
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def cmd_fleet(args: argparse.Namespace) -> int:
+    configure_logging(logging.WARNING)
+    try:
+        counts = parse_mix(args.profile_mix, args.servers)
+        tokens = read_tokens(args.token_file)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from exc
+    servers = fleet(counts, seed=args.seed)
+    if len(tokens) < len(servers):
+        raise BadInput(
+            f"{len(servers)} servers need {len(servers)} tokens, one per line (a token is bound "
+            f"to the first server it reports); {args.token_file} has {len(tokens)}"
+        )
+    configure_logging(logging.WARNING, *tokens)
+    reports = [server.report() for server in servers]
+    try:
+        results = push_reports(
+            args.url,
+            tokens,
+            reports,
+            args.concurrency,
+            ca_bundle=args.ca_bundle,
+            insecure=args.insecure,
+        )
+    except ValueError as exc:
+        raise BadInput(str(exc)) from exc
+    for server, result in zip(servers, results, strict=True):
+        detail = (
+            f"id {result.answer.get('id')} {result.answer.get('status')}"
+            if result.answer is not None
+            else result.error
+        )
+        print(
+            f"{server.hostname:<14} {server.profile:<15} {server.rack:<8} {result.outcome:<11} "
+            f"{detail}"
+        )
+    sent = sum(1 for r in results if r.outcome == "sent")
+    print(f"{sent} of {len(results)} reports sent")
+    if any(r.outcome == "refused" for r in results):
+        return fail(EXIT_REFUSED, "the backend refused some reports (see above)")
+    if sent < len(results):
+        return fail(EXIT_UNREACHABLE, "the backend was unreachable for some reports")
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "collect":
+            return cmd_collect(args, simulated_sources)
+        if args.command == "push":
+            return cmd_push(args, simulated_sources)
+        return cmd_fleet(args)
+    except BadInput as exc:
+        return fail(EXIT_USAGE, f"bad input: {exc}")
+    except KeyboardInterrupt:
+        return fail(130, "interrupted")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
