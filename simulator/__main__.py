@@ -1,9 +1,11 @@
-"""`python -m simulator collect | push | fleet`: simulated servers through the agent's own paths.
+"""`python -m simulator collect | push | fleet | keep-alive`: simulated servers through the
+agent's own paths.
 
 `collect` and `push` take the agent's options (backend, spool, interval, kernel log) and run
 the agent's own collect and push loop, with a simulated server (`--profile`) in place of
 live NVML; their output and exit statuses are the agent's. `fleet` pushes a whole simulated
-fleet, one agent token per server. None of this is installed on GPU servers.
+fleet, one agent token per server. `keep-alive` keeps a pushed fleet reporting (the demo's;
+its plan, tokens included, on stdin). None of this is installed on GPU servers.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from agent.__main__ import (
     saved_kernel_log,
 )
 
+from . import keepalive
 from .fleet import fleet, parse_mix, push_reports
 from .profiles import PROFILES, build
 from .reports import simulate_report
@@ -72,6 +75,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     many.add_argument("--concurrency", type=int, default=8, metavar="K")
     many.add_argument("--seed", default="0")
+
+    alive = commands.add_parser(
+        "keep-alive", help="post a fleet's reports and snapshots (a plan on stdin) every interval"
+    )
+    alive.add_argument("--url", required=True, help="the backend, e.g. http://127.0.0.1:8000")
+    alive.add_argument("--interval", type=float, default=30.0, metavar="SECONDS")
+    alive.add_argument(
+        "--patience",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="stop when the backend has not answered for this long (default 15)",
+    )
     return parser
 
 
@@ -138,6 +154,18 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_keep_alive(args: argparse.Namespace) -> int:
+    if args.interval <= 0 or args.patience <= 0:
+        raise BadInput("--interval and --patience must be positive")
+    try:
+        plan = keepalive.Plan.from_json(sys.stdin.read())
+    except (ValueError, TypeError) as exc:
+        raise BadInput(f"the plan on stdin is not a keep-alive plan: {exc}") from exc
+    reason = keepalive.run(args.url, plan, interval=args.interval, patience_s=args.patience)
+    print(f"keep-alive: {reason}", file=sys.stderr)
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -145,6 +173,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_collect(args, simulated_sources)
         if args.command == "push":
             return cmd_push(args, simulated_sources)
+        if args.command == "keep-alive":
+            return cmd_keep_alive(args)
         return cmd_fleet(args)
     except BadInput as exc:
         return fail(EXIT_USAGE, f"bad input: {exc}")

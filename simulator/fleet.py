@@ -4,8 +4,8 @@ Each simulated server is a `FakeMachine` run through the agent's real collector
 (`simulator.reports`), so its report is exactly what the agent would send from such a
 machine. Used by `python -m simulator fleet`, the benchmarks and the backend's demo:
 
-    from simulator.fleet import demo_fleet, push_reports
-    reports = demo_fleet(seed=0)                      # list of report dicts
+    from simulator.fleet import fleet, push_reports
+    reports = [s.report() for s in fleet({"h100": 8, "l40s": 2}, seed=0)]
     results = push_reports(url, tokens, reports, concurrency=8)
 
 Identities (hostnames, UUIDs, serials, MACs) are random but reproducible from the seed, so
@@ -126,29 +126,6 @@ def fleet(counts: dict[str, int], *, seed: int | str = 0) -> list[SimulatedServe
         SimulatedServer(machine, f"rack-{position // SERVERS_PER_RACK + 1:02d}")
         for position, machine in enumerate(machines)
     ]
-
-
-DEMO_MIX = {
-    "h100": 9,
-    "h100-lost": 1,
-    "a100-mig": 1,
-    "kvm-host": 1,
-    "kvm-vm": 2,
-    "l40s": 3,
-    "cpu-only": 1,
-}
-
-
-def demo_servers(seed: int | str = 0) -> list[SimulatedServer]:
-    """The demo fleet: 10 DGX-class H100 servers (dgx-h100-10 has a GPU fallen off the
-    bus), a DGX A100 in MIG mode, a KVM host with two GPU VMs, three L40S PCIe servers and a
-    CPU-only login node."""
-    return fleet(DEMO_MIX, seed=seed)
-
-
-def demo_fleet(seed: int | str = 0) -> list[dict[str, Any]]:
-    """The demo fleet's reports, ready to POST (one per server, one token each)."""
-    return [server.report() for server in demo_servers(seed)]
 
 
 @dataclass

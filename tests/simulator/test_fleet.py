@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from simulator.fleet import demo_fleet, demo_servers, fleet, parse_mix, push_reports
+from simulator.demo import demo_fleet, demo_servers
+from simulator.fleet import fleet, parse_mix, push_reports
 from tests.agent.http_backend import ScriptedBackend, free_port
 from tests.agent.test_transport import simulator_cli
 
