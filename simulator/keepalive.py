@@ -13,6 +13,7 @@ UPDATE, no new row, no finding.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -155,27 +156,36 @@ def spawn(
 ) -> subprocess.Popen[bytes]:
     """Start `python -m simulator keep-alive` in the background, in this process group (so
     Ctrl-C stops it with the rest), handing it the plan on stdin."""
-    process = subprocess.Popen(
-        [
-            python,
-            "-m",
-            "simulator",
-            "keep-alive",
-            "--url",
-            url,
-            "--interval",
-            str(interval),
-            "--patience",
-            str(patience_s),
-        ],
-        cwd=REPOSITORY,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=stderr,
-    )
-    assert process.stdin is not None
-    process.stdin.write(plan.to_json().encode("utf-8"))
-    process.stdin.close()
+    read_end, write_end = os.pipe()
+    try:
+        process = subprocess.Popen(
+            [
+                python,
+                "-m",
+                "simulator",
+                "keep-alive",
+                "--url",
+                url,
+                "--interval",
+                str(interval),
+                "--patience",
+                str(patience_s),
+            ],
+            cwd=REPOSITORY,
+            stdin=read_end,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+    except BaseException:
+        os.close(write_end)
+        raise
+    finally:
+        os.close(read_end)
+    try:
+        with os.fdopen(write_end, "wb") as plan_pipe:  # the child reads it all, then beats
+            plan_pipe.write(plan.to_json().encode("utf-8"))
+    except BrokenPipeError:  # it died first: its own stderr says why, its status shows it
+        process.wait(10)
     return process
 
 
