@@ -102,15 +102,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser = AgentParser(prog="python -m agent", description="Cluster Atlas agent " + __version__)
     parser.add_argument("--version", action="version", version=__version__)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=AgentParser)
+    add_collect_and_push(commands, _source_options, server="this server")
+    return parser
 
-    collect = commands.add_parser("collect", help="print this server's report as JSON")
-    _source_options(collect)
+
+def add_collect_and_push(
+    commands: Any,
+    source_options: Callable[[argparse.ArgumentParser], None],
+    *,
+    server: str,
+) -> None:
+    """The `collect` and `push` commands, their report source named by `source_options`."""
+    collect = commands.add_parser("collect", help=f"print {server}'s report as JSON")
+    source_options(collect)
     collect.add_argument("--compact", action="store_true", help="one line of JSON")
 
     push = commands.add_parser("push", help="collect and send, once or every --interval")
-    _source_options(push)
+    source_options(push)
     add_push_options(push)
-    return parser
 
 
 def add_push_options(push: argparse.ArgumentParser) -> None:
@@ -370,15 +379,20 @@ def cmd_push(
             return EXIT_OK
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    handlers = {"collect": cmd_collect, "push": cmd_push}
+def run_command(command: Callable[[], int]) -> int:
+    """Run one command: its exit status, or bad input and Ctrl-C as one line on stderr."""
     try:
-        return handlers[args.command](args)
+        return command()
     except BadInput as exc:
         return fail(EXIT_USAGE, f"bad input: {exc}")
     except KeyboardInterrupt:
         return fail(130, "interrupted")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handlers = {"collect": cmd_collect, "push": cmd_push}
+    return run_command(lambda: handlers[args.command](args))
 
 
 if __name__ == "__main__":

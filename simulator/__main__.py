@@ -13,24 +13,24 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from agent.__main__ import (
     EXIT_OK,
     EXIT_REFUSED,
     EXIT_UNREACHABLE,
-    EXIT_USAGE,
     AgentParser,
     BadInput,
     Sources,
     add_backend_options,
+    add_collect_and_push,
     add_kernel_log_options,
-    add_push_options,
     cmd_collect,
     cmd_push,
     configure_logging,
     fail,
+    run_command,
     saved_kernel_log,
 )
 
@@ -53,14 +53,7 @@ def _server_options(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = AgentParser(prog="python -m simulator", description="Cluster Atlas simulator")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=AgentParser)
-
-    collect = commands.add_parser("collect", help="print a simulated server's report as JSON")
-    _server_options(collect)
-    collect.add_argument("--compact", action="store_true", help="one line of JSON")
-
-    push = commands.add_parser("push", help="send a simulated server's report, as the agent")
-    _server_options(push)
-    add_push_options(push)
+    add_collect_and_push(commands, _server_options, server="a simulated server")
 
     many = commands.add_parser("fleet", help="push a simulated fleet, one token per server")
     add_backend_options(many)
@@ -168,18 +161,13 @@ def cmd_keep_alive(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        if args.command == "collect":
-            return cmd_collect(args, simulated_sources)
-        if args.command == "push":
-            return cmd_push(args, simulated_sources)
-        if args.command == "keep-alive":
-            return cmd_keep_alive(args)
-        return cmd_fleet(args)
-    except BadInput as exc:
-        return fail(EXIT_USAGE, f"bad input: {exc}")
-    except KeyboardInterrupt:
-        return fail(130, "interrupted")
+    handlers: dict[str, Callable[[argparse.Namespace], int]] = {
+        "collect": lambda a: cmd_collect(a, simulated_sources),
+        "push": lambda a: cmd_push(a, simulated_sources),
+        "fleet": cmd_fleet,
+        "keep-alive": cmd_keep_alive,
+    }
+    return run_command(lambda: handlers[args.command](args))
 
 
 if __name__ == "__main__":

@@ -92,6 +92,16 @@ def test_the_agent_never_imports_the_simulator():
             )
 
 
+def pip(*args: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "--quiet", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
 def test_pip_install_of_the_agent_alone(tmp_path):
     """`pip wheel ./agent` builds the agent alone: schema included, no simulator, fake or
     profile module; installed, it works (no dependencies, so no download beyond the build
@@ -101,23 +111,7 @@ def test_pip_install_of_the_agent_alone(tmp_path):
         AGENT, source, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info")
     )
     wheels = tmp_path / "wheels"
-    built = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--no-deps",
-            "--wheel-dir",
-            str(wheels),
-            str(source),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert built.returncode == 0, built.stderr[-2000:]
+    pip("wheel", "--no-deps", "--wheel-dir", str(wheels), str(source))
     (wheel,) = wheels.glob("cluster_atlas_agent-*.whl")
     shipped = zipfile.ZipFile(wheel).namelist()
     modules = [n for n in shipped if n.endswith(".py")]
@@ -127,24 +121,7 @@ def test_pip_install_of_the_agent_alone(tmp_path):
     assert unwanted == []
 
     target = tmp_path / "site"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--no-index",
-            "--target",
-            str(target),
-            str(wheel),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    pip("install", "--no-deps", "--no-index", "--target", str(target), str(wheel))
     installed = target / "agent"
     assert (installed / "report.schema.json").is_file()
     assert (installed / "sources" / "nvidia_smi_xml.py").is_file()

@@ -389,27 +389,24 @@ def test_tls_is_verified_by_default(certificate):
 # -- the push command -------------------------------------------------------------------------
 
 
-def agent(*args: str, **kwargs) -> subprocess.CompletedProcess:
+def run_module(module: str, *args: str, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "agent", *args],
+        [sys.executable, "-m", module, *args],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=120,
         **kwargs,
     )
+
+
+def agent(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    return run_module("agent", *args, **kwargs)
 
 
 def simulator_cli(*args: str, **kwargs) -> subprocess.CompletedProcess:
     """`python -m simulator`: the agent's own collect and push, with a simulated server."""
-    return subprocess.run(
-        [sys.executable, "-m", "simulator", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        **kwargs,
-    )
+    return run_module("simulator", *args, **kwargs)
 
 
 @pytest.fixture
