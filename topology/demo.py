@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,7 +27,8 @@ from django.utils import timezone
 
 from clusters.models import ReconcileState
 from clusters.reconcile import ReconcileResult, reconcile_all
-from inventory.models import AgentToken, HardwareProfile, Server, UserToken
+from inventory.choices import ReportStatus
+from inventory.models import AgentToken, HardwareProfile, Report, Server, UserToken
 from inventory.services import agent_token_create, user_token_create
 from simulator.demo import demo_machines, demo_snapshots
 from simulator.fleet import PushResult, push_reports
@@ -107,6 +109,15 @@ def _admin() -> tuple[Any, bool]:
     return User.objects.create_superuser(DEMO_USER, "admin@example.invalid", password), True
 
 
+def _wait_applied(report_ids: list[int], *, timeout_s: float = 120.0) -> None:
+    """With a broker, workers apply the reports after the answer: the fleet is declared
+    only once they are in (in-process tasks have applied them already)."""
+    deadline = time.monotonic() + timeout_s
+    pending = Report.objects.filter(id__in=report_ids, status=ReportStatus.PENDING)
+    while pending.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
 def demo_load(*, seed: int | str = "0") -> DemoLoad:
     """Load the declared demo fleet through the real API; safe to run again (the same seed
     gives the same servers, updated in place). Creates the user admin when absent."""
@@ -125,6 +136,7 @@ def demo_load(*, seed: int | str = "0") -> DemoLoad:
 
     with local_server() as url:
         results = push_reports(url, keys, reports, concurrency=4)
+        _wait_applied([r.answer["id"] for r in results if r.answer and r.answer.get("id")])
         for declared, _ in machines:
             if declared.rack:
                 Server.objects.filter(hostname=declared.hostname).update(

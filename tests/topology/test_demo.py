@@ -1,6 +1,11 @@
 """`manage.py demo`, what `make run` shows: the declared fleet through the real API, both
 schedulers, reconciled once (no finding that was never true), then kept alive."""
 
+import os
+import re
+import signal
+import time
+
 import pytest
 from django.core.management import call_command
 from django.utils import timezone
@@ -88,3 +93,25 @@ def test_one_keep_alive_beat_refreshes_the_fleet_and_changes_no_finding():
     assert set(Finding.objects.values_list("id", "type", "subject", "resolved_at")) == (
         found_before
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_demo_keep_alive_leaves_a_process_that_keeps_the_fleet_reporting(capsys):
+    """What `make run` starts: the demo, then a background process beating to the server."""
+    with local_server() as url:
+        call_command("demo", keep_alive=url, interval=0.5)
+        out = capsys.readouterr().out
+        pid = int(re.search(r"process (\d+)", out).group(1))
+        loaded = timezone.now()
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and (
+                Server.objects.filter(last_seen__lte=loaded).exists()
+            ):
+                time.sleep(0.2)
+            assert not Server.objects.filter(last_seen__lte=loaded).exists(), "no beat"
+        finally:
+            os.kill(pid, signal.SIGTERM)
+            _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert Finding.objects.filter(resolved_at__isnull=False).count() == 0

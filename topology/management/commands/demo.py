@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 from django.core.management.base import BaseCommand, CommandError
 
 from simulator.keepalive import spawn
@@ -53,7 +51,7 @@ class Command(BaseCommand):
             )
         )
         if keep_alive:
-            process = spawn(keep_alive, load.plan, interval=interval, stderr=sys.stderr)
+            process = spawn(keep_alive, load.plan, interval=interval)  # stderr: this one's
             self.stdout.write(
                 f"demo: keeping the fleet reporting to {keep_alive} every {interval:g} s "
                 f"(process {process.pid}; it stops with the server)"
