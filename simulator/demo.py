@@ -15,7 +15,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from .fleet import SimulatedServer, fleet
-from .schedulers import DemoNode, Entry, Pod, kubernetes_nodes, kubernetes_pods, slurm_nodes
+from .schedulers import (
+    DemoNode,
+    Entry,
+    Pod,
+    Snapshot,
+    kubernetes_nodes,
+    kubernetes_pods,
+    slurm_nodes,
+)
 
 K8S_CLUSTER, SLURM_CLUSTER = "prod-k8s", "hpc-slurm"
 
@@ -30,15 +38,6 @@ class DemoServer:
     rack: str | None = None  # None: a VM, in no rack of its own
     rack_position: int | None = None  # U from the bottom
     nodes: tuple[DemoNode, ...] = ()
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """One scheduler snapshot to post: `POST /api/v1/clusters/{cluster}/snapshots/`."""
-
-    cluster: str
-    body: str
-    content_type: str
 
 
 def _k8s(*pods: Pod) -> DemoNode:

@@ -28,8 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from .demo import Snapshot
 from .fleet import push_reports
+from .schedulers import Snapshot
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 

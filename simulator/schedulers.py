@@ -13,6 +13,15 @@ from typing import Any
 
 
 @dataclass(frozen=True)
+class Snapshot:
+    """One scheduler snapshot to post: `POST /api/v1/clusters/{cluster}/snapshots/`."""
+
+    cluster: str
+    body: str
+    content_type: str
+
+
+@dataclass(frozen=True)
 class Pod:
     """A running pod holding whole GPUs (`nvidia.com/gpu` limits)."""
 

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from simulator.demo import Snapshot
 from simulator.keepalive import Beat, Plan, keep_alive, spawn
+from simulator.schedulers import Snapshot
 from tests.agent.http_backend import ScriptedBackend, free_port
 
 OK, DOWN, REFUSED = Beat(sent=2, snapshots=1), Beat(unreachable=True), Beat(refused=True)
