@@ -51,6 +51,8 @@ class Plan:
     def from_json(cls, text: str) -> Plan:
         """The plan as `to_json` wrote it; ValueError or TypeError for anything else."""
         data = json.loads(text)
+        if not isinstance(data, dict):
+            raise TypeError("a plan is a JSON object")
         data["snapshots"] = [Snapshot(**s) for s in data.get("snapshots", [])]
         plan = cls(**data)
         if len(plan.agent_tokens) != len(plan.reports):

@@ -128,7 +128,8 @@ def test_ctrl_c_stops_the_process_at_once(signum):
     assert process.returncode == 0 and b"Traceback" not in stderr
 
 
-def test_a_bad_plan_is_one_line_and_status_2():
+@pytest.mark.parametrize("plan", [b"not json", b"[]", b'{"reports": []}'])
+def test_a_bad_plan_is_one_line_and_status_2(plan):
     done = subprocess.run(
         [
             sys.executable,
@@ -138,7 +139,7 @@ def test_a_bad_plan_is_one_line_and_status_2():
             "--url",
             f"http://127.0.0.1:{free_port()}",
         ],
-        input=b"not json",
+        input=plan,
         capture_output=True,
         timeout=60,
     )
