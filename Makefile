@@ -21,7 +21,10 @@ migrate: venv
 demo: migrate
 	$(PY) manage.py demo
 
-run: demo
+# The demo fleet keeps reporting while the server runs: a background process, in this
+# process group (Ctrl-C stops it too), that also stops when the server stops answering.
+run: migrate
+	$(PY) manage.py demo --keep-alive http://$(HOST):$(PORT)
 	@echo "Cluster Atlas on http://$(HOST):$(PORT)/ (user: admin, password: admin)"
 	$(PY) manage.py runserver $(HOST):$(PORT)
 

@@ -1,4 +1,4 @@
-"""`python -m agent collect | push | simulate`: the agent's command line.
+"""`python -m agent collect | push`: the agent's command line, what runs on a GPU server.
 
 Exit status: 0 success; 2 bad input (arguments, unreadable or unparsable files); 3 NVML
 unavailable (the report, with its host facts and `nvml_error`, is still printed or sent);
@@ -30,7 +30,6 @@ from .transport import (
     Spool,
     Transport,
     read_token,
-    read_tokens,
 )
 
 EXIT_OK = 0
@@ -56,9 +55,15 @@ class BadInput(Exception):
     """Input the agent cannot use: reported as one line, exit status 2."""
 
 
-class _Parser(argparse.ArgumentParser):
+class AgentParser(argparse.ArgumentParser):
+    """Bad arguments are one line on stderr and exit status 2, like every other bad input."""
+
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{PROG}: bad input: {message} (see --help)\n")
+
+
+# A report source: the function making one report per call, and where its GPU events come from.
+Sources = tuple[Callable[[], dict[str, Any]], EventSource | None]
 
 
 def _source_options(parser: argparse.ArgumentParser) -> None:
@@ -71,9 +76,15 @@ def _source_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--topology", metavar="FILE", help="saved `nvidia-smi topo -m` output")
     group.add_argument("--hostname", help="the server the saved files came from")
     group.add_argument("--system-uuid", help="that server's SMBIOS system UUID")
-    group.add_argument("--profile", help="a simulated server instead (h100, a100-mig, l40s, ...)")
-    group.add_argument("--seed", default="0", help="seed of the simulated server's identity")
     group.add_argument("--root", default="/", help=argparse.SUPPRESS)  # a fake tree, for tests
+    add_kernel_log_options(group)
+    group.add_argument(
+        "--no-kernel-log", action="store_true", help="do not read this machine's kernel log"
+    )
+
+
+def add_kernel_log_options(group: argparse._ArgumentGroup) -> None:
+    """`--kernel-log FILE [--boot-time ISO-8601]`: a saved log's GPU events join the report."""
     group.add_argument(
         "--kernel-log",
         metavar="FILE",
@@ -85,23 +96,35 @@ def _source_options(parser: argparse.ArgumentParser) -> None:
         metavar="ISO-8601",
         help="when that log's host booted: plain dmesg counts seconds from then",
     )
-    group.add_argument(
-        "--no-kernel-log", action="store_true", help="do not read this machine's kernel log"
-    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m agent", description="Cluster Atlas agent " + __version__)
+    parser = AgentParser(prog="python -m agent", description="Cluster Atlas agent " + __version__)
     parser.add_argument("--version", action="version", version=__version__)
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=AgentParser)
+    add_collect_and_push(commands, _source_options, server="this server")
+    return parser
 
-    collect = commands.add_parser("collect", help="print this server's report as JSON")
-    _source_options(collect)
+
+def add_collect_and_push(
+    commands: Any,
+    source_options: Callable[[argparse.ArgumentParser], None],
+    *,
+    server: str,
+) -> None:
+    """The `collect` and `push` commands, their report source named by `source_options`."""
+    collect = commands.add_parser("collect", help=f"print {server}'s report as JSON")
+    source_options(collect)
     collect.add_argument("--compact", action="store_true", help="one line of JSON")
 
     push = commands.add_parser("push", help="collect and send, once or every --interval")
-    _source_options(push)
-    _backend_options(push)
+    source_options(push)
+    add_push_options(push)
+
+
+def add_push_options(push: argparse.ArgumentParser) -> None:
+    """The backend and the push loop's options: --url, --token-file, --interval, --spool, ..."""
+    add_backend_options(push)
     push.add_argument(
         "--interval",
         type=float,
@@ -132,30 +155,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="reports kept in the spool, newest first (default 100)",
     )
 
-    simulate = commands.add_parser("simulate", help="push a simulated fleet")
-    _backend_options(simulate)
-    simulate.add_argument(
-        "--servers", type=int, metavar="N", help="fleet size (default: the sum of the mix)"
-    )
-    simulate.add_argument(
-        "--profile-mix",
-        default="h100=1",
-        metavar="MIX",
-        help="weights per profile, e.g. h100=10,a100-mig=1,l40s=3",
-    )
-    simulate.add_argument("--concurrency", type=int, default=8, metavar="K")
-    simulate.add_argument("--seed", default="0")
-    return parser
 
-
-def _backend_options(parser: argparse.ArgumentParser) -> None:
+def add_backend_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("backend")
     group.add_argument("--url", required=True, help="the backend, e.g. https://atlas.example.com")
     group.add_argument(
         "--token-file",
         required=True,
         metavar="FILE",
-        help="file holding the agent token (simulate: one token per line)",
+        help="file holding the agent token",
     )
     group.add_argument("--ca-bundle", metavar="FILE", help="CA certificates to verify TLS with")
     group.add_argument(
@@ -181,16 +189,7 @@ def report_source(args: argparse.Namespace) -> Callable[[], dict[str, Any]]:
 
     The live NVML backend is created once, so its handle cache outlives the cycles.
     """
-    saved = args.nvidia_smi_xml or args.topology
-    if args.profile:
-        from .profiles import PROFILES, build
-        from .simulator import simulate_report
-
-        if args.profile not in PROFILES:
-            raise BadInput(f"unknown profile {args.profile!r} (known: {', '.join(PROFILES)})")
-        machine = build(args.profile, seed=args.seed, hostname=args.hostname)
-        return lambda: simulate_report(machine)
-    if saved:
+    if args.nvidia_smi_xml or args.topology:
         from .sources.nvidia_smi_xml import SmiParseError
         from .sources.saved import build_saved_report, parse_nvidia_smi
         from .sources.topo_matrix import parse_topo_matrix
@@ -241,26 +240,39 @@ def event_source(args: argparse.Namespace) -> EventSource | None:
     """Where the report's GPU events come from: a saved log, else this machine's live kernel
     log when the report describes this machine through live NVML; None for neither."""
     if args.kernel_log:
-        from .sources.kernel_log import SavedKernelLog
-
-        boot_time = None
-        if args.boot_time:
-            try:
-                boot_time = datetime.fromisoformat(args.boot_time.replace("Z", "+00:00"))
-            except ValueError as exc:
-                raise BadInput(f"--boot-time {args.boot_time!r}: {exc}") from exc
-            if boot_time.tzinfo is None:
-                boot_time = boot_time.astimezone()
-        if not Path(args.kernel_log).is_file():
-            raise BadInput(f"cannot read {args.kernel_log}: no such file")
-        return SavedKernelLog(args.kernel_log, boot_time=boot_time)
-    live = not (args.profile or args.nvidia_smi_xml or args.topology)
+        return saved_kernel_log(args)
+    live = not (args.nvidia_smi_xml or args.topology)
     if args.no_kernel_log or not live or args.root != "/":
         return None
     from .kmsg import KernelLogFollower
 
     position = getattr(args, "kernel_log_position", None)
     return KernelLogFollower(state_file=Path(position) if position else None)
+
+
+def saved_kernel_log(args: argparse.Namespace) -> EventSource | None:
+    """The saved log `--kernel-log` names (None without one); BadInput when it cannot be read."""
+    if not args.kernel_log:
+        return None
+    from .sources.kernel_log import SavedKernelLog
+
+    boot_time = None
+    if args.boot_time:
+        try:
+            boot_time = datetime.fromisoformat(args.boot_time.replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise BadInput(f"--boot-time {args.boot_time!r}: {exc}") from exc
+        if boot_time.tzinfo is None:
+            boot_time = boot_time.astimezone()
+    if not Path(args.kernel_log).is_file():
+        raise BadInput(f"cannot read {args.kernel_log}: no such file")
+    return SavedKernelLog(args.kernel_log, boot_time=boot_time)
+
+
+def agent_sources(args: argparse.Namespace) -> Sources:
+    """This server's report source (saved files or live NVML) and its GPU events."""
+    events = event_source(args)
+    return report_source(args), events
 
 
 def with_events(report: dict[str, Any], events: EventSource | None) -> dict[str, Any]:
@@ -278,25 +290,29 @@ def with_events(report: dict[str, Any], events: EventSource | None) -> dict[str,
 # -- commands -------------------------------------------------------------------------------
 
 
-def _fail(status: int, message: str) -> int:
+def fail(status: int, message: str) -> int:
+    """One line on stderr, then the exit status."""
     print(f"{PROG}: {message}", file=sys.stderr)
     return status
 
 
-def cmd_collect(args: argparse.Namespace) -> int:
-    events = event_source(args)
-    report = with_events(report_source(args)(), events)
+def cmd_collect(
+    args: argparse.Namespace, sources: Callable[[argparse.Namespace], Sources] = agent_sources
+) -> int:
+    make_report, events = sources(args)
+    report = with_events(make_report(), events)
     text = (
         json.dumps(report, separators=(",", ":")) if args.compact else json.dumps(report, indent=2)
     )
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
     if report.get("nvml_error"):
-        return _fail(EXIT_NO_NVML, f"NVML unavailable: {report['nvml_error']}")
+        return fail(EXIT_NO_NVML, f"NVML unavailable: {report['nvml_error']}")
     return EXIT_OK
 
 
-def _configure_logging(level: int, *secrets: str) -> None:
+def configure_logging(level: int, *secrets: str) -> None:
+    """Log lines on stderr, prefixed with the program, every secret replaced by ***."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(f"{PROG}: %(levelname)s %(message)s"))
     handler.addFilter(RedactingFilter(*secrets))
@@ -305,12 +321,14 @@ def _configure_logging(level: int, *secrets: str) -> None:
     root.setLevel(level)
 
 
-def cmd_push(args: argparse.Namespace) -> int:
+def cmd_push(
+    args: argparse.Namespace, sources: Callable[[argparse.Namespace], Sources] = agent_sources
+) -> int:
     try:
         token = read_token(args.token_file)
     except ValueError as exc:
         raise BadInput(str(exc)) from exc
-    _configure_logging(logging.INFO if args.interval else logging.WARNING, token)
+    configure_logging(logging.INFO if args.interval else logging.WARNING, token)
     if args.interval is not None and args.interval <= 0:
         raise BadInput("--interval must be positive")
     try:
@@ -326,8 +344,7 @@ def cmd_push(args: argparse.Namespace) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     sender = Sender(transport, spool, attempts=max(0, args.retries) + 1, wait=stop.wait)
-    make_report = report_source(args)
-    events = event_source(args)
+    make_report, events = sources(args)
 
     while True:
         report = with_events(make_report(), events)
@@ -337,11 +354,11 @@ def cmd_push(args: argparse.Namespace) -> int:
             if events is not None and not exc.token_rejected:
                 events.commit()  # refused as it is: sending these events again cannot help
             if args.interval is None or exc.token_rejected:
-                return _fail(EXIT_REFUSED, str(exc))
+                return fail(EXIT_REFUSED, str(exc))
             logger.error("%s", exc)  # this report is dropped; the next cycle sends a new one
         except DeliveryError as exc:
             if args.interval is None:
-                return _fail(EXIT_UNREACHABLE, str(exc))
+                return fail(EXIT_UNREACHABLE, str(exc))
             logger.error("%s", exc)  # its events stay pending: the next report carries them
         else:
             if events is not None and delivery.outcome in ("sent", "spooled"):
@@ -351,10 +368,10 @@ def cmd_push(args: argparse.Namespace) -> int:
                 logger.info("report sent: id %s, %s", answer.get("id"), answer.get("status"))
             elif args.interval is None:
                 where = f"; report spooled in {args.spool}" if delivery.outcome == "spooled" else ""
-                return _fail(EXIT_UNREACHABLE, f"{delivery.error}{where}")
+                return fail(EXIT_UNREACHABLE, f"{delivery.error}{where}")
         if args.interval is None:
             if report.get("nvml_error"):
-                return _fail(EXIT_NO_NVML, f"report sent, NVML unavailable: {report['nvml_error']}")
+                return fail(EXIT_NO_NVML, f"report sent, NVML unavailable: {report['nvml_error']}")
             return EXIT_OK
         # jitter keeps a fleet started together from reporting in lockstep
         if stop.wait(args.interval * random.uniform(0.9, 1.1)):
@@ -362,62 +379,20 @@ def cmd_push(args: argparse.Namespace) -> int:
             return EXIT_OK
 
 
-def cmd_simulate(args: argparse.Namespace) -> int:
-    from .simulator import fleet, parse_mix, push_reports
-
-    _configure_logging(logging.WARNING)
+def run_command(command: Callable[[], int]) -> int:
+    """Run one command: its exit status, or bad input and Ctrl-C as one line on stderr."""
     try:
-        counts = parse_mix(args.profile_mix, args.servers)
-        tokens = read_tokens(args.token_file)
-    except ValueError as exc:
-        raise BadInput(str(exc)) from exc
-    servers = fleet(counts, seed=args.seed)
-    if len(tokens) < len(servers):
-        raise BadInput(
-            f"{len(servers)} servers need {len(servers)} tokens, one per line (a token is bound "
-            f"to the first server it reports); {args.token_file} has {len(tokens)}"
-        )
-    _configure_logging(logging.WARNING, *tokens)
-    reports = [server.report() for server in servers]
-    try:
-        results = push_reports(
-            args.url,
-            tokens,
-            reports,
-            args.concurrency,
-            ca_bundle=args.ca_bundle,
-            insecure=args.insecure,
-        )
-    except ValueError as exc:
-        raise BadInput(str(exc)) from exc
-    for server, result in zip(servers, results, strict=True):
-        detail = (
-            f"id {result.answer.get('id')} {result.answer.get('status')}"
-            if result.answer is not None
-            else result.error
-        )
-        print(
-            f"{server.hostname:<14} {server.profile:<15} {server.rack:<8} {result.outcome:<11} "
-            f"{detail}"
-        )
-    sent = sum(1 for r in results if r.outcome == "sent")
-    print(f"{sent} of {len(results)} reports sent")
-    if any(r.outcome == "refused" for r in results):
-        return _fail(EXIT_REFUSED, "the backend refused some reports (see above)")
-    if sent < len(results):
-        return _fail(EXIT_UNREACHABLE, "the backend was unreachable for some reports")
-    return EXIT_OK
+        return command()
+    except BadInput as exc:
+        return fail(EXIT_USAGE, f"bad input: {exc}")
+    except KeyboardInterrupt:
+        return fail(130, "interrupted")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    handlers = {"collect": cmd_collect, "push": cmd_push, "simulate": cmd_simulate}
-    try:
-        return handlers[args.command](args)
-    except BadInput as exc:
-        return _fail(EXIT_USAGE, f"bad input: {exc}")
-    except KeyboardInterrupt:
-        return _fail(130, "interrupted")
+    handlers = {"collect": cmd_collect, "push": cmd_push}
+    return run_command(lambda: handlers[args.command](args))
 
 
 if __name__ == "__main__":

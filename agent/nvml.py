@@ -1,7 +1,8 @@
 """The NVML boundary: the only module of the agent that imports `pynvml` (nvidia-ml-py).
 
-The collector talks to a `NvmlBackend`, never to pynvml, so a fake backend (agent.fake) can
-stand in for a GPU server in tests and in the fleet simulator, injected by the caller.
+The collector talks to a `NvmlBackend`, never to pynvml, so a fake backend can stand in for
+a GPU server in tests and in the fleet simulator, injected by the caller. The fakes live in
+the `simulator` package, outside the agent's wheel; the agent never imports them.
 
 `PynvmlBackend` wraps the real bindings:
 

@@ -98,15 +98,6 @@ def read_token(path: str | os.PathLike[str]) -> str:
     return token
 
 
-def read_tokens(path: str | os.PathLike[str]) -> list[str]:
-    """One token per line (the simulator's file); blank lines and # comments skipped."""
-    try:
-        text = Path(path).read_text("utf-8")
-    except OSError as exc:
-        raise ValueError(f"cannot read token file {path}: {exc.strerror}") from exc
-    return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
-
-
 class RedactingFilter(logging.Filter):
     """Replaces secrets in every log record that passes (message and arguments)."""
 

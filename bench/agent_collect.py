@@ -34,12 +34,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from agent.collector import collect  # noqa: E402
-from agent.fake import FakeNvmlBackend, fake_runner, materialize  # noqa: E402
 from agent.host import SysHost  # noqa: E402
 from agent.nvml import PynvmlBackend  # noqa: E402
-from agent.profiles import build  # noqa: E402
 from agent.sources.nvidia_smi_text import parse_nvidia_smi_text  # noqa: E402
 from agent.sources.nvidia_smi_xml import parse_nvidia_smi_xml  # noqa: E402
+from simulator.fake_nvml import FakeNvmlBackend, fake_runner, materialize  # noqa: E402
+from simulator.profiles import build  # noqa: E402
 
 
 def samples_dir() -> Path:

@@ -150,7 +150,6 @@ def run_backend() -> None:
     from rest_framework.response import Response
     from rest_framework.views import APIView
 
-    from agent.simulator import fleet
     from config.celery import _after_report_in_process, app
     from health.models import GpuCounterSample, HealthEvent
     from health.services import health_sweep
@@ -161,6 +160,7 @@ def run_backend() -> None:
     from inventory.services import agent_token_create, report_apply, report_receive
     from inventory.services.ingest import content_hash
     from inventory.services.tokens import TOKEN_PREFIX, _digest
+    from simulator.fleet import fleet
 
     class FloorView(APIView):
         """Parse the JSON, update one row: what any ingest must at least do."""

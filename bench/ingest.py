@@ -33,11 +33,11 @@ def run_one() -> None:
     from rest_framework.response import Response
     from rest_framework.views import APIView
 
-    from agent.simulator import fleet
     from config.celery import _after_report_in_process, app
     from inventory.api.authentication import AgentTokenAuthentication, IsAgent
     from inventory.models import Server
     from inventory.services import agent_token_create
+    from simulator.fleet import fleet
 
     class FloorView(APIView):
         """Parse the JSON, update one row: what any ingest must at least do."""

@@ -110,9 +110,9 @@ def run(repeat: int) -> None:
     from _django import bench_database
     from django.test import Client
 
-    from agent.simulator import fleet
     from config.celery import app
     from inventory.services import agent_token_create
+    from simulator.fleet import fleet
 
     def use_broker(url: str) -> None:
         """As a fresh web process would: no memory of an earlier broker's failures."""

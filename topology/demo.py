@@ -1,23 +1,49 @@
-"""The demo fleet: simulated servers pushed through the real API, plus scheduler snapshots.
+"""The demo service: the declared demo fleet (`simulator.demo`) loaded through the real API.
 
-`manage.py demo` serves the app on a private port for a moment and talks to it over HTTP
-as agents and cron jobs would: the agent's own transport posts every report, and the
-Kubernetes and Slurm snapshots are posted as `kubectl` and `scontrol` print them.
+`demo_load` serves the app on a private port for a moment and talks to it over HTTP as
+agents and cron jobs would: the agent's own transport posts every report, and the
+Kubernetes and Slurm snapshots are posted as `kubectl` and `scontrol` print them. The fleet
+is declared before it is reconciled: the expected hardware first, then every report, then
+both clusters' snapshots with reconciliation held, then one reconcile. Reconciling the
+Kubernetes snapshot before the Slurm one arrived would raise, then resolve, "server in no
+scheduler" for every Slurm-only server: findings that were never true.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import threading
-import urllib.request
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
+from django.contrib.auth import get_user_model
 from django.core.wsgi import get_wsgi_application
+from django.db import connections, transaction
+from django.utils import timezone
 
-K8S_CLUSTER, SLURM_CLUSTER = "prod-k8s", "hpc-slurm"
+from clusters.models import ReconcileState
+from clusters.reconcile import ReconcileResult, reconcile_all
+from inventory.choices import ReportStatus
+from inventory.models import AgentToken, HardwareProfile, Report, Server, UserToken
+from inventory.services import agent_token_create, user_token_create
+from simulator.demo import demo_machines, demo_snapshots
+from simulator.fleet import PushResult, push_reports
+from simulator.keepalive import Plan, post_snapshot
+
+DEMO_USER = "admin"
+# What people declare and agents cannot know: the hardware a DGX H100 should have.
+DEMO_HARDWARE_PROFILES = {
+    "DGX H100": {
+        "vendor": "NVIDIA",
+        "product": "DGXH100",
+        "expected_gpu_count": 8,
+        "expected_gpu_model": "H100",
+    },
+}
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -31,7 +57,14 @@ def local_server() -> Iterator[str]:
     server: WSGIServer = make_server(
         "127.0.0.1", 0, get_wsgi_application(), handler_class=_QuietHandler
     )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+
+    def serve() -> None:
+        try:
+            server.serve_forever()
+        finally:
+            connections.close_all()  # this thread's: a test database can then be dropped
+
+    thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_port}"
@@ -40,151 +73,77 @@ def local_server() -> Iterator[str]:
         thread.join(5)
 
 
-def post(url: str, body: bytes, token: str, content_type: str) -> dict[str, Any]:
-    request = urllib.request.Request(  # noqa: S310 - a URL this process just opened
-        url,
-        data=body,
-        method="POST",
-        headers={"Authorization": f"Token {token}", "Content-Type": content_type},
-    )
-    with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310
-        return json.loads(response.read() or b"{}")
+@contextmanager
+def reconcile_held() -> Iterator[None]:
+    """Inside the block, what is posted asks for no reconcile of its own: a reconcile is
+    marked as already requested (the one the caller runs after the block), so a snapshot's
+    request finds it waiting. The mark is cleared on the way out, whatever happens."""
+    ReconcileState.objects.update_or_create(id=1, defaults={"requested_at": timezone.now()})
+    try:
+        yield
+    finally:
+        ReconcileState.objects.filter(id=1).update(requested_at=None)
 
 
-def _gfd_product(name: str) -> str:
-    return name.replace(" ", "-")
+@dataclass
+class DemoLoad:
+    """What `demo_load` did, and the plan that keeps this fleet reporting."""
+
+    reports: list[PushResult]
+    snapshots: list[dict[str, Any]]
+    reconciled: ReconcileResult
+    plan: Plan = field(repr=False)
+    admin_created: bool = False
+
+    @property
+    def sent(self) -> int:
+        return sum(1 for r in self.reports if r.outcome == "sent")
 
 
-def kubernetes_nodes(reports: list[dict[str, Any]]) -> str:
-    """`kubectl get nodes -o json` for the H100 servers and the VMs, as the device plugin and
-    GPU Feature Discovery would label them, plus a node whose server runs no agent."""
-    items = []
-    for report in reports:
-        host = report["host"]
-        gpus = [g for g in report["gpus"] if g.get("status") != "error"]
-        advertised = len(gpus)
-        labels = {
-            "kubernetes.io/hostname": host["hostname"],
-            "nvidia.com/gpu.count": str(advertised),
-        }
-        if gpus:
-            labels["nvidia.com/gpu.product"] = _gfd_product(gpus[0]["name"] or "")
-            labels["nvidia.com/mig.strategy"] = "none"
-        capacity = {
-            "cpu": str(host.get("cpu_threads") or 8),
-            "memory": "2113412000Ki",
-            "pods": "110",
-            "nvidia.com/gpu": str(advertised),
-        }
-        items.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": host["hostname"], "labels": labels},
-                "spec": {},
-                "status": {
-                    "addresses": [{"type": "Hostname", "address": host["hostname"]}]
-                    + [{"type": "InternalIP", "address": a} for a in host.get("addresses", [])[:1]],
-                    "capacity": capacity,
-                    "allocatable": dict(capacity),
-                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
-                    "nodeInfo": {
-                        "systemUUID": (host.get("system_uuid") or "").upper(),
-                        "machineID": host.get("machine_id") or "",
-                        "kubeletVersion": "v1.30.4",
-                        "containerRuntimeVersion": "containerd://1.7.20",
-                        "osImage": "Ubuntu 22.04.4 LTS",
-                        "kernelVersion": host.get("kernel") or "",
-                        "architecture": "amd64",
-                    },
-                },
-            }
-        )
-    items.append(
-        {  # a node whose server runs no agent yet
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": "gpu-b02",
-                "labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
-            },
-            "spec": {},
-            "status": {
-                "addresses": [{"type": "InternalIP", "address": "10.20.0.99"}],
-                "capacity": {"nvidia.com/gpu": "4"},
-                "allocatable": {"nvidia.com/gpu": "4"},
-                "conditions": [{"type": "Ready", "status": "True"}],
-                "nodeInfo": {"systemUUID": "4C4C4544-0042-3010-8052-B7C04F4E3232"},
-            },
-        }
-    )
-    return json.dumps({"apiVersion": "v1", "kind": "List", "items": items, "metadata": {}})
+def _admin() -> tuple[Any, bool]:
+    User = get_user_model()
+    user = User.objects.filter(username=DEMO_USER).first()
+    if user is not None:
+        return user, False
+    password = os.environ.get("ATLAS_DEMO_PASSWORD", "admin")
+    return User.objects.create_superuser(DEMO_USER, "admin@example.invalid", password), True
 
 
-def kubernetes_pods(node_names: list[str]) -> str:
-    """A training job of 2 pods x 8 GPUs and a notebook holding 1 GPU."""
-
-    def pod(name: str, node: str, gpus: int) -> dict[str, Any]:
-        return {
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": "ml"},
-            "spec": {
-                "nodeName": node,
-                "containers": [
-                    {"name": "main", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}
-                ],
-            },
-            "status": {"phase": "Running"},
-        }
-
-    pods = [
-        pod("llm-train-0", node_names[0], 8),
-        pod("llm-train-1", node_names[1], 8),
-        pod("notebook-ana", node_names[2], 1),
-    ]
-    return json.dumps({"apiVersion": "v1", "kind": "List", "items": pods, "metadata": {}})
+def _wait_applied(report_ids: list[int], *, timeout_s: float = 120.0) -> None:
+    """With a broker, workers apply the reports after the answer: the fleet is declared
+    only once they are in (in-process tasks have applied them already)."""
+    deadline = time.monotonic() + timeout_s
+    pending = Report.objects.filter(id__in=report_ids, status=ReportStatus.PENDING)
+    while pending.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
-def _gres_type(gpu_name: str) -> str:
-    """The GRES type an admin would write for an NVML name: `NVIDIA H100 80GB HBM3` -> h100."""
-    words = gpu_name.lower().replace("-", " ").split()
-    return next((w for w in words if w[:1].isalpha() and any(c.isdigit() for c in w)), "gpu")
+def demo_load(*, seed: int | str = "0") -> DemoLoad:
+    """Load the declared demo fleet through the real API; safe to run again (the same seed
+    gives the same servers, updated in place). Creates the user admin when absent."""
+    with transaction.atomic():
+        user, admin_created = _admin()
+        for name, expected in DEMO_HARDWARE_PROFILES.items():
+            HardwareProfile.objects.update_or_create(name=name, defaults=expected)
+        # Demo tokens are re-issued on every run: a key is never stored in clear text.
+        AgentToken.objects.filter(name__startswith="demo:").delete()
+        UserToken.objects.filter(user=user, name="demo").delete()
+        _api_token, api_key = user_token_create(user=user, name="demo")
+    machines = demo_machines(seed)
+    reports = [machine.report() for _, machine in machines]
+    keys = [agent_token_create(name=f"demo:{r['host']['hostname']}")[1] for r in reports]
+    snapshots = demo_snapshots({r["host"]["hostname"]: r for r in reports})
 
-
-def slurm_nodes(reports: list[dict[str, Any]]) -> str:
-    """`scontrol show node` for the Slurm side: H100s, the A100 in MIG mode, the L40S servers."""
-    records = []
-    for i, report in enumerate(reports):
-        host = report["host"]
-        gpus = report["gpus"]
-        mig = [m for g in gpus for m in g.get("mig_devices", [])]
-        whole = [g for g in gpus if not g.get("mig_mode_current")]
-        model = _gres_type(gpus[0]["name"] if gpus else "")
-        parts = [f"gpu:{model}:{len(whole)}"] if whole else []
-        by_profile: dict[str, int] = {}
-        for m in mig:
-            by_profile[m["profile"]] = by_profile.get(m["profile"], 0) + 1
-        parts += [f"gpu:{model}_{p}:{n}" for p, n in sorted(by_profile.items())]
-        state = "IDLE+DRAIN" if i == len(reports) - 1 else ("MIXED" if i == 0 else "IDLE")
-        used = f"gpu:{model}:4(IDX:0-3)" if i == 0 else f"gpu:{model}:0(IDX:N/A)"
-        threads = host.get("cpu_threads") or 2
-        cores_per_socket = max((host.get("cpu_cores") or 2) // 2, 1)
-        lines = [
-            f"NodeName={host['hostname']} Arch=x86_64 CoresPerSocket={cores_per_socket}",
-            f"   CPUAlloc=0 CPUEfctv={threads} CPUTot={threads}",
-            f"   Gres={','.join(parts) or '(null)'}",
-            f"   GresUsed={used}",
-            f"   NodeAddr={(host.get('addresses') or [host['hostname']])[0]} "
-            f"NodeHostName={host['hostname']} Version=23.11.10",
-            f"   OS=Linux {host.get('kernel') or '5.15.0'} #1 SMP",
-            f"   RealMemory={(host.get('memory_total_bytes') or 2**30) // 2**20} AllocMem=0",
-            f"   State={state} ThreadsPerCore=2 TmpDisk=0 Weight=1",
-            "   Partitions=gpu",
-            f"   CfgTRES=cpu={threads},billing={threads}",
-            "   AllocTRES=",
-            "   CurrentWatts=0 AveWatts=0",
-        ]
-        if state.endswith("DRAIN"):
-            lines.append("   Reason=fan replacement [admin@2026-11-29T17:02:11]")
-        records.append("\n".join(lines) + "\n\n")  # as scontrol ends a record
-    return "".join(records)
+    with local_server() as url:
+        results = push_reports(url, keys, reports, concurrency=4)
+        _wait_applied([r.answer["id"] for r in results if r.answer and r.answer.get("id")])
+        for declared, _ in machines:
+            if declared.rack:
+                Server.objects.filter(hostname=declared.hostname).update(
+                    rack=declared.rack, rack_position=declared.rack_position
+                )
+        with reconcile_held():
+            answers = [post_snapshot(url, snapshot, api_key, timeout=60) for snapshot in snapshots]
+            reconciled = reconcile_all()
+    plan = Plan(agent_tokens=keys, reports=reports, api_token=api_key, snapshots=snapshots)
+    return DemoLoad(results, answers, reconciled, plan, admin_created)

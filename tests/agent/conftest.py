@@ -18,10 +18,10 @@ import jsonschema
 import pytest
 
 from agent.collector import collect
-from agent.fake import FakeMachine, FakeNvmlBackend, fake_runner, materialize
 from agent.host import SysHost
-from agent.profiles import build
 from agent.schema import load_schema
+from simulator.fake_nvml import FakeMachine, FakeNvmlBackend, fake_runner, materialize
+from simulator.profiles import build
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"

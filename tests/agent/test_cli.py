@@ -1,13 +1,13 @@
-"""`python -m agent collect`: live NVML (absent here), saved files, simulated servers, bad input."""
+"""`python -m agent collect`: live NVML (absent here), saved files, bad input; no simulator."""
 
 from __future__ import annotations
 
 import json
 
-from agent.fake import materialize
-from agent.profiles import build
+from simulator.fake_nvml import materialize
+from simulator.profiles import build
 
-from .test_transport import agent
+from .test_transport import agent, simulator_cli
 
 
 def test_collect_without_nvml_prints_the_host_report_and_fails(validate):
@@ -58,12 +58,20 @@ def test_collect_from_saved_files(samples, validate):
     assert len(report["gpus"]) == 8 and report["links"]
 
 
+def test_the_agent_has_no_simulated_servers():
+    """What runs on a GPU server reports that server: profiles are the simulator's."""
+    one_line_failure(agent("collect", "--profile", "l40s"), 2, "unrecognized arguments")
+    one_line_failure(agent("collect", "--seed", "1"), 2, "unrecognized arguments")
+    one_line_failure(agent("simulate", "--url", "x", "--token-file", "y"), 2, "invalid choice")
+
+
 def test_collect_from_a_simulated_profile(validate):
-    done = agent("collect", "--profile", "a100-mig", "--hostname", "dgx-a100-09")
+    done = simulator_cli("collect", "--profile", "a100-mig", "--hostname", "dgx-a100-09")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     validate(report)
     assert report["host"]["hostname"] == "dgx-a100-09"
+    assert report["agent"]["source"] == "simulator"
 
 
 def one_line_failure(done, status: int, text: str) -> None:
@@ -92,7 +100,7 @@ def test_bad_input_fails_in_one_line(tmp_path, samples):
     garbage = tmp_path / "garbage.xml"
     garbage.write_text("<html></html>")
     one_line_failure(agent("collect", "--nvidia-smi-xml", str(garbage)), 2, str(garbage))
-    one_line_failure(agent("collect", "--profile", "h200"), 2, "unknown profile")
+    one_line_failure(simulator_cli("collect", "--profile", "h200"), 2, "unknown profile")
     one_line_failure(
         agent("push", "--url", "atlas", "--token-file", str(tmp_path / "none")), 2, "token file"
     )

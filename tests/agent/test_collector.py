@@ -8,8 +8,8 @@ import re
 import pytest
 
 from agent.collector import finish
-from agent.fake import FakeNvmlBackend
-from agent.profiles import PROFILES, build
+from simulator.fake_nvml import FakeNvmlBackend
+from simulator.profiles import PROFILES, build
 
 UUID_RE = re.compile(r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 

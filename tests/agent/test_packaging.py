@@ -1,7 +1,9 @@
-"""The agent as shipped: `pip install ./agent`, the systemd unit, the documented example."""
+"""The agent as shipped: `pip install ./agent`, the systemd unit, the documented example;
+nothing of the simulator (fake NVML, profiles, fleets) in it."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import shlex
@@ -9,10 +11,11 @@ import shutil
 import subprocess
 import sys
 import tomllib
+import zipfile
 
 from agent.__main__ import EXIT_REFUSED, EXIT_USAGE, build_parser
 
-from .conftest import REPO
+from .conftest import REPO, samples_dir
 
 AGENT = REPO / "agent"
 UNIT = AGENT / "packaging" / "cluster-atlas-agent.service"
@@ -64,36 +67,77 @@ def test_the_agent_never_imports_django_or_the_backend():
             assert not re.search(r"^\s*(from|import)\s+pynvml\b", text, re.M), path
 
 
-def test_pip_install_of_the_agent_alone(tmp_path):
-    """`pip install ./agent` installs a working agent, schema included (no dependencies, so
-    no download beyond the build backend)."""
-    source = tmp_path / "src" / "agent"
-    shutil.copytree(
-        AGENT, source, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info")
-    )
-    target = tmp_path / "site"
+def imported_modules(path) -> set[str]:
+    """Every module a file imports, absolute or relative (as `.name`), at any depth."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = "." * node.level + (node.module or "")
+            names.add(base)
+            names.update(f"{base}.{alias.name}".replace("..", ".") for alias in node.names)
+    return names
+
+
+def test_the_agent_never_imports_the_simulator():
+    """The simulator imports the agent, never the reverse: what runs on GPU servers has no
+    fake NVML, no server profiles and no fleets, not even behind a lazy import."""
+    for path in AGENT.rglob("*.py"):
+        for name in imported_modules(path):
+            top = name.lstrip(".").split(".")[0]
+            assert top != "simulator", f"{path} imports {name}"
+            assert not re.search(r"(^|\.)(fake\w*|profiles|simulator)$", name), (
+                f"{path} imports {name}"
+            )
+
+
+def pip(*args: str) -> None:
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--target",
-            str(target),
-            str(source),
-        ],
+        [sys.executable, "-m", "pip", "--quiet", *args],
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_pip_install_of_the_agent_alone(tmp_path):
+    """`pip wheel ./agent` builds the agent alone: schema included, no simulator, fake or
+    profile module; installed, it works (no dependencies, so no download beyond the build
+    backend)."""
+    source = tmp_path / "src" / "agent"
+    shutil.copytree(
+        AGENT, source, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info")
+    )
+    wheels = tmp_path / "wheels"
+    pip("wheel", "--no-deps", "--wheel-dir", str(wheels), str(source))
+    (wheel,) = wheels.glob("cluster_atlas_agent-*.whl")
+    shipped = zipfile.ZipFile(wheel).namelist()
+    modules = [n for n in shipped if n.endswith(".py")]
+    assert "agent/__main__.py" in modules and "agent/report.schema.json" in shipped
+    assert all(n.startswith("agent/") for n in modules), modules
+    unwanted = [n for n in shipped if re.search(r"fake|profiles|simulat", n.rsplit("/", 1)[-1])]
+    assert unwanted == []
+
+    target = tmp_path / "site"
+    pip("install", "--no-deps", "--no-index", "--target", str(target), str(wheel))
     installed = target / "agent"
     assert (installed / "report.schema.json").is_file()
     assert (installed / "sources" / "nvidia_smi_xml.py").is_file()
+    sample = samples_dir() / "nvsmi-q-h100x8-gpud.txt"
     run = subprocess.run(
-        [sys.executable, "-m", "agent", "collect", "--profile", "l40s", "--compact"],
+        [
+            sys.executable,
+            "-m",
+            "agent",
+            "collect",
+            "--nvidia-smi-xml",
+            str(sample),
+            "--hostname",
+            "dgx-wheel",
+            "--compact",
+        ],
         cwd=tmp_path,
         env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"},
         capture_output=True,
@@ -101,7 +145,8 @@ def test_pip_install_of_the_agent_alone(tmp_path):
         timeout=120,
     )
     assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout)["schema"] == "cluster-atlas/report/v1"
+    report = json.loads(run.stdout)
+    assert report["schema"] == "cluster-atlas/report/v1" and len(report["gpus"]) == 8
 
 
 def test_documented_example_is_a_valid_8_gpu_nvlink_mig_report(validate):

@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from agent.profiles import build
-from agent.simulator import simulate_report
 from agent.transport import PermanentError, Sender, Spool, Transport
 from inventory.models import Report, Server
 from inventory.services import agent_token_create
+from simulator.profiles import build
+from simulator.reports import simulate_report
 
 from .http_backend import free_port
-from .test_transport import agent
+from .test_transport import simulator_cli
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -149,13 +149,13 @@ def test_push_command_token_binding_and_secrecy(live_server, tmp_path, caplog):
     token_file.write_text(key + "\n")
     common = ("--url", live_server.url + "/", "--token-file", str(token_file))
 
-    sent = agent("push", "--profile", "a100-mig", "--hostname", "dgx-a100-live", *common)
+    sent = simulator_cli("push", "--profile", "a100-mig", "--hostname", "dgx-a100-live", *common)
     assert sent.returncode == 0, sent.stderr
-    again = agent("push", "--profile", "a100-mig", "--hostname", "dgx-a100-live", *common)
+    again = simulator_cli("push", "--profile", "a100-mig", "--hostname", "dgx-a100-live", *common)
     assert again.returncode == 0, again.stderr
     assert Server.objects.filter(hostname="dgx-a100-live").count() == 1
     # the token is bound to that server: another server with it is refused, in one line
-    other = agent("push", "--profile", "l40s", "--hostname", "intruder", *common)
+    other = simulator_cli("push", "--profile", "l40s", "--hostname", "intruder", *common)
     assert other.returncode == 5
     assert other.stderr.count("\n") == 1 and "(403)" in other.stderr
     assert "bound to another server" in other.stderr

@@ -389,15 +389,24 @@ def test_tls_is_verified_by_default(certificate):
 # -- the push command -------------------------------------------------------------------------
 
 
-def agent(*args: str, **kwargs) -> subprocess.CompletedProcess:
+def run_module(module: str, *args: str, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "agent", *args],
+        [sys.executable, "-m", module, *args],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=120,
         **kwargs,
     )
+
+
+def agent(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    return run_module("agent", *args, **kwargs)
+
+
+def simulator_cli(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    """`python -m simulator`: the agent's own collect and push, with a simulated server."""
+    return run_module("simulator", *args, **kwargs)
 
 
 @pytest.fixture
@@ -408,7 +417,9 @@ def token_file(tmp_path) -> Path:
 
 
 def test_push_once(backend, token_file):
-    done = agent("push", "--profile", "h100", "--url", backend.url, "--token-file", str(token_file))
+    done = simulator_cli(
+        "push", "--profile", "h100", "--url", backend.url, "--token-file", str(token_file)
+    )
     assert done.returncode == 0, done.stderr
     (body,) = backend.bodies()
     assert body["agent"]["source"] == "simulator" and len(body["gpus"]) == 8
@@ -418,7 +429,7 @@ def test_push_once(backend, token_file):
 def test_push_to_an_unreachable_backend_spools_and_fails_in_one_line(tmp_path, token_file):
     url = f"http://127.0.0.1:{free_port()}"
     spool = tmp_path / "spool"
-    done = agent(
+    done = simulator_cli(
         "push",
         "--profile",
         "l40s",
@@ -444,7 +455,9 @@ def test_push_to_an_unreachable_backend_spools_and_fails_in_one_line(tmp_path, t
 
 def test_push_refused_prints_the_backend_message(backend, token_file):
     backend.answer(400, {"errors": {"host.hostname": ["This field is required."]}})
-    done = agent("push", "--profile", "h100", "--url", backend.url, "--token-file", str(token_file))
+    done = simulator_cli(
+        "push", "--profile", "h100", "--url", backend.url, "--token-file", str(token_file)
+    )
     assert done.returncode == 5
     assert done.stderr.strip().splitlines() == [
         "cluster-atlas-agent: backend refused the report (400): host.hostname: This field is "
@@ -454,7 +467,7 @@ def test_push_refused_prints_the_backend_message(backend, token_file):
 
 
 def test_push_without_nvml_sends_the_host_and_says_so(backend, token_file):
-    done = agent(
+    done = simulator_cli(
         "push", "--profile", "cpu-only", "--url", backend.url, "--token-file", str(token_file)
     )
     assert done.returncode == 3 and "NVML unavailable" in done.stderr
@@ -466,7 +479,7 @@ def test_push_forever_exits_cleanly_on_sigterm(backend, token_file, tmp_path):
         [
             sys.executable,
             "-m",
-            "agent",
+            "simulator",
             "push",
             "--profile",
             "h100",

@@ -12,10 +12,10 @@ import pynvml
 import pytest
 
 from agent.collector import collect
-from agent.fake import FakeGpu, FakeMachine, FakeNvmlBackend
 from agent.host import SysHost
 from agent.nvml import EccLocation, PcieLink, PynvmlBackend, clock_reason_names
 from agent.sources.saved import build_saved_report, parse_nvidia_smi
+from simulator.fake_nvml import FakeGpu, FakeMachine, FakeNvmlBackend
 from tests.agent.conftest import AGENT_FIXTURES, REPO, samples_dir
 from tests.agent.test_nvml_backend import StubNvml
 
@@ -269,6 +269,15 @@ def test_recovery_action_in_every_spelling(element, action):
 # -- the command line ------------------------------------------------------------------------
 
 
+# A server described by saved nvidia-smi output: the agent's own source, no live NVML needed.
+SAVED_SERVER = (
+    "--nvidia-smi-xml",
+    str(samples_dir() / "nvsmi-q-h100x8-gpud.txt"),
+    "--hostname",
+    "x",
+)
+
+
 def run_agent(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "agent", *args],
@@ -302,8 +311,7 @@ def test_collect_with_a_saved_kernel_log_names_the_gpus_by_their_bus(validate_re
 def test_collect_turns_seconds_since_boot_into_times_with_boot_time():
     run = run_agent(
         "collect",
-        "--profile",
-        "l40s",
+        *SAVED_SERVER,
         "--kernel-log",
         str(HEALTH_FIXTURES / "dmesg.log"),
         "--boot-time",
@@ -324,6 +332,6 @@ def test_collect_turns_seconds_since_boot_into_times_with_boot_time():
     ],
 )
 def test_bad_kernel_log_options_are_one_line_and_status_2(args, message):
-    run = run_agent("collect", "--profile", "l40s", *args)
+    run = run_agent("collect", *SAVED_SERVER, *args)
     assert run.returncode == 2
     assert message in run.stderr and len(run.stderr.strip().splitlines()) == 1

@@ -260,8 +260,8 @@ def test_lines_lose_bom_and_crlf_and_an_overlong_line_is_cut():
 
 
 def test_attach_names_each_gpu_by_the_reports_bus_and_keeps_schema_bounds(validate_report):
-    from agent.profiles import build
-    from agent.simulator import simulate_report
+    from simulator.profiles import build
+    from simulator.reports import simulate_report
 
     report = simulate_report(build("h100", seed=3, hostname="dgx-health"))
     gpu = report["gpus"][2]

@@ -1,5 +1,6 @@
-"""The push loop delivers kernel-log events once: with the first delivered (or spooled) report,
-never again, and not lost when a delivery fails."""
+"""The agent's push loop (run by `python -m simulator push` with a simulated server) delivers
+kernel-log events once: with the first delivered (or spooled) report, never again, and not
+lost when a delivery fails."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def push_loop(backend: ScriptedBackend, tmp_path, *extra: str, reports: int = 3)
         [
             sys.executable,
             "-m",
-            "agent",
+            "simulator",
             "push",
             "--url",
             backend.url,

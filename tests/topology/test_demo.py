@@ -1,10 +1,38 @@
-"""`manage.py demo`, what `make run` shows: the fleet through the real API, both schedulers."""
+"""`manage.py demo`, what `make run` shows: the declared fleet through the real API, both
+schedulers, reconciled once (no finding that was never true), then kept alive."""
+
+import os
+import re
+import signal
+import time
 
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 
 from clusters.models import Cluster, Finding, Node
-from inventory.models import Server
+from inventory.models import Report, Server
+from simulator.demo import DEMO_FLEET
+from simulator.keepalive import beat_once
+from topology.demo import demo_load, local_server
+
+# Declared on purpose in simulator.demo: (finding type, what it is about).
+EXPECTED_OPEN = {
+    ("below_profile", "dgx-h100-10"),
+    ("gpu_not_in_nvml", "dgx-h100-10"),
+    ("mig_pending_reboot", "dgx-a100-01"),
+    ("node_unavailable", "gpu-l40s-03"),
+    ("node_without_server", "gpu-b02"),
+    ("driver_skew", "prod-k8s"),
+    ("driver_skew", "hpc-slurm"),
+}
+
+
+def findings(**filters) -> set[tuple[str, str]]:
+    """(type, the name its message starts with: server, node or cluster)."""
+    return {
+        (f.type, f.message.split(":")[0].split(" ")[0]) for f in Finding.objects.filter(**filters)
+    }
 
 
 @pytest.mark.django_db(transaction=True)
@@ -26,3 +54,64 @@ def test_demo_loads_the_fleet_through_the_api_and_reconciles(capsys):
     assert "18 servers reported" in capsys.readouterr().out
     call_command("demo")  # a second run updates the same servers
     assert Server.objects.count() == 18
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_fresh_demo_shows_only_its_declared_findings_none_resolved():
+    """Every report and both clusters' snapshots are in before the one reconcile: no
+    "server in no scheduler" raised for the Slurm servers while only Kubernetes was known."""
+    demo_load()
+    assert Finding.objects.filter(resolved_at__isnull=False).count() == 0
+    assert findings(resolved_at__isnull=True) == EXPECTED_OPEN
+    for server in DEMO_FLEET:
+        stored = Server.objects.get(hostname=server.hostname)
+        assert (stored.rack or None, stored.rack_position) == (server.rack, server.rack_position)
+        bound = set(Node.objects.filter(server=stored).values_list("cluster__name", flat=True))
+        assert bound == {node.cluster for node in server.nodes}, server.hostname
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_keep_alive_beat_refreshes_the_fleet_and_changes_no_finding():
+    load = demo_load()
+    before = {s.hostname: s.last_seen for s in Server.objects.all()}
+    nodes_before = dict(Node.objects.values_list("id", "last_seen"))
+    found_before = set(Finding.objects.values_list("id", "type", "subject", "resolved_at"))
+    reports_before = Report.objects.count()
+    started = timezone.now()
+
+    with local_server() as url:
+        beat = beat_once(url, load.plan)
+
+    assert (beat.sent, beat.snapshots, beat.unreachable, beat.refused) == (18, 3, False, False)
+    after = {s.hostname: s.last_seen for s in Server.objects.all()}
+    assert set(after) == set(before)
+    assert all(after[name] > before[name] and after[name] >= started for name in after)
+    nodes_after = dict(Node.objects.values_list("id", "last_seen"))
+    assert all(nodes_after[i] > nodes_before[i] for i in nodes_before if i in nodes_after)
+    # heartbeats: the same facts, so no stored report and no finding raised or resolved
+    assert Report.objects.count() == reports_before
+    assert set(Finding.objects.values_list("id", "type", "subject", "resolved_at")) == (
+        found_before
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_demo_keep_alive_leaves_a_process_that_keeps_the_fleet_reporting(capsys):
+    """What `make run` starts: the demo, then a background process beating to the server."""
+    with local_server() as url:
+        call_command("demo", keep_alive=url, interval=0.5)
+        out = capsys.readouterr().out
+        pid = int(re.search(r"process (\d+)", out).group(1))
+        loaded = timezone.now()
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and (
+                Server.objects.filter(last_seen__lte=loaded).exists()
+            ):
+                time.sleep(0.2)
+            assert not Server.objects.filter(last_seen__lte=loaded).exists(), "no beat"
+        finally:
+            os.kill(pid, signal.SIGTERM)
+            _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert Finding.objects.filter(resolved_at__isnull=False).count() == 0

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from agent.simulator import demo_fleet, demo_servers, fleet, parse_mix, push_reports
-
-from .http_backend import ScriptedBackend, free_port
-from .test_transport import agent
+from simulator.demo import demo_fleet, demo_servers
+from simulator.fleet import fleet, parse_mix, push_reports
+from tests.agent.http_backend import ScriptedBackend, free_port
+from tests.agent.test_transport import simulator_cli
 
 
 @pytest.mark.parametrize(
@@ -114,13 +114,13 @@ def test_push_reports_to_an_unreachable_backend():
     assert results[0].outcome == "unreachable" and "unreachable" in results[0].error
 
 
-def test_simulate_command(tmp_path):
+def test_fleet_command(tmp_path):
     backend = ScriptedBackend()
     tokens = tmp_path / "tokens"
     tokens.write_text("".join(f"caa_t{i}\n" for i in range(4)))
     try:
-        done = agent(
-            "simulate",
+        done = simulator_cli(
+            "fleet",
             "--url",
             backend.url,
             "--token-file",
@@ -142,11 +142,11 @@ def test_simulate_command(tmp_path):
         backend.close()
 
 
-def test_simulate_with_too_few_tokens_fails_in_one_line(tmp_path):
+def test_fleet_with_too_few_tokens_fails_in_one_line(tmp_path):
     tokens = tmp_path / "tokens"
     tokens.write_text("caa_t0\n")
-    done = agent(
-        "simulate", "--url", "http://127.0.0.1:9", "--token-file", str(tokens), "--servers", "3"
+    done = simulator_cli(
+        "fleet", "--url", "http://127.0.0.1:9", "--token-file", str(tokens), "--servers", "3"
     )
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1

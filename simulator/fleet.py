@@ -1,12 +1,11 @@
 """The fleet simulator: believable servers from the fake profiles, pushed through the real API.
 
-Each simulated server is a `FakeMachine` run through the real collector (fake NVML backend,
-a materialised /sys tree, fake command outputs), so its report is exactly what the agent
-would send from such a machine. Used by `python -m agent simulate` and by the backend's
-`manage.py demo`:
+Each simulated server is a `FakeMachine` run through the agent's real collector
+(`simulator.reports`), so its report is exactly what the agent would send from such a
+machine. Used by `python -m simulator fleet`, the benchmarks and the backend's demo:
 
-    from agent.simulator import demo_fleet, push_reports
-    reports = demo_fleet(seed=0)                      # list of report dicts
+    from simulator.fleet import fleet, push_reports
+    reports = [s.report() for s in fleet({"h100": 8, "l40s": 2}, seed=0)]
     results = push_reports(url, tokens, reports, concurrency=8)
 
 Identities (hostnames, UUIDs, serials, MACs) are random but reproducible from the seed, so
@@ -15,19 +14,17 @@ pushing the same fleet twice updates the same servers.
 
 from __future__ import annotations
 
-import os
 import random
-import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from .collector import collect
-from .fake import FakeMachine, FakeNvmlBackend, fake_runner, materialize
-from .host import SysHost
+from agent.transport import DeliveryError, PermanentError, Sender, Transport
+
+from .fake_nvml import FakeMachine
 from .profiles import PROFILES, build, kvm_host, rand_uuid
-from .transport import DeliveryError, PermanentError, Sender, Transport
+from .reports import simulate_report
 
 _HOSTNAMES = {
     "h100": "dgx-h100",
@@ -60,20 +57,6 @@ class SimulatedServer:
 
     def report(self) -> dict[str, Any]:
         return simulate_report(self.machine)
-
-
-def _scratch() -> str | None:
-    """Memory-backed scratch space when there is one: a fake /sys is hundreds of tiny files."""
-    shm = "/dev/shm"
-    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
-
-
-def simulate_report(machine: FakeMachine, *, collected_at: str | None = None) -> dict[str, Any]:
-    """The report the agent would send from `machine` (the real collector, fake inputs)."""
-    with tempfile.TemporaryDirectory(prefix="atlas-sim-", dir=_scratch()) as root:
-        materialize(machine, root)
-        host = SysHost(root, run=fake_runner(machine))
-        return collect(FakeNvmlBackend(machine), host, collected_at=collected_at)
 
 
 def parse_mix(text: str | None, servers: int | None = None) -> dict[str, int]:
@@ -143,29 +126,6 @@ def fleet(counts: dict[str, int], *, seed: int | str = 0) -> list[SimulatedServe
         SimulatedServer(machine, f"rack-{position // SERVERS_PER_RACK + 1:02d}")
         for position, machine in enumerate(machines)
     ]
-
-
-DEMO_MIX = {
-    "h100": 9,
-    "h100-lost": 1,
-    "a100-mig": 1,
-    "kvm-host": 1,
-    "kvm-vm": 2,
-    "l40s": 3,
-    "cpu-only": 1,
-}
-
-
-def demo_servers(seed: int | str = 0) -> list[SimulatedServer]:
-    """The demo fleet: 10 DGX-class H100 servers (dgx-h100-10 has a GPU fallen off the
-    bus), a DGX A100 in MIG mode, a KVM host with two GPU VMs, three L40S PCIe servers and a
-    CPU-only login node."""
-    return fleet(DEMO_MIX, seed=seed)
-
-
-def demo_fleet(seed: int | str = 0) -> list[dict[str, Any]]:
-    """The demo fleet's reports, ready to POST (one per server, one token each)."""
-    return [server.report() for server in demo_servers(seed)]
 
 
 @dataclass

@@ -22,8 +22,9 @@ import random
 import uuid as uuidlib
 from collections.abc import Callable
 
-from .fake import FakeGpu, FakeMachine, FakeNic, FakePciDevice, nvml_bus
-from .nvml import MigDeviceInfo, NvLinkInfo, cpu_list
+from agent.nvml import MigDeviceInfo, NvLinkInfo, cpu_list
+
+from .fake_nvml import FakeGpu, FakeMachine, FakeNic, FakePciDevice, nvml_bus
 
 MIB = 1024 * 1024
 BRIDGE = "0x060400"

@@ -6,7 +6,7 @@ VM guests). `FakeNvmlBackend(machine)` answers the `NvmlBackend` protocol the co
 `fake_runner(machine)` answers its commands. The collector therefore runs unchanged against a
 fake server: the backend and the root are injected, nothing is patched.
 
-The profiles themselves (8x H100 on NVSwitch, A100 in MIG mode, ...) are in agent.profiles.
+The profiles themselves (8x H100 on NVSwitch, A100 in MIG mode, ...) are in simulator.profiles.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .nvml import (
+from agent.nvml import (
     EccLocation,
     MigDeviceInfo,
     NvLinkInfo,
@@ -26,7 +26,7 @@ from .nvml import (
     NvmlUnavailableError,
     PcieLink,
 )
-from .pcitopo import classify_pci_paths
+from agent.pcitopo import classify_pci_paths
 
 LOST = "GPU is lost"
 

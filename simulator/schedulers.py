@@ -1,0 +1,190 @@
+"""What `kubectl` and `scontrol` would print for simulated servers, as a cron job posts it.
+
+Pure functions from the servers' reports and the nodes declared for them to snapshot text:
+the backend parses these exactly as it parses the real tools' output.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One scheduler snapshot to post: `POST /api/v1/clusters/{cluster}/snapshots/`."""
+
+    cluster: str
+    body: str
+    content_type: str
+
+
+@dataclass(frozen=True)
+class Pod:
+    """A running pod holding whole GPUs (`nvidia.com/gpu` limits)."""
+
+    name: str
+    gpus: int
+
+
+@dataclass(frozen=True)
+class DemoNode:
+    """A scheduler's node for one server: which cluster, and what that scheduler says of it.
+
+    `state` and `reason` are Slurm's (Kubernetes nodes are Ready); `gpus_used` is Slurm's
+    GresUsed; a Kubernetes node's use comes from its `pods`.
+    """
+
+    cluster: str
+    state: str = "IDLE"
+    reason: str = ""
+    gpus_used: int = 0
+    pods: tuple[Pod, ...] = ()
+
+
+# A report with the node a scheduler keeps for its server.
+Entry = tuple[dict[str, Any], DemoNode]
+
+
+def _gfd_product(name: str) -> str:
+    return name.replace(" ", "-")
+
+
+def kubernetes_nodes(entries: Sequence[Entry]) -> str:
+    """`kubectl get nodes -o json`, labelled as the device plugin and GPU Feature Discovery
+    would, plus a node whose server runs no agent (gpu-b02)."""
+    items = []
+    for report, _node in entries:
+        host = report["host"]
+        gpus = [g for g in report["gpus"] if g.get("status") != "error"]
+        advertised = len(gpus)
+        labels = {
+            "kubernetes.io/hostname": host["hostname"],
+            "nvidia.com/gpu.count": str(advertised),
+        }
+        if gpus:
+            labels["nvidia.com/gpu.product"] = _gfd_product(gpus[0]["name"] or "")
+            labels["nvidia.com/mig.strategy"] = "none"
+        capacity = {
+            "cpu": str(host.get("cpu_threads") or 8),
+            "memory": "2113412000Ki",
+            "pods": "110",
+            "nvidia.com/gpu": str(advertised),
+        }
+        items.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": host["hostname"], "labels": labels},
+                "spec": {},
+                "status": {
+                    "addresses": [{"type": "Hostname", "address": host["hostname"]}]
+                    + [{"type": "InternalIP", "address": a} for a in host.get("addresses", [])[:1]],
+                    "capacity": capacity,
+                    "allocatable": dict(capacity),
+                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+                    "nodeInfo": {
+                        "systemUUID": (host.get("system_uuid") or "").upper(),
+                        "machineID": host.get("machine_id") or "",
+                        "kubeletVersion": "v1.30.4",
+                        "containerRuntimeVersion": "containerd://1.7.20",
+                        "osImage": "Ubuntu 22.04.4 LTS",
+                        "kernelVersion": host.get("kernel") or "",
+                        "architecture": "amd64",
+                    },
+                },
+            }
+        )
+    items.append(
+        {  # a node whose server runs no agent yet
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": "gpu-b02",
+                "labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+            },
+            "spec": {},
+            "status": {
+                "addresses": [{"type": "InternalIP", "address": "10.20.0.99"}],
+                "capacity": {"nvidia.com/gpu": "4"},
+                "allocatable": {"nvidia.com/gpu": "4"},
+                "conditions": [{"type": "Ready", "status": "True"}],
+                "nodeInfo": {"systemUUID": "4C4C4544-0042-3010-8052-B7C04F4E3232"},
+            },
+        }
+    )
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": items, "metadata": {}})
+
+
+def kubernetes_pods(entries: Sequence[Entry]) -> str:
+    """`kubectl get pods -A -o json`: the declared pods, running on their nodes."""
+
+    def pod(name: str, node: str, gpus: int) -> dict[str, Any]:
+        return {
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ml"},
+            "spec": {
+                "nodeName": node,
+                "containers": [
+                    {"name": "main", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}
+                ],
+            },
+            "status": {"phase": "Running"},
+        }
+
+    pods = [
+        pod(p.name, report["host"]["hostname"], p.gpus)
+        for report, node in entries
+        for p in node.pods
+    ]
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": pods, "metadata": {}})
+
+
+def _gres_type(gpu_name: str) -> str:
+    """The GRES type an admin would write for an NVML name: `NVIDIA H100 80GB HBM3` -> h100."""
+    words = gpu_name.lower().replace("-", " ").split()
+    return next((w for w in words if w[:1].isalpha() and any(c.isdigit() for c in w)), "gpu")
+
+
+def slurm_nodes(entries: Sequence[Entry]) -> str:
+    """`scontrol show node`: whole GPUs and MIG devices as GRES, each node's declared state."""
+    records = []
+    for report, node in entries:
+        host = report["host"]
+        gpus = report["gpus"]
+        mig = [m for g in gpus for m in g.get("mig_devices", [])]
+        whole = [g for g in gpus if not g.get("mig_mode_current")]
+        model = _gres_type(gpus[0]["name"] if gpus else "")
+        parts = [f"gpu:{model}:{len(whole)}"] if whole else []
+        by_profile: dict[str, int] = {}
+        for m in mig:
+            by_profile[m["profile"]] = by_profile.get(m["profile"], 0) + 1
+        parts += [f"gpu:{model}_{p}:{n}" for p, n in sorted(by_profile.items())]
+        used = (
+            f"gpu:{model}:{node.gpus_used}(IDX:0-{node.gpus_used - 1})"
+            if node.gpus_used
+            else f"gpu:{model}:0(IDX:N/A)"
+        )
+        threads = host.get("cpu_threads") or 2
+        cores_per_socket = max((host.get("cpu_cores") or 2) // 2, 1)
+        lines = [
+            f"NodeName={host['hostname']} Arch=x86_64 CoresPerSocket={cores_per_socket}",
+            f"   CPUAlloc=0 CPUEfctv={threads} CPUTot={threads}",
+            f"   Gres={','.join(parts) or '(null)'}",
+            f"   GresUsed={used}",
+            f"   NodeAddr={(host.get('addresses') or [host['hostname']])[0]} "
+            f"NodeHostName={host['hostname']} Version=23.11.10",
+            f"   OS=Linux {host.get('kernel') or '5.15.0'} #1 SMP",
+            f"   RealMemory={(host.get('memory_total_bytes') or 2**30) // 2**20} AllocMem=0",
+            f"   State={node.state} ThreadsPerCore=2 TmpDisk=0 Weight=1",
+            "   Partitions=gpu",
+            f"   CfgTRES=cpu={threads},billing={threads}",
+            "   AllocTRES=",
+            "   CurrentWatts=0 AveWatts=0",
+        ]
+        if node.reason:
+            lines.append(f"   Reason={node.reason}")
+        records.append("\n".join(lines) + "\n\n")  # as scontrol ends a record
+    return "".join(records)
