@@ -15,8 +15,8 @@ from django.db.models import F, OuterRef, Q, Subquery
 from django.utils import timezone
 from django.utils.text import slugify
 
+from core.safe_input import InputRejected, check_strings, decode_text, json_loads
 from inventory.models import Server
-from inventory.safe_input import InputRejected, check_strings, decode_text, json_loads
 from inventory.services import revision_bump
 
 from .choices import BindingMethod, ClusterKind, SnapshotStatus

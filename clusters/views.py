@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 
+from core.tables import Column, table_page
 from inventory.models import HardwareProfile
 from inventory.selectors import hardware_profile_for
-from inventory.tables import Column, table_page
 
 from . import selectors
 from .choices import ClusterKind, FindingType, Severity

@@ -5,11 +5,12 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 
+from core.tables import Column, table_page
+
 from . import selectors
 from .choices import GpuStatus, ServerState
 from .filters import GPU_HEALTH_CHOICES, GpuFilter, ServerFilter
 from .models import Gpu, Server
-from .tables import Column, table_page
 
 SERVER_COLUMNS = [
     Column("Hostname", "hostname", lambda s: s.hostname),
