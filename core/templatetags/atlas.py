@@ -5,58 +5,27 @@ from __future__ import annotations
 from django import template
 from django.utils.html import format_html
 
+from core import formats
+
 register = template.Library()
 
-_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
-
-
-@register.filter
-def bytes_iec(value) -> str:
-    """80 GiB, 2 TiB: memory as people read it."""
-    if value in (None, ""):
-        return "—"
-    value = float(value)
-    unit = 0
-    while value >= 1024 and unit < len(_UNITS) - 1:
-        value /= 1024
-        unit += 1
-    text = f"{value:.1f}".rstrip("0").rstrip(".") if unit else f"{int(value)}"
-    return f"{text} {_UNITS[unit]}"
-
-
-@register.filter
-def speed(mbps) -> str:
-    if not mbps:
-        return "—"
-    return f"{mbps / 1000:g} Gb/s" if mbps >= 1000 else f"{mbps} Mb/s"
-
-
-@register.filter
-def dash(value) -> str:
-    return "—" if value in (None, "") else value
-
-
-@register.filter
-def yesno_dash(value) -> str:
-    return {True: "yes", False: "no"}.get(value, "—")
+register.filter("bytes_iec", formats.bytes_iec)
+register.filter("speed", formats.speed)
+register.filter("dash", formats.dash)
+register.filter("yesno_dash", formats.yesno_dash)
+register.simple_tag(formats.badge, name="badge")
 
 
 @register.simple_tag
 def sort_link(column, current: str, base_query: str):
     """A header link that sorts by the column, toggling direction when already sorted."""
     if not column.sort:
-        return column.label
+        return column.header
     descending = current == column.sort
     target = f"-{column.sort}" if descending else column.sort
     arrow = " ▲" if current == column.sort else (" ▼" if current == f"-{column.sort}" else "")
     prefix = f"{base_query}&" if base_query else ""
-    return format_html('<a href="?{}sort={}">{}{}</a>', prefix, target, column.label, arrow)
-
-
-@register.simple_tag
-def badge(value, label=None):
-    css = str(value or "unknown").lower().replace(" ", "").replace("_", "")
-    return format_html('<span class="badge {}">{}</span>', css, label or value or "unknown")
+    return format_html('<a href="?{}sort={}">{}{}</a>', prefix, target, column.header, arrow)
 
 
 @register.filter
