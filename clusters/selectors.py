@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 
@@ -9,6 +11,7 @@ from inventory.choices import GpuStatus
 from inventory.models import Gpu, HardwareProfile
 from inventory.selectors import hardware_profile_for
 
+from .choices import ClusterSource
 from .models import Cluster, ClusterSnapshot, Finding, Node
 
 
@@ -146,3 +149,15 @@ def open_findings(*, server_id: int | None = None, limit: int | None = None) -> 
     if server_id is not None:
         findings = findings.filter(server_id=server_id)
     return findings[:limit] if limit is not None else findings
+
+
+def clusters_due_for_sync(*, now: datetime) -> list[int]:
+    """Ids of the pulled clusters whose sync interval has passed (or that never synced)."""
+    pulled = Cluster.objects.exclude(source=ClusterSource.PUSH).only(
+        "id", "last_sync_at", "sync_interval_s"
+    )
+    return [
+        c.pk
+        for c in pulled
+        if c.last_sync_at is None or c.last_sync_at + timedelta(seconds=c.sync_interval_s) <= now
+    ]

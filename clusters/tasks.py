@@ -11,8 +11,9 @@ from django.db import OperationalError
 from django.db.models import Q
 from django.utils import timezone
 
-from .choices import ClusterSource, SnapshotStatus
-from .models import Cluster, ClusterSnapshot, ReconcileState
+from . import selectors
+from .choices import SnapshotStatus
+from .models import ClusterSnapshot, ReconcileState
 from .reconcile import reconcile_all, reconcile_needed
 from .services import cluster_sync, snapshot_apply, snapshot_prune
 
@@ -106,14 +107,7 @@ def sweep_pending_snapshots(batch: int = 20) -> int:
 @shared_task(acks_late=True, time_limit=120, soft_time_limit=100)
 def sync_due_clusters() -> int:
     """Enqueue a pull for every pulled cluster whose interval has passed."""
-    now = timezone.now()
-    due = [
-        c.pk
-        for c in Cluster.objects.exclude(source=ClusterSource.PUSH).only(
-            "id", "last_sync_at", "sync_interval_s"
-        )
-        if c.last_sync_at is None or c.last_sync_at + timedelta(seconds=c.sync_interval_s) <= now
-    ]
+    due = selectors.clusters_due_for_sync(now=timezone.now())
     for cluster_id in due:
         sync_cluster.delay(cluster_id)
     return len(due)
