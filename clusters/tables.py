@@ -26,17 +26,15 @@ def _iso(value) -> str:
 
 
 def _node_state(n) -> SafeString:
-    cordoned = (
-        mark_safe(' <span class="badge warning">not schedulable</span>')
-        if not n.schedulable and n.ready
-        else ""
-    )
-    return format_html("{}{}", badge(n.state, n.raw_state or n.state), cordoned)
+    state = badge(n.state, n.raw_state or n.state)
+    if not n.schedulable and n.ready:
+        return format_html("{} {}", state, badge("warning", "not schedulable"))
+    return state
 
 
 def _node_server(n) -> SafeString:
     if n.server is None:
-        return format_html('<span class="badge warning">no agent</span>')
+        return badge("warning", "no agent")
     url = reverse("server-detail", args=[n.server_id])
     return format_html('<a href="{}">{}</a>', url, n.server.hostname)
 

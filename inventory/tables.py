@@ -93,14 +93,12 @@ SERVER_FILTERS = FilterForm(
 
 def _mig_mode(g) -> SafeString | str:
     if g.mig_mode_current:
-        after = (
-            ' <span class="badge warning">off after reboot</span>'
-            if g.mig_mode_pending is False
-            else ""
-        )
-        return format_html('<span class="badge mig">MIG</span>{}', SafeString(after))
+        mig = badge("mig", "MIG")
+        if g.mig_mode_pending is False:
+            return format_html("{} {}", mig, badge("warning", "off after reboot"))
+        return mig
     if g.mig_mode_pending:
-        return format_html('<span class="badge warning">on after reboot</span>')
+        return badge("warning", "on after reboot")
     return "—"
 
 
