@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Protocol, cast
 
 from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 
 from inventory.choices import GpuStatus
-from inventory.models import Gpu, HardwareProfile
+from inventory.models import Gpu, HardwareProfile, Server
 from inventory.selectors import hardware_profile_for
 
 from .choices import ClusterSource
@@ -103,11 +104,21 @@ def node_disagrees(
     )
 
 
+class NodeRow(Protocol):
+    """A node of `node_list()` (its annotations), with what `nodes_with_expected` adds."""
+
+    server: Server | None
+    open_findings: int
+    agent_gpu_count: int
+    expected_gpus: int | None
+    disagrees: bool
+
+
 def nodes_with_expected(nodes: list[Node]) -> list[Node]:
     """Nodes of `node_list()` with their server's expected GPU count (`expected_gpus`, from its
     hardware profile) and `disagrees`; one query for the profiles, whatever the count."""
     profiles = list(HardwareProfile.objects.all())
-    for node in nodes:
+    for node in cast("list[NodeRow]", nodes):
         server = node.server
         profile = (
             hardware_profile_for(
