@@ -5,7 +5,7 @@ from __future__ import annotations
 import django_filters
 from django.db.models import QuerySet
 
-from inventory.filters import IdFilter
+from core.filters import IdFilter
 
 from .choices import ClusterKind, FindingType, Severity
 from .models import Finding, Node

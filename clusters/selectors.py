@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+from typing import Protocol, cast
+
 from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 
 from inventory.choices import GpuStatus
-from inventory.models import Gpu
+from inventory.models import Gpu, HardwareProfile, Server
+from inventory.selectors import hardware_profile_for
 
+from .choices import ClusterSource
 from .models import Cluster, ClusterSnapshot, Finding, Node
 
 
@@ -79,3 +84,91 @@ def scheduler_summary() -> dict:
         "unbound": active.filter(server__isnull=True).count(),
         "by_severity": open_findings_by_severity(),
     }
+
+
+def node_disagrees(
+    *,
+    open_findings: int,
+    bound: bool,
+    pci_gpu_count: int | None,
+    agent_gpu_count: int,
+    expected_gpus: int | None,
+) -> bool:
+    """Whether a node's row is flagged on the nodes page: it has open findings, no server, or
+    its server sees fewer GPUs through NVML than on the PCI bus or than its profile expects."""
+    return bool(
+        open_findings
+        or not bound
+        or (pci_gpu_count is not None and pci_gpu_count > agent_gpu_count)
+        or (expected_gpus is not None and agent_gpu_count < expected_gpus)
+    )
+
+
+class NodeRow(Protocol):
+    """A node of `node_list()` (its annotations), with what `nodes_with_expected` adds."""
+
+    server: Server | None
+    open_findings: int
+    agent_gpu_count: int
+    expected_gpus: int | None
+    disagrees: bool
+
+
+def nodes_with_expected(nodes: list[Node]) -> list[Node]:
+    """Nodes of `node_list()` with their server's expected GPU count (`expected_gpus`, from its
+    hardware profile) and `disagrees`; one query for the profiles, whatever the count."""
+    profiles = list(HardwareProfile.objects.all())
+    for node in cast("list[NodeRow]", nodes):
+        server = node.server
+        profile = (
+            hardware_profile_for(
+                vendor=server.vendor,
+                product=server.product,
+                profile_id=server.hardware_profile_id,
+                profiles=profiles,
+            )
+            if server is not None
+            else None
+        )
+        node.expected_gpus = profile.expected_gpu_count if profile else None
+        node.disagrees = node_disagrees(
+            open_findings=node.open_findings,
+            bound=server is not None,
+            pci_gpu_count=server.pci_gpu_count if server is not None else None,
+            agent_gpu_count=node.agent_gpu_count,
+            expected_gpus=node.expected_gpus,
+        )
+    return nodes
+
+
+def cluster_names() -> list[str]:
+    return list(Cluster.objects.order_by("name").values_list("name", flat=True))
+
+
+def server_nodes(server_id: int) -> QuerySet[Node]:
+    """The scheduler nodes a server runs, present ones only."""
+    return (
+        Node.objects.filter(server_id=server_id, gone_at__isnull=True)
+        .select_related("cluster")
+        .order_by("cluster__name", "name")
+    )
+
+
+def open_findings(*, server_id: int | None = None, limit: int | None = None) -> QuerySet[Finding]:
+    """Open findings, the most severe and most recent first (of one server when given)."""
+    findings = finding_list().filter(resolved_at__isnull=True).order_by("severity", "-last_seen")
+    if server_id is not None:
+        findings = findings.filter(server_id=server_id)
+    return findings[:limit] if limit is not None else findings
+
+
+def clusters_due_for_sync(*, now: datetime) -> list[int]:
+    """Ids of the pulled clusters whose sync interval has passed (or that never synced)."""
+    pulled = Cluster.objects.exclude(source=ClusterSource.PUSH).only(
+        "id", "last_sync_at", "sync_interval_s"
+    )
+    return [
+        c.pk
+        for c in pulled
+        if c.last_sync_at is None or c.last_sync_at + timedelta(seconds=c.sync_interval_s) <= now
+    ]

@@ -15,11 +15,12 @@ from django.db.models import F, OuterRef, Q, Subquery
 from django.utils import timezone
 from django.utils.text import slugify
 
+from core.safe_input import InputRejected, check_strings, decode_text, json_loads
 from inventory.models import Server
-from inventory.safe_input import InputRejected, check_strings, decode_text, json_loads
 from inventory.services import revision_bump
 
-from .choices import BindingMethod, ClusterKind, SnapshotStatus
+from .choices import BindingMethod, ClusterKind, ClusterSource, SnapshotStatus
+from .kubeconfig import kubeconfig_for_pull
 from .models import Cluster, ClusterSnapshot, Node
 from .parsers import (
     NodeRecord,
@@ -552,3 +553,55 @@ def node_bind(*, node: Node, server: Server | None) -> Node:
     node.save(update_fields=["server", "binding_method", "bound_at"])
     revision_bump(name="nodes")
     return node
+
+
+def cluster_sync(*, cluster_id: int) -> str:
+    """Pull one cluster's nodes (and, for Kubernetes, pods) and ingest them as snapshots.
+
+    Returns "skipped" (no such cluster, or a pushed one), "held" (a snapshot would drop too
+    many nodes), "failed" (recorded on the cluster, the last node set kept) or "ok".
+    """
+    cluster = Cluster.objects.filter(pk=cluster_id).first()
+    if cluster is None or not cluster.pulls:
+        return "skipped"
+    try:
+        for document in pull_documents(cluster):
+            result = snapshot_ingest_document(cluster_name=cluster.name, document=document)
+            if result.status == SnapshotStatus.HELD:
+                logger.warning("sync of cluster %s held: %s", cluster.name, result.message)
+                return "held"
+    except Exception as exc:  # every failure is recorded on the cluster, the node set kept
+        cluster_sync_failed(cluster=cluster, error=exc)
+        return "failed"
+    return "ok"
+
+
+def cluster_sync_failed(*, cluster: Cluster, error: BaseException) -> str:
+    """Record a failed pull on the cluster (its message, at most 2,000 characters, or the
+    error's type) and log it; the cluster keeps its last node set. Returns the message."""
+    message = str(error)[:2000] or type(error).__name__
+    Cluster.objects.filter(pk=cluster.pk).update(last_sync_at=timezone.now(), last_error=message)
+    logger.warning("sync of cluster %s failed: %s", cluster.name, message)
+    return message
+
+
+def pull_documents(cluster: Cluster) -> list[dict]:
+    """The raw documents a pull yields: nodes first, then pods (Kubernetes)."""
+    if cluster.source in (ClusterSource.KUBECONFIG, ClusterSource.IN_CLUSTER):
+        from .pull.kubernetes import list_nodes_and_pods
+
+        return list_nodes_and_pods(
+            kubeconfig_path=kubeconfig_for_pull(cluster.kubeconfig_path),
+            context=cluster.kube_context or None,
+            in_cluster=cluster.source == ClusterSource.IN_CLUSTER,
+        )
+    from .pull.slurmrestd import fetch_nodes
+
+    return [
+        fetch_nodes(
+            cluster.slurmrestd_url,
+            cluster.slurmrestd_token,
+            user=cluster.slurmrestd_user or None,
+            version=cluster.slurmrestd_api_version or "auto",
+        )
+    ]

@@ -11,11 +11,11 @@ from django.db import OperationalError
 from django.db.models import Q
 from django.utils import timezone
 
-from .choices import ClusterSource, SnapshotStatus
-from .kubeconfig import kubeconfig_for_pull
-from .models import Cluster, ClusterSnapshot, ReconcileState
+from . import selectors
+from .choices import SnapshotStatus
+from .models import ClusterSnapshot, ReconcileState
 from .reconcile import reconcile_all, reconcile_needed
-from .services import snapshot_apply, snapshot_ingest_document, snapshot_prune
+from .services import cluster_sync, snapshot_apply, snapshot_prune
 
 logger = logging.getLogger(__name__)
 
@@ -107,14 +107,7 @@ def sweep_pending_snapshots(batch: int = 20) -> int:
 @shared_task(acks_late=True, time_limit=120, soft_time_limit=100)
 def sync_due_clusters() -> int:
     """Enqueue a pull for every pulled cluster whose interval has passed."""
-    now = timezone.now()
-    due = [
-        c.pk
-        for c in Cluster.objects.exclude(source=ClusterSource.PUSH).only(
-            "id", "last_sync_at", "sync_interval_s"
-        )
-        if c.last_sync_at is None or c.last_sync_at + timedelta(seconds=c.sync_interval_s) <= now
-    ]
+    due = selectors.clusters_due_for_sync(now=timezone.now())
     for cluster_id in due:
         sync_cluster.delay(cluster_id)
     return len(due)
@@ -123,43 +116,7 @@ def sync_due_clusters() -> int:
 @shared_task(acks_late=True, time_limit=600, soft_time_limit=570)
 def sync_cluster(cluster_id: int) -> str:
     """Pull one cluster's nodes (and, for Kubernetes, pods); a failure keeps the last node set."""
-    cluster = Cluster.objects.filter(pk=cluster_id).first()
-    if cluster is None or not cluster.pulls:
-        return "skipped"
-    try:
-        for document in pull_documents(cluster):
-            result = snapshot_ingest_document(cluster_name=cluster.name, document=document)
-            if result.status == SnapshotStatus.HELD:
-                logger.warning("sync of cluster %s held: %s", cluster.name, result.message)
-                return "held"
-    except Exception as exc:  # every failure is recorded on the cluster, the node set kept
-        message = str(exc)[:2000] or type(exc).__name__
-        Cluster.objects.filter(pk=cluster.pk).update(
-            last_sync_at=timezone.now(), last_error=message
-        )
-        logger.warning("sync of cluster %s failed: %s", cluster.name, message)
-        return "failed"
-    reconcile_soon()
-    return "ok"
-
-
-def pull_documents(cluster: Cluster) -> list[dict]:
-    """The raw documents a pull yields: nodes first, then pods (Kubernetes)."""
-    if cluster.source in (ClusterSource.KUBECONFIG, ClusterSource.IN_CLUSTER):
-        from .pull.kubernetes import list_nodes_and_pods
-
-        return list_nodes_and_pods(
-            kubeconfig_path=kubeconfig_for_pull(cluster.kubeconfig_path),
-            context=cluster.kube_context or None,
-            in_cluster=cluster.source == ClusterSource.IN_CLUSTER,
-        )
-    from .pull.slurmrestd import fetch_nodes
-
-    return [
-        fetch_nodes(
-            cluster.slurmrestd_url,
-            cluster.slurmrestd_token,
-            user=cluster.slurmrestd_user or None,
-            version=cluster.slurmrestd_api_version or "auto",
-        )
-    ]
+    status = cluster_sync(cluster_id=cluster_id)
+    if status == "ok":
+        reconcile_soon()
+    return status

@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI served locally: dashboards run in closed networks
     "csp",
+    "core",
     "inventory",
     "clusters",
     "fabric",
@@ -172,7 +173,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "inventory.api.pagination.AtlasPagination",
+    "DEFAULT_PAGINATION_CLASS": "core.api.pagination.AtlasPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
@@ -180,12 +181,12 @@ REST_FRAMEWORK = {
     ],
     # Every JSON body through the strict decoder (no NaN, bounded nesting, no NUL/surrogates).
     "DEFAULT_PARSER_CLASSES": [
-        "inventory.api.parsers.StrictJSONParser",
+        "core.api.parsers.StrictJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
-    "DEFAULT_SCHEMA_CLASS": "inventory.api.schema.AtlasAutoSchema",
-    "EXCEPTION_HANDLER": "inventory.api.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "core.api.schema.AtlasAutoSchema",
+    "EXCEPTION_HANDLER": "core.api.errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Cluster Atlas API",

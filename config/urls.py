@@ -11,9 +11,9 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from clusters import views as cluster_views
+from core.api.schema_views import SchemaView, api_docs
 from integrations import views as integrations_views
 from inventory import views as inventory_views
-from inventory.api.schema_views import SchemaView, api_docs
 from topology import views as topology_views
 from topology import views_placement as placement_views
 

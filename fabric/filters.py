@@ -5,7 +5,7 @@ from __future__ import annotations
 import django_filters
 from django.db.models import Q, QuerySet
 
-from inventory.filters import IdFilter, WholeNumberFilter
+from core.filters import IdFilter, WholeNumberFilter
 
 from .choices import AdapterRole, LinkState, SnapshotStatus
 from .models import Adapter, FabricLink, FabricSnapshot, Switch

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import django_filters
 
-from inventory.filters import IdFilter, UtcDateTimeFilter, WholeNumberFilter
+from core.filters import IdFilter, UtcDateTimeFilter, WholeNumberFilter
 
 from .choices import EventKind, Severity
 from .models import HealthEvent

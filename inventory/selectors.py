@@ -160,3 +160,25 @@ def hardware_profile_for(
             continue
         return profile
     return None
+
+
+def gpu_model_names() -> list[str]:
+    """The GPU models present (lost GPUs left out), for a filter's dropdown."""
+    names = (
+        Gpu.objects.exclude(status=GpuStatus.LOST)
+        .exclude(name="")
+        .order_by("name")
+        .values_list("name", flat=True)
+        .distinct()
+    )
+    return list(names)
+
+
+def rack_names() -> list[str]:
+    """The racks servers stand in, for a filter's dropdown."""
+    racks = Server.objects.exclude(rack="").order_by("rack").values_list("rack", flat=True)
+    return list(racks.distinct())
+
+
+def unhealthy_gpu_count() -> int:
+    return Gpu.objects.unhealthy().count()

@@ -1,119 +1,147 @@
-"""Sortable, paginated, exportable tables for the dashboard pages.
+"""The inventory's list tables (servers, GPUs) and their filter forms, declared once.
 
-A page declares its columns once (label, sort key, CSV value); this module applies the
-`?sort=` whitelist, paginates, and streams CSV of the whole filtered set.
+Each column serves the page and the CSV export alike (core.tables); rows come from
+`selectors.server_list()` / `selectors.gpu_list()`, whose annotations the columns read.
 """
 
 from __future__ import annotations
 
-import csv
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from django.contrib.humanize.templatetags.humanize import naturaltime
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 
-from django.core.paginator import Paginator
-from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import render
-
-PAGE_SIZES = (25, 50, 100, 500)
+from core.formats import badge, bytes_iec
+from core.forms import FilterForm
+from core.tables import Column, Table
 
 
-@dataclass(frozen=True)
-class Column:
-    label: str
-    sort: str | None = None  # an ORM ordering expression, e.g. "hostname" or "gpu_count"
-    csv: Callable[[Any], Any] | None = None  # value in the CSV export
-    numeric: bool = False
+def _iso(value) -> str:
+    return value.isoformat() if value else ""
 
 
-class _Echo:
-    def write(self, value: str) -> str:
-        return value
+def _server_url(server) -> str:
+    return reverse("server-detail", args=[server.pk])
 
 
-def sort_queryset(
-    request: HttpRequest, queryset: QuerySet, columns: Iterable[Column], default: str
-) -> tuple[QuerySet, str]:
-    allowed = {c.sort for c in columns if c.sort}
-    sort = request.GET.get("sort", default)
-    if sort.lstrip("-") not in allowed:
-        sort = default
-    return queryset.order_by(sort, "pk"), sort
+def _server_gpus(s) -> SafeString:
+    if s.pci_gpu_count is not None and s.pci_gpu_count > s.gpu_count:
+        return format_html(
+            '{} <span class="badge warning" title="GPUs on the PCI bus that NVML does not see">'
+            "{} on PCI</span>",
+            s.gpu_count,
+            s.pci_gpu_count,
+        )
+    return format_html("{}", s.gpu_count)
 
 
-def paginate(request: HttpRequest, queryset: QuerySet, default_size: int = 50):
-    try:
-        size = int(request.GET.get("page_size", default_size))
-    except ValueError:
-        size = default_size
-    size = size if size in PAGE_SIZES else default_size
-    return Paginator(queryset, size).get_page(request.GET.get("page"))
+def _lost_gpus(s) -> SafeString:
+    if s.lost_gpu_count:
+        return format_html('<span class="badge lost">{}</span>', s.lost_gpu_count)
+    return format_html("{}", 0)
 
 
-def csv_response(
-    filename: str, columns: list[Column], rows: Iterable[Any]
-) -> StreamingHttpResponse:
-    """Stream the whole set as CSV; formula-like cells get a quote so spreadsheets show them."""
-    writer = csv.writer(_Echo())
-    exported = [c for c in columns if c.csv]
-
-    def lines() -> Iterator[str]:
-        yield writer.writerow([c.label for c in exported])
-        for row in rows:
-            yield writer.writerow([_cell(c.csv(row)) for c in exported])
-
-    response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
+def _virtual(s) -> SafeString | str:
+    if not s.is_virtual:
+        return "—"
+    on = f" on {s.physical_host.hostname}" if s.physical_host else ""
+    return format_html('<span class="badge neutral" title="virtual machine{}">VM</span>', on)
 
 
-def _cell(value: Any) -> Any:
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return "" if value is None else value
+def _last_seen(s) -> str:
+    return naturaltime(s.last_seen) if s.last_seen else "never"
 
 
-def query_without(request: HttpRequest, *keys: str) -> str:
-    """The current query string without some keys, for sort and page links."""
-    params = request.GET.copy()
-    for key in keys:
-        params.pop(key, None)
-    return params.urlencode()
+SERVER_TABLE = Table(
+    id="servers",
+    filename="servers.csv",
+    default_sort="hostname",
+    empty="No servers match. Agents appear here within a minute of their first report.",
+    columns=(
+        Column("Hostname", lambda s: s.hostname, "hostname", link=_server_url),
+        Column(
+            "State", lambda s: s.state_value, "state_value", cell=lambda s: badge(s.state_value)
+        ),
+        Column("GPUs", lambda s: s.gpu_count, "gpu_count", cell=_server_gpus, numeric=True),
+        Column(
+            "Lost GPUs", lambda s: s.lost_gpu_count, "lost_gpu_count", cell=_lost_gpus, numeric=True
+        ),
+        Column("MIG devices", lambda s: s.mig_device_count, "mig_device_count", numeric=True),
+        Column("Vendor / product", lambda s: f"{s.vendor} {s.product}".strip(), "product"),
+        Column("Driver", lambda s: s.driver_version, "driver_version"),
+        Column("Rack", lambda s: s.rack, "rack"),
+        Column("U", lambda s: s.rack_position, "rack_position", numeric=True),
+        Column(
+            "Last seen",
+            lambda s: _iso(s.last_seen),
+            "last_seen",
+            cell=_last_seen,
+            title=lambda s: _iso(s.last_seen),
+        ),
+        Column("Virtual", lambda s: s.is_virtual, "is_virtual", cell=_virtual),
+        Column("System UUID", lambda s: s.system_uuid, mono=True),
+    ),
+)
+
+SERVER_FILTERS = FilterForm(
+    fields=("search", "model", "state", "mig", "rack", "cluster"),
+    labels={"model": "GPU model", "mig": "MIG"},
+    placeholders={"search": "hostname, model, rack, cluster, state, MIG profile"},
+    choices={"mig": (("true", "MIG enabled"), ("false", "no MIG"))},
+)
 
 
-def table_page(
-    request: HttpRequest,
-    *,
-    queryset: QuerySet,
-    columns: list[Column],
-    default_sort: str,
-    template: str,
-    filename: str,
-    context: Callable[[], dict[str, Any]] | None = None,
-    prepare: Callable[[list], list] | None = None,
-) -> HttpResponse:
-    """A list page: `?sort=`, then `?format=csv` of the whole set, or one page rendered.
+def _mig_mode(g) -> SafeString | str:
+    if g.mig_mode_current:
+        mig = badge("mig", "MIG")
+        if g.mig_mode_pending is False:
+            return format_html("{} {}", mig, badge("warning", "off after reboot"))
+        return mig
+    if g.mig_mode_pending:
+        return badge("warning", "on after reboot")
+    return "—"
 
-    `prepare` adds what rows need beyond the query (it sees one page, or the whole export);
-    `context` is called only for the HTML page, so an export runs none of its queries.
-    """
-    queryset, sort = sort_queryset(request, queryset, columns, default_sort)
-    if request.GET.get("format") == "csv":
-        rows = prepare(list(queryset)) if prepare else queryset.iterator(chunk_size=2000)
-        return csv_response(filename, columns, rows)
-    page = paginate(request, queryset)
-    if prepare:
-        page.object_list = prepare(list(page.object_list))
-    return render(
-        request,
-        template,
-        {
-            "page": page,
-            "columns": columns,
-            "sort": sort,
-            "query": query_without(request, "page", "format"),
-            "sort_query": query_without(request, "page", "format", "sort"),
-            **(context() if context else {}),
-        },
+
+def _gpu_status(g) -> SafeString:
+    counters = format_html_join(
+        "", ' <span class="badge warning">{}</span>', ((t,) for t in g.health.counter_texts)
     )
+    return format_html("{}{}", badge(g.status), counters)
+
+
+GPU_TABLE = Table(
+    id="gpus",
+    filename="gpus.csv",
+    default_sort="server__hostname",
+    empty="No GPUs match.",
+    columns=(
+        Column(
+            "Server",
+            lambda g: g.server.hostname,
+            "server__hostname",
+            link=lambda g: reverse("server-detail", args=[g.server_id]),
+        ),
+        Column("Index", lambda g: g.index, "index", numeric=True),
+        Column("Model", lambda g: g.name, "name"),
+        Column(
+            "Memory",
+            lambda g: g.memory_total_bytes,
+            "memory_total_bytes",
+            cell=lambda g: bytes_iec(g.memory_total_bytes),
+            numeric=True,
+        ),
+        Column("MIG", lambda g: g.mig_mode_current, "mig_mode_current", cell=_mig_mode),
+        Column("MIG devices", lambda g: g.mig_device_count, "mig_device_count", numeric=True),
+        Column("Status", lambda g: g.status, "status", cell=_gpu_status),
+        Column("PCI bus", lambda g: g.pci_bus_id, "pci_bus_id", mono=True),
+        Column("Serial", lambda g: g.serial, "serial", mono=True),
+        Column("UUID", lambda g: g.uuid, "uuid", mono=True),
+    ),
+)
+
+GPU_FILTERS = FilterForm(
+    fields=("search", "status", "health", "mig_enabled"),
+    labels={"mig_enabled": "MIG"},
+    placeholders={"search": "model, UUID, serial, server"},
+    choices={"mig_enabled": (("true", "enabled"), ("false", "disabled"))},
+)

@@ -8,13 +8,12 @@ from datetime import timedelta
 from celery import shared_task
 from django.conf import settings
 from django.db import OperationalError
-from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from .broker import BrokerBreaker
 from .choices import ReportStatus
 from .models import Report
-from .services import report_apply
+from .services import report_apply, report_prune
 from .services.apply import report_fail
 
 logger = logging.getLogger(__name__)
@@ -72,22 +71,5 @@ def sweep_pending_reports(batch: int = 2000) -> int:
     )
     for report_id in ids:
         apply_report.run(report_id)
-    prune_reports()
+    report_prune()
     return len(ids)
-
-
-def prune_reports() -> int:
-    """Keep the newest ATLAS_REPORT_RETENTION reports per server (and every pending one)."""
-    keep = settings.ATLAS_REPORT_RETENTION
-    newest = (
-        Report.objects.filter(server=OuterRef("server"))
-        .order_by("-id")
-        .values("id")[keep - 1 : keep]
-    )
-    cutoff = (
-        Report.objects.filter(server__isnull=False)
-        .annotate(cut=Subquery(newest))
-        .filter(cut__isnull=False, id__lt=Subquery(newest))
-    )
-    deleted, _ = cutoff.exclude(status=ReportStatus.PENDING).delete()
-    return deleted

@@ -7,7 +7,6 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from clusters import selectors as cluster_selectors
-from clusters.models import Finding, Node
 from inventory import selectors as inventory_selectors
 
 from .figures import highlight_gpus
@@ -24,9 +23,7 @@ def overview(request: HttpRequest) -> HttpResponse:
             "fleet": inventory_selectors.fleet_summary(),
             "changes": inventory_selectors.recent_changes(),
             "nodes": cluster_selectors.scheduler_summary(),
-            "top_findings": cluster_selectors.finding_list()
-            .filter(resolved_at__isnull=True)
-            .order_by("severity", "-last_seen")[:8],
+            "top_findings": cluster_selectors.open_findings(limit=8),
         },
     )
 
@@ -51,12 +48,8 @@ def server_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "figures": figures,
             "chosen_gpus": chosen,
             "matrix_rows": list(zip(interconnect["devices"], interconnect["matrix"], strict=True)),
-            "nodes": Node.objects.filter(server=server, gone_at__isnull=True)
-            .select_related("cluster")
-            .order_by("cluster__name", "name"),
-            "findings": Finding.objects.filter(server=server, resolved_at__isnull=True)
-            .select_related("node", "cluster")
-            .order_by("severity", "-last_seen"),
+            "nodes": cluster_selectors.server_nodes(server.pk),
+            "findings": cluster_selectors.open_findings(server_id=server.pk),
         },
     )
 

@@ -14,7 +14,8 @@ from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from inventory.api.errors import ErrorSerializer
+from core.api.errors import ErrorSerializer
+from core.api.permissions import IsStaffOrReadOnly
 
 from .. import selectors
 from ..choices import SnapshotStatus
@@ -30,11 +31,6 @@ from .serializers import (
     SnapshotResultSerializer,
     SnapshotSerializer,
 )
-
-
-class IsStaffOrReadOnly(permissions.BasePermission):
-    def has_permission(self, request, view) -> bool:
-        return request.method in permissions.SAFE_METHODS or bool(request.user.is_staff)
 
 
 class CanPushSnapshots(permissions.BasePermission):

@@ -19,7 +19,7 @@ from clusters.parsers import (
     slurm_text,
 )
 from clusters.parsers.records import Snapshot, SnapshotFormatError
-from inventory.safe_input import InputRejected, json_loads, yaml_load
+from core.safe_input import InputRejected, json_loads, yaml_load
 
 
 def decode_snapshot(raw: str | bytes) -> str:

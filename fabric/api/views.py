@@ -17,6 +17,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api.permissions import IsStaffOrReadOnly
+
 from .. import selectors
 from ..filters import AdapterFilter, FabricLinkFilter, FabricSnapshotFilter, SwitchFilter
 from ..models import Fabric
@@ -44,11 +46,6 @@ class CanChangeFabric(permissions.BasePermission):
     def has_permission(self, request, view) -> bool:
         user = request.user
         return bool(user.is_staff or user.has_perm("fabric.change_fabric"))
-
-
-class IsStaffOrReadOnly(permissions.BasePermission):
-    def has_permission(self, request, view) -> bool:
-        return request.method in permissions.SAFE_METHODS or bool(request.user.is_staff)
 
 
 def _too_large(request: Request) -> Response | None:

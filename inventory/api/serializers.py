@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from core.api.errors import ErrorsField
+
 from ..models import ChangeEvent, Gpu, Guest, Link, MigDevice, Nic, Server
-from .errors import ErrorsField
 
 
 class MigDeviceSerializer(serializers.ModelSerializer):

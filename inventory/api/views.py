@@ -10,6 +10,8 @@ from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api.permissions import IsStaffOrReadOnly
+
 from .. import selectors
 from ..filters import GpuFilter, MigDeviceFilter, ServerFilter
 from ..services import ReportRejected, report_receive, revision_bump
@@ -65,15 +67,6 @@ def _rejected(exc: ReportRejected) -> Response:
         {"detail": detail.get(exc.status_code, "rejected"), "errors": exc.errors},
         status=exc.status_code,
     )
-
-
-class IsStaffOrReadOnly(permissions.BasePermission):
-    """People read; only staff change what people own (rack, position, physical host)."""
-
-    def has_permission(self, request, view) -> bool:
-        if request.method in permissions.SAFE_METHODS:
-            return True
-        return bool(request.user and request.user.is_staff)
 
 
 class ServerViewSet(

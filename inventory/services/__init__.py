@@ -2,6 +2,7 @@
 
 from .apply import ApplyResult, report_apply
 from .ingest import ReceiveResult, ReportRejected, report_receive
+from .reports import report_prune
 from .revision import revision_bump, revision_get
 from .tokens import (
     agent_token_authenticate,
@@ -20,6 +21,7 @@ __all__ = [
     "agent_token_create",
     "agent_token_unbind",
     "report_apply",
+    "report_prune",
     "report_receive",
     "revision_bump",
     "revision_get",

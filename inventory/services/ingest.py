@@ -17,10 +17,11 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from core.safe_input import InputRejected, json_loads
+
 from ..choices import ReportStatus
 from ..identity import server_identity
 from ..models import AgentToken, Report, Server
-from ..safe_input import InputRejected, json_loads
 from ..validation import report_errors
 
 logger = logging.getLogger(__name__)

@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from ..models import RenderedFigure
 from ..render import FLEET_FIGURES, fleet_figure_get, fleet_revision
+from ..selectors import rendered_figure_index
 from ..tasks import enqueue_fleet_render
 
 
@@ -62,12 +63,7 @@ class FigureListView(APIView):
     @extend_schema(operation_id="v1_figures_list", responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request) -> Response:
         revision = fleet_revision()
-        rendered = {
-            row["name"]: row
-            for row in RenderedFigure.objects.values(
-                "name", "revision", "rendered_at", "duration_ms"
-            )
-        }
+        rendered = rendered_figure_index()
         figures = []
         for name in FLEET_FIGURES:
             row = rendered.get(name)

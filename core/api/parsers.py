@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
-from ..safe_input import InputRejected, json_loads
+from core.safe_input import InputRejected, json_loads
 
 
 class StrictJSONParser(JSONParser):

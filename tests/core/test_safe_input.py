@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from inventory.safe_input import (
+from core.safe_input import (
     MAX_DEPTH,
     InputRejected,
     json_loads,

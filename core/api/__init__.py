@@ -1,0 +1,1 @@
+"""API plumbing wired project-wide in settings: pagination, errors, parsers, schema."""

@@ -1,0 +1,42 @@
+"""Template helpers: units (bytes, watts, Mbit/s), sortable headers, state badges."""
+
+from __future__ import annotations
+
+from django import template
+from django.utils.html import format_html
+
+from core import formats
+
+register = template.Library()
+
+register.filter("bytes_iec", formats.bytes_iec)
+register.filter("speed", formats.speed)
+register.filter("dash", formats.dash)
+register.filter("yesno_dash", formats.yesno_dash)
+register.simple_tag(formats.badge, name="badge")
+
+
+@register.simple_tag
+def sort_link(column, current: str, base_query: str):
+    """A header link that sorts by the column, toggling direction when already sorted."""
+    if not column.sort:
+        return column.header
+    descending = current == column.sort
+    target = f"-{column.sort}" if descending else column.sort
+    arrow = " ▲" if current == column.sort else (" ▼" if current == f"-{column.sort}" else "")
+    prefix = f"{base_query}&" if base_query else ""
+    return format_html('<a href="?{}sort={}">{}{}</a>', prefix, target, column.header, arrow)
+
+
+@register.filter
+def get_item(mapping, key):
+    """`{{ counts|get_item:"critical" }}`: a dict lookup by a variable key."""
+    try:
+        return mapping.get(key)
+    except AttributeError:
+        return None
+
+
+@register.filter
+def make_list_words(value: str) -> list[str]:
+    return value.split()

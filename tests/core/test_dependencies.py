@@ -1,0 +1,44 @@
+"""core/ is the bottom layer: it imports no other app of the project.
+
+The agent package is below every app (the backend shares its text decoder and report schema),
+so core may use it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import core
+
+APPS = {"inventory", "clusters", "fabric", "health", "topology", "simulator", "config"}
+
+
+def _imported_roots(path: Path) -> set[str]:
+    roots = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            roots |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+def test_core_imports_no_other_app():
+    root = Path(core.__file__).parent
+    offenders = {
+        str(path.relative_to(root)): sorted(_imported_roots(path) & APPS)
+        for path in root.rglob("*.py")
+    }
+    assert {path: apps for path, apps in offenders.items() if apps} == {}
+
+
+def test_is_staff_or_read_only_has_one_definition():
+    repo = Path(core.__file__).parent.parent
+    defined = [
+        str(path.relative_to(repo))
+        for app in ("core", "inventory", "clusters", "fabric", "health", "topology")
+        for path in (repo / app).rglob("*.py")
+        if "class IsStaffOrReadOnly" in path.read_text()
+    ]
+    assert defined == ["core/api/permissions.py"]
