@@ -5,6 +5,8 @@ from __future__ import annotations
 from django import template
 from django.utils.html import format_html
 
+from core.palette import normalise, state_tone
+
 register = template.Library()
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
@@ -54,9 +56,24 @@ def sort_link(column, current: str, base_query: str):
 
 
 @register.simple_tag
-def badge(value, label=None):
-    css = str(value or "unknown").lower().replace(" ", "").replace("_", "")
-    return format_html('<span class="badge {}">{}</span>', css, label or value or "unknown")
+def badge(value, label=None, flags=()):
+    """A state word as a badge, coloured by its tone: `core.palette.state_tone`, the one mapping.
+
+    `flags` are a node's state flags, so `{% badge n.state n.raw_state flags=n.state_flags %}`
+    shows a drained idle node as a warning, not as green.
+    """
+    return format_html(
+        '<span class="badge {}" data-state="{}">{}</span>',
+        state_tone(value, flags),
+        normalise(value) or "unknown",
+        label or value or "unknown",
+    )
+
+
+@register.filter
+def tone(value, flags=()) -> str:
+    """`{{ finding.severity|tone }}`: the palette tone of a state word (ok/info/warning/...)."""
+    return state_tone(value, flags)
 
 
 @register.filter
