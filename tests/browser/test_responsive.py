@@ -115,6 +115,9 @@ def test_no_card_overflows_on_any_page(sized, width):
     problems = {}
     for name, (path, wait_for) in pages.items():
         watched.open(path, wait_for=wait_for)
+        if name == "topology":
+            for figure in ("fleet-hierarchy", "server-node-map", "racks"):
+                watched.page.wait_for_selector(f"#figure-{figure} .main-svg", timeout=20000)
         found = watched.page.evaluate(OVERFLOWS)
         if found:
             problems[name] = found

@@ -413,6 +413,24 @@ def test_matrix_cells_keep_their_labels_inside_at_a_minimum_size():
     assert trace(big, "heatmap")["textfont"]["size"] < trace(small, "heatmap")["textfont"]["size"]
 
 
+def test_mig_ring_is_a_closed_circle_not_wedges_past_it():
+    rows = fleet_rows(6, vm_hosts=0, orphans=0, mig_every=3)  # MIG on servers 0 and 3 only
+    items = sectors(validate(fleet_hierarchy_figure(rows)))
+    children: dict[str, float] = Counter()
+    for s in items:
+        children[s["parent"]] += s["value"]
+    models = [s for s in items if s["level"] == "gpu_model"]
+    assert models
+    for model in models:  # every model sector, MIG or not, is covered by the outer ring
+        assert children[model["id"]] == pytest.approx(model["value"], abs=1e-3), model["id"]
+    whole = [s for s in items if s["level"] == "whole_gpus"]
+    assert whole and all(s["label"] == "" for s in whole)
+    assert_branch_totals_hold(items)
+    no_mig = fleet_rows(3, vm_hosts=0, orphans=0, mig_every=0)
+    items = sectors(validate(fleet_hierarchy_figure(no_mig)))
+    assert not [s for s in items if s["level"] == "whole_gpus"]  # no ring without MIG
+
+
 def test_sunburst_hides_labels_too_small_to_read():
     figure = validate(fleet_hierarchy_figure(fleet_rows(10)))
     assert figure["layout"]["uniformtext"] == {"minsize": 11, "mode": "hide"}

@@ -116,6 +116,7 @@ class _Fleet:
             if server["physical_host_id"] in self.servers:
                 self.vms_by_host[server["physical_host_id"]].append(server["id"])
         self.nodes = rows["nodes"]
+        self.has_mig = any(self.mig.values())
 
     def gpu_total(self, server_id: int) -> int:
         return sum(self.gpus[server_id].values()) if server_id in self.gpus else 0
@@ -290,7 +291,8 @@ def _hierarchy_sectors(
                     "colour": colour,
                 }
             )
-            for profile, instances, value in _mig_values(profiles[model], model, count):
+            mig_rows = _mig_values(profiles[model], model, count)
+            for profile, instances, value in mig_rows:
                 sectors.append(
                     {
                         "id": f"{model_id}/p:{esc(profile)}",
@@ -302,6 +304,29 @@ def _hierarchy_sectors(
                         "hover": f"<b>{_plural(instances, 'MIG instance')}</b> "
                         f"{esc(profile)} on {esc(model)}<br>{value:g} GPUs' worth of slices",
                         "colour": MIG_SECTOR_COLOUR,
+                    }
+                )
+            # Close the MIG ring: once any GPU in the figure is in MIG mode, every GPU model
+            # sector gets the rest of its ring (whole GPUs, no label), so the outer ring is a
+            # full circle instead of MIG wedges sticking out past it.
+            rest = _floor4(count - sum(v for _, _, v in mig_rows))
+            if fleet.has_mig and rest > 0:
+                whole = count - mig_models[model]
+                sectors.append(
+                    {
+                        "id": f"{model_id}/whole",
+                        "parent": model_id,
+                        "label": "",
+                        "value": rest,
+                        "level": "whole_gpus",
+                        "count": whole,
+                        "hover": f"<b>{esc(model or 'unknown GPU')}</b>: "
+                        + (
+                            f"{_plural(whole, 'GPU')} not in MIG mode"
+                            if whole
+                            else "MIG slices not in an instance"
+                        ),
+                        "colour": _rgba(colour, 0.35),
                     }
                 )
 
