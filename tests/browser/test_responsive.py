@@ -143,6 +143,16 @@ def test_figures_keep_a_legible_size(sized, width):
     text = watched.page.inner_text("#figure-nvlink_graph")
     assert "No NVLink between these 4 GPUs" in text and "PCIe switch" in text
     watched.screenshot(f"server-l40s-graph-{width}")
+    watched.open("/topology/")
+    watched.page.wait_for_selector("#figure-fleet-hierarchy .main-svg", timeout=20000)
+    label_px = watched.page.evaluate(
+        r"""() => Array.from(document.querySelectorAll('#figure-fleet-hierarchy .slicetext text'))
+             .filter(t => t.textContent.trim())
+             .map(t => { const m = /scale\(([\d.e-]+)\)/.exec(t.getAttribute('transform') || '');
+                         return [t.textContent, parseFloat(getComputedStyle(t).fontSize) *
+                                 (m ? parseFloat(m[1]) : 1)]; })"""
+    )
+    assert label_px and all(px >= 8 for _, px in label_px), label_px
     watched.assert_clean()
 
 

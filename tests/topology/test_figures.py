@@ -431,9 +431,9 @@ def test_mig_ring_is_a_closed_circle_not_wedges_past_it():
     assert not [s for s in items if s["level"] == "whole_gpus"]  # no ring without MIG
 
 
-def test_sunburst_hides_labels_too_small_to_read():
+def test_sunburst_labels_take_their_largest_orientation_at_a_minimum_width():
     figure = validate(fleet_hierarchy_figure(fleet_rows(10)))
-    assert figure["layout"]["uniformtext"] == {"minsize": 11, "mode": "hide"}
+    assert trace(figure, "sunburst")["insidetextorientation"] == "auto"
     assert figure["layout"]["meta"]["min_width"] >= 480
 
 

@@ -230,16 +230,16 @@ def fleet_hierarchy_figure(
                 },
                 "maxdepth": 3 if len(sectors) > 150 else -1,
                 "sort": False,
-                "insidetextorientation": "radial",
+                # plotly.js picks, per sector, the orientation (horizontal, radial or
+                # tangential) that draws its label largest: radial alone shrank long labels
+                # to 4 px at 1024 px wide (measured: scale 0.35 radial, 1.0 auto).
+                "insidetextorientation": "auto",
             }
         ],
         "layout": _layout(
             height=600,
             margin={"l": 10, "r": 10, "t": 36, "b": 10},
             title=_title(title),
-            # A label that would shrink below 11 px is hidden (its hover stays), rather than
-            # drawn microscopic or spilling out of its sector past the circle.
-            uniformtext={"minsize": 11, "mode": "hide"},
             meta={
                 "empty": False,
                 "aggregated": aggregated,
@@ -394,13 +394,23 @@ def _hierarchy_sectors(
     return sectors
 
 
+SECTOR_LABEL_CHARS = 24
+"""A sector label longer than this is cut with an ellipsis (the hover keeps the whole name):
+plotly shrinks a label to fit its sector, and an 80-character node name came out at 5 px."""
+
+
+def _short(text: str, limit: int = SECTOR_LABEL_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _member_label(server: ServerRow, nodes: Sequence[NodeRow]) -> str:
-    """The node name, and the server's hostname where it differs."""
-    hostname = esc(server["hostname"])
+    """The node name, and the server's hostname where it differs (each cut to a readable
+    length; `_member_hover` has them whole)."""
+    hostname = esc(_short(server["hostname"]))
     names = sorted({n["name"] for n in nodes})
     if not names or names == [server["hostname"]]:
         return hostname
-    return f"{', '.join(esc(n) for n in names)}<br>on {hostname}"
+    return f"{esc(_short(', '.join(names)))}<br>on {hostname}"
 
 
 def _member_hover(fleet: _Fleet, server_id: int, nodes: Sequence[NodeRow]) -> str:
