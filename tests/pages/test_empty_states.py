@@ -59,3 +59,11 @@ def test_placement_errors_name_the_field_as_labelled_and_keep_the_input(signed_i
     assert "GPUs per node:" in text and "gpus_per_node:" not in text
     assert 'name="gpus" min="1" value="16"' in text
     assert 'name="gpus_per_node" min="1" value="0"' in text
+
+
+def test_failed_sign_in_keeps_the_username_typed(client, user):
+    response = client.post("/login/", {"username": "some-<b>one", "password": "wrong"})
+    text = response.content.decode()
+    assert response.status_code == 200 and "did not match" in text
+    assert 'value="some-&lt;b&gt;one"' in text
+    assert 'name="password" id="id_password" autocomplete' in text and "wrong" not in text
