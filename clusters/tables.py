@@ -26,7 +26,7 @@ def _iso(value) -> str:
 
 
 def _node_state(n) -> SafeString:
-    state = badge(n.state, n.raw_state or n.state)
+    state = badge(n.state, n.raw_state or n.state, n.state_flags)
     if not n.schedulable and n.ready:
         return format_html("{} {}", state, badge("warning", "not schedulable"))
     return state
@@ -70,10 +70,11 @@ NODE_TABLE = Table(
     filename="nodes.csv",
     default_sort="cluster__name",
     empty=mark_safe(
-        "No nodes. Post a snapshot (<code>kubectl get nodes -o json</code>, "
+        "No nodes yet. Post a snapshot (<code>kubectl get nodes -o json</code>, "
         "<code>scontrol show node</code>) to <code>/api/v1/clusters/&lt;name&gt;/snapshots/</code>,"
         " or register a cluster to pull."
     ),
+    noun="nodes",
     row_class=lambda n: "mismatch" if n.disagrees else "",
     columns=(
         Column("Node", lambda n: n.name, "name"),
@@ -207,6 +208,8 @@ OPEN_FINDING_TABLE = Table(
     filename="findings.csv",
     default_sort="-last_seen",
     empty="Nothing disagrees. Every node has its server and every count matches.",
+    noun="open findings",
+    clear="?open=true",
     row_class=lambda f: f"sev-{f.severity}",
     columns=_FINDING_COLUMNS,
 )
@@ -216,6 +219,8 @@ RESOLVED_FINDING_TABLE = Table(
     filename="findings.csv",
     default_sort="-last_seen",
     empty="No resolved findings.",
+    noun="resolved findings",
+    clear="?open=false",
     row_class=lambda f: f"sev-{f.severity}",
     columns=(*_FINDING_COLUMNS, _seen("resolved_at")),
 )

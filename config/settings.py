@@ -75,6 +75,7 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     # Counts the reports endpoint's answers for /metrics (off while ATLAS_METRICS_TOKEN is unset).
     "integrations.middleware.ReportOutcomeMiddleware",
+    "core.not_found.NotFoundPageMiddleware",  # the app's 404 page under DEBUG too
 ]
 
 ROOT_URLCONF = "config.urls"

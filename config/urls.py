@@ -12,6 +12,7 @@ from django.urls import include, path
 
 from clusters import views as cluster_views
 from core.api.schema_views import SchemaView, api_docs
+from core.not_found import page_not_found
 from integrations import views as integrations_views
 from inventory import views as inventory_views
 from topology import views as topology_views
@@ -43,3 +44,6 @@ urlpatterns = [
     path("metrics", integrations_views.metrics, name="metrics"),
     path("api/", include((api_patterns, "api"))),
 ]
+
+handler404 = page_not_found
+"""Unknown routes and ids: the app's page with its menu; JSON under /api/ (core/not_found.py)."""

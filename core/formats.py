@@ -10,6 +10,8 @@ from typing import Any
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from core.palette import normalise, state_tone
+
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
 
@@ -41,7 +43,15 @@ def yesno_dash(value: Any) -> str:
     return {True: "yes", False: "no"}.get(value, "—")
 
 
-def badge(value: Any, label: Any = None) -> SafeString:
-    """A state badge; its CSS class is the value folded to letters (`not_ready` → notready)."""
-    css = str(value or "unknown").lower().replace(" ", "").replace("_", "")
-    return format_html('<span class="badge {}">{}</span>', css, label or value or "unknown")
+def badge(value: Any, label: Any = None, flags: Any = ()) -> SafeString:
+    """A state word as a badge, coloured by its tone: `core.palette.state_tone`, the one mapping.
+
+    `flags` are a node's state flags, so `{% badge n.state n.raw_state flags=n.state_flags %}`
+    shows a drained idle node as a warning, not as green.
+    """
+    return format_html(
+        '<span class="badge {}" data-state="{}">{}</span>',
+        state_tone(value, flags),
+        normalise(value) or "unknown",
+        label or value or "unknown",
+    )

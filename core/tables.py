@@ -76,13 +76,17 @@ class HtmlRow:
 
 @dataclass(frozen=True)
 class Table:
-    """A list page's table: its columns, element id, CSV file name, default sort, empty text."""
+    """A list page's table: its columns, element id, CSV file name, default sort, empty states."""
 
     id: str
     columns: Sequence[Column]
     filename: str
     default_sort: str
     empty: str = "Nothing matches."
+    noun: str = "rows"
+    """The plural the empty state names: "No servers match …" (templates/_empty_state.html)."""
+    clear: str = ""
+    """The URL that clears the filters; the page itself when empty."""
     row_class: Callable[[Row], str] | None = None
     sorts: frozenset[str] = field(init=False)
 

@@ -56,7 +56,8 @@ SERVER_TABLE = Table(
     id="servers",
     filename="servers.csv",
     default_sort="hostname",
-    empty="No servers match. Agents appear here within a minute of their first report.",
+    empty="No servers yet. Agents appear here within a minute of their first report.",
+    noun="servers",
     columns=(
         Column("Hostname", lambda s: s.hostname, "hostname", link=_server_url),
         Column(
@@ -93,7 +94,7 @@ SERVER_FILTERS = FilterForm(
 
 def _mig_mode(g) -> SafeString | str:
     if g.mig_mode_current:
-        mig = badge("mig", "MIG")
+        mig = badge("info", "MIG")
         if g.mig_mode_pending is False:
             return format_html("{} {}", mig, badge("warning", "off after reboot"))
         return mig
@@ -113,7 +114,8 @@ GPU_TABLE = Table(
     id="gpus",
     filename="gpus.csv",
     default_sort="server__hostname",
-    empty="No GPUs match.",
+    empty="No GPUs yet. They appear with the first report of a server that has them.",
+    noun="GPUs",
     columns=(
         Column(
             "Server",

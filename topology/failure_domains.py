@@ -106,6 +106,7 @@ def failure_domain(
                 "gpu_capacity": n.gpu_capacity,
                 "partitions": n.partitions,
                 "state": n.state,
+                "state_flags": list(n.state_flags),
             }
             for n in lost_nodes
         ],

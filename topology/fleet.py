@@ -1,24 +1,45 @@
 """Reads feeding the fleet figures: plain rows in a fixed number of aggregate queries.
 
-Four queries whatever the fleet size (servers, GPU counts per server and model, MIG counts
-per server, model and profile, active nodes), all through `.values()` so 25,000 servers
-never build 25,000 model instances. The rows' shapes are `topology.figures.FleetRows`.
+Five queries whatever the fleet size (servers, GPU counts per server and model, MIG counts
+per server, model and profile, active nodes, open finding severities per server), all
+through `.values()` so 25,000 servers never build 25,000 model instances. The rows' shapes
+are `topology.figures.FleetRows`.
 """
 
 from __future__ import annotations
 
 from django.db.models import Count, F, Q
 
-from clusters.models import Node
+from clusters.models import Finding, Node
 from inventory.choices import GpuStatus
 from inventory.models import Gpu, MigDevice, Server
 from inventory.selectors import server_state_expression
 
 from .figures import FleetRows, GpuCountRow, MigCountRow, NodeRow, ServerRow
 
+SEVERITY_ORDER = ("critical", "warning", "info")
+"""Worst first: a server's health is the first of these among its open findings."""
+
+
+def server_health() -> dict[int, str]:
+    """Each server's worst open finding severity (servers without one are absent)."""
+    severities: dict[int, set[str]] = {}
+    for server_id, severity in (
+        Finding.objects.filter(resolved_at__isnull=True, server__isnull=False)
+        .order_by()
+        .values_list("server_id", "severity")
+        .distinct()
+    ):
+        severities.setdefault(server_id, set()).add(severity)
+    return {
+        sid: next((s for s in SEVERITY_ORDER if s in found), "info")
+        for sid, found in severities.items()
+    }
+
 
 def fleet_rows() -> FleetRows:
     """Everything the fleet figures draw, as plain rows; lost GPUs and gone nodes left out."""
+    health = server_health()
     servers: list[ServerRow] = [
         {
             "id": row["id"],
@@ -29,6 +50,7 @@ def fleet_rows() -> FleetRows:
             "is_virtual": row["is_virtual"],
             "physical_host_id": row["physical_host_id"],
             "state": row["state_value"],
+            "health": health.get(row["id"], ""),
         }
         for row in Server.objects.order_by("id")
         .annotate(state_value=server_state_expression())

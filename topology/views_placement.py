@@ -30,6 +30,24 @@ TABS = (
     ("capacity", "Capacity planner"),
 )
 PLACEMENT_KEYS = ("gpus", "nodes", "gpus_per_node", "mig_profile")
+FIELD_LABELS = {
+    "cluster": "Cluster",
+    "gpus": "GPUs",
+    "nodes": "Nodes",
+    "gpus_per_node": "GPUs per node",
+    "model": "Model",
+    "mig_profile": "MIG profile",
+    "min_gpu_memory": "Min GPU memory",
+    "partition": "Partition",
+    "nvlink_only": "NVLink only",
+    "same_numa": "One NUMA node",
+    "server": "Server",
+    "rack": "Rack",
+    "switch": "Switch",
+    "per_server": "GPUs per server",
+    "nvlink": "NVLink within a server",
+}
+"""Each parameter as the forms label it: an error names the field people see, not its key."""
 
 
 @login_required
@@ -49,7 +67,13 @@ def placement_page(request: HttpRequest) -> HttpResponse:
 
 
 def _errors(errors: dict[str, Any]) -> list[str]:
-    return [f"{field}: {message}" for field, messages in errors.items() for message in messages]
+    return [_error(field, message) for field, messages in errors.items() for message in messages]
+
+
+def _error(field: str, message: object) -> str:
+    """`GPUs per node: ...`; a request-wide error (no field) is its message alone."""
+    label = FIELD_LABELS.get(field)
+    return f"{label}: {message}" if label else str(message)
 
 
 def _placement(request: HttpRequest) -> dict[str, Any]:
@@ -63,7 +87,7 @@ def _placement(request: HttpRequest) -> dict[str, Any]:
     try:
         result = placement_find(**query.to_service())
     except PlacementRequestError as exc:
-        context["errors"] = [f"{exc.field}: {exc}"]
+        context["errors"] = [_error(exc.field, exc)]
         return context
     context["result"] = result
     context["alternatives"] = [
@@ -90,7 +114,7 @@ def _failure(request: HttpRequest) -> dict[str, Any]:
         server = server_resolve(server_text) if server_text else None
         context["domain"] = failure_domain(server=server, rack=rack or None, switch=switch or None)
     except FailureDomainError as exc:
-        context["errors"] = [f"{exc.field}: {exc}"]
+        context["errors"] = [_error(exc.field, exc)]
     return context
 
 
@@ -113,5 +137,5 @@ def _capacity(request: HttpRequest) -> dict[str, Any]:
             model=values.get("model"),
         )
     except CapacityRequestError as exc:
-        context["errors"] = [f"{exc.field}: {exc}"]
+        context["errors"] = [_error(exc.field, exc)]
     return context

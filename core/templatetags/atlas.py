@@ -6,6 +6,7 @@ from django import template
 from django.utils.html import format_html
 
 from core import formats
+from core.palette import state_tone
 
 register = template.Library()
 
@@ -29,6 +30,12 @@ def sort_link(column, current: str, base_query: str):
 
 
 @register.filter
+def tone(value, flags=()) -> str:
+    """`{{ finding.severity|tone }}`: the palette tone of a state word (ok/info/warning/...)."""
+    return state_tone(value, flags)
+
+
+@register.filter
 def get_item(mapping, key):
     """`{{ counts|get_item:"critical" }}`: a dict lookup by a variable key."""
     try:
@@ -40,3 +47,23 @@ def get_item(mapping, key):
 @register.filter
 def make_list_words(value: str) -> list[str]:
     return value.split()
+
+
+NOT_FILTERS = frozenset({"page", "sort", "format", "open", "tab", "page_size"})
+"""Query keys that page, sort, export or pick a tab: they never make a list "filtered"."""
+
+
+@register.simple_tag
+def active_filters(query) -> list[tuple[str, str]]:
+    """`{% active_filters request.GET as applied %}`: the (key, value) filters that are set.
+
+    An empty list means the list is the whole set, so an empty result is a truly empty
+    inventory (setup text), not a search that matched nothing (templates/_empty_state.html).
+    """
+    return [
+        (key, value.strip())
+        for key, values in query.lists()
+        if key not in NOT_FILTERS
+        for value in values
+        if value.strip()
+    ]

@@ -65,6 +65,13 @@
     el.classList.remove("pending");
     el.removeAttribute("aria-busy");
     var layout = Object.assign({ autosize: true }, figure.layout || {});
+    // A figure says how narrow it may get and stay legible (layout.meta.min_width, px);
+    // narrower screens scroll it inside its .figure-scroll wrapper. CSSOM, not a style
+    // attribute: the Content-Security-Policy allows this.
+    var minWidth = layout.meta && parseInt(layout.meta.min_width, 10);
+    if (minWidth > 0) {
+      el.style.minWidth = minWidth + "px";
+    }
     Plotly.react(el, figure.data || [], layout, CONFIG).then(function () {
       if (!el.dataset.drawn) {
         el.dataset.drawn = "1";

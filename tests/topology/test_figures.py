@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 import pytest
 from plotly.utils import PlotlyJSONEncoder
 
+from core.palette import PALETTE
 from inventory.choices import link_rank
 from topology import figures
 from topology.figures import (
@@ -26,6 +27,7 @@ from topology.figures import (
     rack_figure,
     server_node_map_figure,
 )
+from topology.figures.fleet import chassis_height_u
 from topology.interconnect import describe_link_class, interconnect_matrix, legend
 
 EVIL_HOST = "<img src=x onerror=alert(1)>"
@@ -377,8 +379,62 @@ def test_nics_are_optional_and_sit_by_their_pcie_switch_gpu():
 
 def test_gpus_without_nvlink_say_they_use_pcie():
     figure = validate(nvlink_graph_figure(interconnect(4, gpu_class="PHB", nvswitch_count=0)))
-    assert "No NVLink" in figure["layout"]["annotations"][0]["text"]
+    assert "No NVLink" in figure["layout"]["title"]["text"]
     assert not [t for t in figure["data"] if t.get("mode") == "lines" and "NV" in t["name"]]
+
+
+def test_a_server_without_nvlink_shows_its_pcie_tree():
+    """4 x L40S: each GPU behind its host bridge, NIC n on GPU n's PCIe switch, two sockets."""
+    data = interconnect(4, gpu_class="SYS", nvswitch_count=0, nics=2)
+    figure = validate(nvlink_graph_figure(data))
+    assert figure["layout"]["meta"]["nvlink"] is False
+    gpus = trace(figure, "scatter", "GPU")
+    assert sorted(gpus["text"]) == ["GPU0", "GPU1", "GPU2", "GPU3"]
+    assert set(gpus["y"]) == {0.0}  # the leaves of the tree, not floating circles
+    hubs = trace(figure, "scatter", "PCIe switch or host bridge")
+    assert hubs["text"].count("PCIe switch") == 2  # GPU0+mlx5_0, GPU1+mlx5_1
+    assert hubs["text"].count("host bridge") == 2  # GPU2, GPU3
+    numa = trace(figure, "scatter", "NUMA node (CPU socket)")
+    assert numa["text"] == ["NUMA node 0", "NUMA node 1"]
+    edges = trace(figure, "scatter", "PCIe")
+    assert len(edges["x"]) // 3 == 6 + 4  # a line to every device, one per hub to its socket
+    assert "No NVLink between these 4 GPUs" in figure["layout"]["title"]["text"]
+
+
+def test_matrix_cells_keep_their_labels_inside_at_a_minimum_size():
+    small = interconnect_matrix_figure(interconnect(4, nics=0))
+    big = interconnect_matrix_figure(interconnect(8, nics=10))
+    for figure, devices in ((small, 4), (big, 18)):
+        heatmap = trace(figure, "heatmap")
+        assert 10 <= heatmap["textfont"]["size"] <= 12
+        # cells at least 40 px: `NODE` at 12 px (about 4 x 7.5 px) fits inside
+        assert figure["layout"]["meta"]["min_width"] >= 40 * devices
+        assert figure["layout"]["height"] >= 40 * devices
+    assert trace(big, "heatmap")["textfont"]["size"] < trace(small, "heatmap")["textfont"]["size"]
+
+
+def test_mig_ring_is_a_closed_circle_not_wedges_past_it():
+    rows = fleet_rows(6, vm_hosts=0, orphans=0, mig_every=3)  # MIG on servers 0 and 3 only
+    items = sectors(validate(fleet_hierarchy_figure(rows)))
+    children: dict[str, float] = Counter()
+    for s in items:
+        children[s["parent"]] += s["value"]
+    models = [s for s in items if s["level"] == "gpu_model"]
+    assert models
+    for model in models:  # every model sector, MIG or not, is covered by the outer ring
+        assert children[model["id"]] == pytest.approx(model["value"], abs=1e-3), model["id"]
+    whole = [s for s in items if s["level"] == "whole_gpus"]
+    assert whole and all(s["label"] == "" for s in whole)
+    assert_branch_totals_hold(items)
+    no_mig = fleet_rows(3, vm_hosts=0, orphans=0, mig_every=0)
+    items = sectors(validate(fleet_hierarchy_figure(no_mig)))
+    assert not [s for s in items if s["level"] == "whole_gpus"]  # no ring without MIG
+
+
+def test_sunburst_labels_take_their_largest_orientation_at_a_minimum_width():
+    figure = validate(fleet_hierarchy_figure(fleet_rows(10)))
+    assert trace(figure, "sunburst")["insidetextorientation"] == "auto"
+    assert figure["layout"]["meta"]["min_width"] >= 480
 
 
 # MIG layout -----------------------------------------------------------------------------
@@ -628,19 +684,46 @@ def test_large_maps_group_servers_by_model_and_nodes_by_cluster():
 # Racks ----------------------------------------------------------------------------------
 
 
-def test_rack_view_places_each_server_at_its_position_coloured_by_gpus():
+def test_rack_view_places_each_server_at_its_position_and_height_coloured_by_health():
     rows = fleet_rows(10, servers_per_rack=4, vm_hosts=1)
+    rows["servers"][3]["health"] = "critical"  # server id 4
+    rows["servers"][4]["health"] = "warning"
     figure = validate(rack_figure(rows))
     bar = trace(figure, "bar")
     racked = [s for s in rows["servers"] if s["rack"]]
     assert len(bar["x"]) == len(racked) == 10
     placed = set(zip(bar["x"], bar["base"], strict=True))
     assert placed == {(s["rack"], s["rack_position"]) for s in racked}
-    by_url = dict(zip((c[0] for c in bar["customdata"]), bar["marker"]["color"], strict=True))
-    assert by_url["/servers/1/"] == 0  # the hypervisor holds no GPU of its own
-    assert by_url["/servers/4/"] == 8
+    by_url = {c[0]: (c[1], h) for c, h in zip(bar["customdata"], bar["y"], strict=True)}
+    assert by_url["/servers/4/"] == ("critical", 6)  # a DGX A100 is 6U
+    assert by_url["/servers/5/"] == ("warning", 8)  # a DGX H100 is 8U
+    assert by_url["/servers/6/"] == ("ok", 6)
+    colours = dict(zip((c[0] for c in bar["customdata"]), bar["marker"]["color"], strict=True))
+    assert colours["/servers/4/"] == PALETTE["critical"]["solid"]
+    assert colours["/servers/6/"] == PALETTE["ok"]["solid"]
+    legend = [t["name"] for t in figure["data"] if t.get("showlegend")]
+    assert legend == ["critical finding open", "warning open", "no open finding"]
     assert figure["layout"]["xaxis"]["categoryarray"] == ["r001", "r002", "r003"]
     assert figure["layout"]["meta"]["links"] is True
+
+
+@pytest.mark.parametrize(
+    ("product", "units", "known"),
+    [
+        ("DGXH100", 8, True),
+        ("DGX H200", 8, True),
+        ("DGXA100 920-23687-2530-000", 6, True),
+        ("AS -4125GS-TNRT", 4, True),
+        ("SYS-821GE-TNHR", 8, True),
+        ("PowerEdge R650", 1, True),
+        ("PowerEdge R750xa", 2, True),
+        ("PowerEdge XE9680", 6, True),
+        ("Some Box 3000", 2, False),
+        ("", 2, False),
+    ],
+)
+def test_chassis_height_from_the_product_name(product, units, known):
+    assert chassis_height_u(product) == (units, known)
 
 
 def test_rack_view_without_racks_says_so():

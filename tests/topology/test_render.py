@@ -12,6 +12,7 @@ from django.core.cache import cache
 from django.db import connection
 from django.template.loader import render_to_string
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from clusters.reconcile import reconcile_all
@@ -179,7 +180,7 @@ def test_fleet_rows_cost_the_same_queries_for_5_and_100_servers():
     with CaptureQueriesContext(connection) as large:
         rows = fleet_rows()
     assert len(rows["servers"]) == 105
-    assert len(small) == len(large) == 4
+    assert len(small) == len(large) == 5  # servers, GPUs, MIG devices, nodes, findings
 
 
 def test_fleet_rows_match_the_inventory_and_leave_lost_gpus_out():
@@ -351,3 +352,31 @@ def test_plotly_js_is_served_locally_in_the_version_its_name_says():
     assert 'src="/static/js/figures.js"' in scripts
     loader = (static / "js" / "figures.js").read_text(encoding="utf-8")
     assert "Plotly.react" in loader and "http://" not in loader and "https://" not in loader
+
+
+def test_fleet_rows_carry_each_servers_worst_open_finding():
+    from clusters.models import Finding
+
+    build_fleet(3)
+    a, b, c = Server.objects.order_by("hostname")[:3]
+    Finding.objects.all().delete()
+    for server, severity, resolved in (
+        (a, "warning", False),
+        (a, "critical", False),
+        (b, "critical", True),  # resolved: no longer counts
+        (b, "info", False),
+    ):
+        Finding.objects.create(
+            type="gpu_count_mismatch" if severity != "critical" else "unhealthy_gpu",
+            severity=severity,
+            subject=f"server:{server.hostname}:{severity}",
+            message="test",
+            server=server,
+            resolved_at=timezone.now() if resolved else None,
+        )
+    health = {s["hostname"]: s["health"] for s in fleet_rows()["servers"]}
+    assert (health[a.hostname], health[b.hostname], health[c.hostname]) == (
+        "critical",
+        "info",
+        "",
+    )

@@ -6,6 +6,7 @@ import html
 import re
 from typing import Any
 
+from core.palette import CRITICAL, WARNING, tone_colour
 from inventory.choices import PCIE_LINK_CLASSES
 
 Figure = dict[str, Any]
@@ -78,16 +79,15 @@ SPEED_SCALE = (*NVLINK_COLOURS, *(PCIE_COLOURS[c] for c in PCIE_LINK_CLASSES), U
 NUMA_COLOURS = ("#2f6f9f", "#8c510a", "#6a3d9a", "#01665e", "#c51b7d", "#4d4d4d")
 
 
-GROUP_COLOURS = ("#2f6f9f", "#2e7d32", "#a86400", "#6a3d9a", "#00838f", "#8d6e63", "#c2185b")
+# Categories (clusters, groups) never take a state colour (core.palette): green, amber and
+# red mean ok, warning and critical on every page, so a cluster is never drawn "healthy".
+GROUP_COLOURS = ("#2f6f9f", "#6a3d9a", "#00838f", "#8d6e63", "#455a64", "#5c6bc0", "#00695c")
 
 
 MIG_COLOURS = ("#2f6f9f", "#5aae61", "#e08214", "#8073ac", "#d6604d", "#35978f", "#bf812d")
 
 
 MIG_SECTOR_COLOUR = "#b39ddb"
-
-
-GPU_COUNT_SCALE = [[0, "#f7fbff"], [0.5, "#6baed6"], [1, "#08306b"]]
 
 
 FREE_SLICE_COLOUR = "#eceff3"
@@ -97,9 +97,9 @@ KIND_COLOURS = {
     "physical": "#2f6f9f",
     "vm": "#6a3d9a",
     "kubernetes": "#326ce5",
-    "slurm": "#2e7d32",
-    "unscheduled": "#a86400",
-    "orphan": "#b3261e",
+    "slurm": "#00695c",
+    "unscheduled": tone_colour(WARNING),  # a server in no scheduler wants a look
+    "orphan": tone_colour(CRITICAL),  # a node without an agent
 }
 
 

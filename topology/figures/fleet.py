@@ -6,15 +6,16 @@ They aggregate above their detail limits (see `common.MAX_MARKS`).
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 from urllib.parse import quote
 
 from agent.mig import mig_slices, parse_mig_profile
+from core.palette import CRITICAL, INFO, NEUTRAL, OK, WARNING, tone_colour
 
 from .common import (
-    GPU_COUNT_SCALE,
     GROUP_COLOURS,
     HIERARCHY_NODE_LIMIT,
     KIND_COLOURS,
@@ -35,6 +36,7 @@ from .common import (
     _layout,
     _legend_swatch,
     _plural,
+    _side_legend,
     _title,
     esc,
     natural_key,
@@ -50,6 +52,8 @@ class ServerRow(TypedDict):
     is_virtual: bool
     physical_host_id: int | None
     state: str
+    # The worst open finding's severity (critical/warning/info), "" when none; optional.
+    health: NotRequired[str]
 
 
 class GpuCountRow(TypedDict):
@@ -112,6 +116,7 @@ class _Fleet:
             if server["physical_host_id"] in self.servers:
                 self.vms_by_host[server["physical_host_id"]].append(server["id"])
         self.nodes = rows["nodes"]
+        self.has_mig = any(self.mig.values())
 
     def gpu_total(self, server_id: int) -> int:
         return sum(self.gpus[server_id].values()) if server_id in self.gpus else 0
@@ -225,14 +230,22 @@ def fleet_hierarchy_figure(
                 },
                 "maxdepth": 3 if len(sectors) > 150 else -1,
                 "sort": False,
-                "insidetextorientation": "radial",
+                # plotly.js picks, per sector, the orientation (horizontal, radial or
+                # tangential) that draws its label largest: radial alone shrank long labels
+                # to 4 px at 1024 px wide (measured: scale 0.35 radial, 1.0 auto).
+                "insidetextorientation": "auto",
             }
         ],
         "layout": _layout(
             height=600,
             margin={"l": 10, "r": 10, "t": 36, "b": 10},
             title=_title(title),
-            meta={"empty": False, "aggregated": aggregated, "sectors": len(sectors)},
+            meta={
+                "empty": False,
+                "aggregated": aggregated,
+                "sectors": len(sectors),
+                "min_width": 560,
+            },
         ),
     }
 
@@ -278,7 +291,8 @@ def _hierarchy_sectors(
                     "colour": colour,
                 }
             )
-            for profile, instances, value in _mig_values(profiles[model], model, count):
+            mig_rows = _mig_values(profiles[model], model, count)
+            for profile, instances, value in mig_rows:
                 sectors.append(
                     {
                         "id": f"{model_id}/p:{esc(profile)}",
@@ -290,6 +304,29 @@ def _hierarchy_sectors(
                         "hover": f"<b>{_plural(instances, 'MIG instance')}</b> "
                         f"{esc(profile)} on {esc(model)}<br>{value:g} GPUs' worth of slices",
                         "colour": MIG_SECTOR_COLOUR,
+                    }
+                )
+            # Close the MIG ring: once any GPU in the figure is in MIG mode, every GPU model
+            # sector gets the rest of its ring (whole GPUs, no label), so the outer ring is a
+            # full circle instead of MIG wedges sticking out past it.
+            rest = _floor4(count - sum(v for _, _, v in mig_rows))
+            if fleet.has_mig and rest > 0:
+                whole = count - mig_models[model]
+                sectors.append(
+                    {
+                        "id": f"{model_id}/whole",
+                        "parent": model_id,
+                        "label": "",
+                        "value": rest,
+                        "level": "whole_gpus",
+                        "count": whole,
+                        "hover": f"<b>{esc(model or 'unknown GPU')}</b>: "
+                        + (
+                            f"{_plural(whole, 'GPU')} not in MIG mode"
+                            if whole
+                            else "MIG slices not in an instance"
+                        ),
+                        "colour": _rgba(colour, 0.35),
                     }
                 )
 
@@ -357,13 +394,23 @@ def _hierarchy_sectors(
     return sectors
 
 
+SECTOR_LABEL_CHARS = 24
+"""A sector label longer than this is cut with an ellipsis (the hover keeps the whole name):
+plotly shrinks a label to fit its sector, and an 80-character node name came out at 5 px."""
+
+
+def _short(text: str, limit: int = SECTOR_LABEL_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _member_label(server: ServerRow, nodes: Sequence[NodeRow]) -> str:
-    """The node name, and the server's hostname where it differs."""
-    hostname = esc(server["hostname"])
+    """The node name, and the server's hostname where it differs (each cut to a readable
+    length; `_member_hover` has them whole)."""
+    hostname = esc(_short(server["hostname"]))
     names = sorted({n["name"] for n in nodes})
     if not names or names == [server["hostname"]]:
         return hostname
-    return f"{', '.join(esc(n) for n in names)}<br>on {hostname}"
+    return f"{esc(_short(', '.join(names)))}<br>on {hostname}"
 
 
 def _member_hover(fleet: _Fleet, server_id: int, nodes: Sequence[NodeRow]) -> str:
@@ -667,10 +714,11 @@ def rack_figure(
     server_url: str = "/servers/{id}/",
     rack_url: str = "/servers/?rack={rack}",
 ) -> Figure:
-    """Servers by rack and position (U), coloured by GPU count; a click opens the server.
+    """Rack elevations: each server at its position and chassis height (U), coloured by its
+    health (the worst open finding, in the state palette); a click opens the server.
 
-    Colour is the GPU count rather than the state: state moves with the clock, and this
-    figure is cached until the inventory changes (the hover shows the state as rendered).
+    Health rather than state: state moves with the clock and this figure is cached until the
+    inventory, the node sets or a reconciliation change, which is when findings change.
     Above `detail_limit` racked servers, one bar per rack (GPUs), linking to its servers.
     """
     fleet = _Fleet(rows)
@@ -685,13 +733,64 @@ def rack_figure(
     return _rack_aggregate(fleet, racked, racks, max_marks, rack_url)
 
 
+CHASSIS_HEIGHT_U: tuple[tuple[str, int], ...] = (
+    ("dgxh100", 8),
+    ("dgxh200", 8),
+    ("dgxb200", 10),
+    ("dgxb300", 10),
+    ("dgxa100", 6),
+    ("dgx-2", 10),
+    ("dgx2", 10),
+    ("dgx-1", 3),
+    ("dgx1", 3),
+    ("xe9680", 6),
+    ("xe9640", 4),
+    ("xe8545", 4),
+    ("r760xa", 2),
+    ("r750xa", 2),
+)
+"""Known chassis heights by a fragment of the DMI product name (spaces removed, lower case)."""
+
+DEFAULT_HEIGHT_U = 2
+
+
+def chassis_height_u(model: str) -> tuple[int, bool]:
+    """(height in rack units, whether it is known) from the server's DMI product name.
+
+    Known DGX and PowerEdge XE/R models from the table; Dell's R6xx are 1U, R7xx 2U;
+    Supermicro's model numbers start with the height (`SYS-821GE` 8U, `AS -4125GS` 4U).
+    Anything else is drawn DEFAULT_HEIGHT_U high and says so in its hover.
+    """
+    key = (model or "").lower().replace(" ", "")
+    for fragment, units in CHASSIS_HEIGHT_U:
+        if fragment in key:
+            return units, True
+    dell = re.search(r"poweredger([67])\d\d", key)
+    if dell:
+        return (1 if dell.group(1) == "6" else 2), True
+    supermicro = re.match(r"(?:sys|as)-?([1-8])\d{2,3}", key)
+    if supermicro:
+        return int(supermicro.group(1)), True
+    return DEFAULT_HEIGHT_U, False
+
+
+HEALTH_TONES = {"critical": CRITICAL, "warning": WARNING, "info": INFO, "": OK}
+HEALTH_NAMES = {
+    CRITICAL: "critical finding open",
+    WARNING: "warning open",
+    INFO: "information only",
+    OK: "no open finding",
+}
+
+
 def _rack_detail(
     fleet: _Fleet, racked: list[ServerRow], racks: list[str], server_url: str
 ) -> Figure:
     placed = sorted(racked, key=lambda s: (natural_key(s["rack"]), s["rack_position"] or 0))
-    gpus = [fleet.gpu_total(s["id"]) for s in placed]
+    heights = [chassis_height_u(s["model"]) for s in placed]
+    tones = [HEALTH_TONES.get(s.get("health") or "", NEUTRAL) for s in placed]
     hovers = []
-    for s in placed:
+    for s, (units, known), tone in zip(placed, heights, tones, strict=True):
         models = ", ".join(
             f"{n} × {esc(m or 'unknown GPU')}" for m, n in sorted(fleet.gpus[s["id"]].items())
         )
@@ -699,44 +798,53 @@ def _rack_detail(
             f"{esc(n['cluster'])}/{esc(n['name'])}" for n in fleet.nodes_by_server.get(s["id"], [])
         )
         position = f"U{s['rack_position']}" if s["rack_position"] else "position unknown"
+        size = f"{units}U" if known else f"height unknown, drawn {units}U"
         hovers.append(
             f"<b>{esc(s['hostname'])}</b> {esc(s['model'])}<br>{esc(s['rack'])} {position}"
-            f"<br>{models or 'no GPUs'}<br>state: {esc(s['state'])}"
+            f" · {size}<br>{models or 'no GPUs'}<br>health: {HEALTH_NAMES.get(tone, 'unknown')}"
+            f" · state: {esc(s['state'])}"
             + (f"<br>nodes: {nodes}" if nodes else "<br>in no scheduler")
         )
-    top = max([42, *(s["rack_position"] or 0 for s in placed)])
+    top = max(
+        [
+            42,
+            *((s["rack_position"] or 0) + h - 1 for s, (h, _) in zip(placed, heights, strict=True)),
+        ]
+    )
     labelled = len(placed) <= RACK_LABEL_LIMIT
+    present = [t for t in (CRITICAL, WARNING, INFO, OK, NEUTRAL) if t in tones]
     return {
         "data": [
             {
                 "type": "bar",
                 "name": "server",
                 "x": [esc(s["rack"]) for s in placed],
-                "y": [1] * len(placed),
+                "y": [units for units, _ in heights],
                 "base": [s["rack_position"] or 0 for s in placed],
                 "text": [esc(s["hostname"]) for s in placed] if labelled else None,
                 "textposition": "inside" if labelled else "none",
                 "insidetextanchor": "middle",
                 "textangle": 0,
-                "customdata": [[server_url.format(id=s["id"])] for s in placed],
+                "textfont": {"color": "#ffffff"},
+                "customdata": [
+                    [server_url.format(id=s["id"]), t] for s, t in zip(placed, tones, strict=True)
+                ],
                 "hovertext": hovers,
                 "hovertemplate": "%{hovertext}<extra></extra>",
                 "marker": {
-                    "color": gpus,
-                    "colorscale": GPU_COUNT_SCALE,
-                    "cmin": 0,
-                    "cmax": max(8, *gpus),
+                    "color": [tone_colour(t) for t in tones],
                     "line": {"color": "#14283a", "width": 1},
-                    "colorbar": {"title": {"text": "GPUs"}, "thickness": 12},
                 },
-            }
+                "showlegend": False,
+            },
+            *(_legend_swatch(HEALTH_NAMES.get(t, "unknown"), tone_colour(t)) for t in present),
         ],
         "layout": _layout(
-            height=640,
+            height=max(640, 14 * (top + 1) + 80),
             margin={"l": 10, "r": 10, "t": 36, "b": 10},
             title=_title(
                 f"{_plural(len(placed), 'server')} in {_plural(len(racks), 'rack')} · "
-                "colour: GPUs · U0: position unknown · click a server to open it"
+                "height: the chassis in U · colour: worst open finding · click a server"
             ),
             barmode="overlay",
             bargap=0.35,
@@ -754,8 +862,15 @@ def _rack_detail(
                 "zeroline": False,
                 "automargin": True,
             },
-            showlegend=False,
-            meta={"empty": False, "aggregated": False, "links": True, "marks": len(placed)},
+            showlegend=True,
+            legend=_side_legend("Health"),
+            meta={
+                "empty": False,
+                "aggregated": False,
+                "links": True,
+                "marks": len(placed),
+                "min_width": 480,
+            },
         ),
     }
 

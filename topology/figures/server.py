@@ -169,10 +169,11 @@ def interconnect_matrix_figure(interconnect: Mapping[str, Any]) -> Figure:
         for c, colour in palette
     ]
     size = len(devices)
+    heatmap["textfont"] = {"size": matrix_cell_font_size(size)}
     return {
         "data": [heatmap, *legend_traces],
         "layout": _layout(
-            height=120 + 34 * size + 22 * (len(palette) + 1),
+            height=120 + MATRIX_MIN_CELL_PX * size + 22 * (len(palette) + 1),
             margin={"l": 10, "r": 10, "t": 10, "b": 10},
             xaxis={
                 "type": "category",
@@ -195,9 +196,29 @@ def interconnect_matrix_figure(interconnect: Mapping[str, Any]) -> Figure:
             },
             showlegend=bool(palette),
             legend=_bottom_legend("Link classes, fastest first"),
-            meta={"empty": False, "aggregated": False, "classes": [esc(c) for c, _ in palette]},
+            meta={
+                "empty": False,
+                "aggregated": False,
+                "classes": [esc(c) for c, _ in palette],
+                "min_width": matrix_min_width(size),
+            },
         ),
     }
+
+
+MATRIX_MIN_CELL_PX = 40
+"""A cell wide and tall enough for `NODE` or `NV18` at the cell font size, inside the cell."""
+
+
+def matrix_cell_font_size(devices: int) -> int:
+    """Smaller cell text as the matrix grows; never below 10 px (legible)."""
+    return 12 if devices <= 12 else 11 if devices <= 20 else 10
+
+
+def matrix_min_width(devices: int) -> int:
+    """The width (px) under which cells would be narrower than MATRIX_MIN_CELL_PX: the page
+    keeps the figure at least this wide and scrolls it instead (static/js/figures.js)."""
+    return 160 + MATRIX_MIN_CELL_PX * devices
 
 
 def _circle(slot: int, slots: int, radius: float = 1.0) -> tuple[float, float]:
@@ -252,6 +273,8 @@ def nvlink_graph_figure(interconnect: Mapping[str, Any], *, include_nics: bool =
                 else (b, a)
             )
             nvlink_pairs[pair] = max(count, nvlink_pairs.get(pair, 0))
+    if not nvlink_pairs:
+        return pcie_tree_figure(interconnect, include_nics=include_nics)
     palette = dict(link_class_colours(f"NV{n}" for n in nvlink_pairs.values()))
     switches = interconnect.get("nvswitch_count") or 0
     hub = bool(switches and nvlink_pairs)
@@ -369,21 +392,6 @@ def nvlink_graph_figure(interconnect: Mapping[str, Any], *, include_nics: bool =
             }
         )
 
-    annotations = []
-    if not nvlink_pairs:
-        annotations.append(
-            {
-                "text": "No NVLink between these GPUs: they reach each other over PCIe "
-                "(see the matrix).",
-                "showarrow": False,
-                "x": 0.5,
-                "y": 1.0,
-                "xref": "paper",
-                "yref": "paper",
-                "yanchor": "bottom",
-                "font": {"color": MUTED},
-            }
-        )
     return {
         "data": data,
         "layout": _layout(
@@ -393,8 +401,13 @@ def nvlink_graph_figure(interconnect: Mapping[str, Any], *, include_nics: bool =
             yaxis=_hidden_axes(range=[-1.75, 1.75], scaleanchor="x", scaleratio=1),
             showlegend=True,
             legend=_side_legend(),
-            annotations=annotations,
-            meta={"empty": False, "aggregated": False, "nvswitch_hub": hub},
+            meta={
+                "empty": False,
+                "aggregated": False,
+                "nvswitch_hub": hub,
+                "nvlink": True,
+                "min_width": 560,
+            },
         ),
     }
 
@@ -705,3 +718,165 @@ def highlight_gpus(
     marker = _legend_swatch("chosen by placement", "#1f6feb", symbol="square-open")
     layout = {**figure["layout"], "shapes": [*figure["layout"].get("shapes", []), *shapes]}
     return {**figure, "data": [*figure["data"], marker], "layout": layout}
+
+
+def _pcie_groups(keys: Sequence[str], links: Iterable[Mapping[str, Any]]) -> list[list[str]]:
+    """Devices that share a PCIe switch (PIX or PXB between them), by union-find; a device
+    with no such peer is a group of its own (behind a host bridge)."""
+    parent = {k: k for k in keys}
+
+    def root(k: str) -> str:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    for link in links:
+        a, b = link.get("a"), link.get("b")
+        if a in parent and b in parent and (link.get("link_class") or "") in ("PIX", "PXB"):
+            parent[root(a)] = root(b)
+    groups: dict[str, list[str]] = defaultdict(list)
+    for k in keys:
+        groups[root(k)].append(k)
+    return list(groups.values())
+
+
+def pcie_tree_figure(interconnect: Mapping[str, Any], *, include_nics: bool = True) -> Figure:
+    """Without NVLink, the PCIe tree: NUMA node (CPU socket) -> PCIe switch or host bridge ->
+    GPUs and NICs, so a server such as 4 x L40S shows how its GPUs reach each other and the
+    network, and says plainly that no NVLink joins them."""
+    devices = [
+        d
+        for d in interconnect.get("devices") or []
+        if d.get("kind") == "gpu" or (include_nics and d.get("kind") == "nic")
+    ]
+    gpu_count = sum(1 for d in devices if d.get("kind") == "gpu")
+    by_key = {d["key"]: d for d in devices}
+    numas: dict[object, list[str]] = defaultdict(list)
+    for d in sorted(
+        devices,
+        key=lambda d: (_numa_key(d.get("numa_node")), d.get("kind") != "gpu", d.get("index") or 0),
+    ):
+        numas[d.get("numa_node")].append(d["key"])
+    links = list(interconnect.get("links") or [])
+    leaf_x: dict[str, float] = {}
+    edges_x: list[float | None] = []
+    edges_y: list[float | None] = []
+    hubs: dict[str, list] = {"x": [], "y": [], "text": [], "hover": []}
+    numa_marks: dict[str, list] = {"x": [], "y": [], "text": [], "hover": []}
+    column = 0
+    for numa in sorted(numas, key=_numa_key):
+        hub_xs = []
+        for group in _pcie_groups(numas[numa], links):
+            xs = []
+            for key in group:
+                leaf_x[key] = float(column)
+                xs.append(float(column))
+                column += 1
+            hub_x = sum(xs) / len(xs)
+            switch = len(group) > 1
+            hubs["x"].append(hub_x)
+            hubs["y"].append(1.0)
+            hubs["text"].append("PCIe switch" if switch else "host bridge")
+            hubs["hover"].append(
+                ("<b>PCIe switch</b>: " if switch else "<b>host bridge</b>: ")
+                + ", ".join(esc(k) for k in group)
+            )
+            for x in xs:
+                edges_x += [hub_x, x, None]
+                edges_y += [1.0, 0.0, None]
+            hub_xs.append(hub_x)
+            column += 0.5
+        numa_x = sum(hub_xs) / len(hub_xs)
+        for x in hub_xs:
+            edges_x += [numa_x, x, None]
+            edges_y += [2.0, 1.0, None]
+        numa_marks["x"].append(numa_x)
+        numa_marks["y"].append(2.0)
+        numa_marks["text"].append(_numa_name(numa))
+        numa_marks["hover"].append(_numa_name(numa) + " (CPU socket and its root ports)")
+        column += 1
+    data: list[dict] = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": edges_x,
+            "y": edges_y,
+            "line": {"width": 1.5, "color": "#8a97a6"},
+            "name": "PCIe",
+            "hoverinfo": "skip",
+            "showlegend": False,
+        },
+        {
+            "type": "scatter",
+            "mode": "markers+text",
+            "x": numa_marks["x"],
+            "y": numa_marks["y"],
+            "text": numa_marks["text"],
+            "textposition": "top center",
+            "marker": {"symbol": "square", "size": 16, "color": "#14283a"},
+            "hovertext": numa_marks["hover"],
+            "hovertemplate": "%{hovertext}<extra></extra>",
+            "name": "NUMA node (CPU socket)",
+        },
+        {
+            "type": "scatter",
+            "mode": "markers+text",
+            "x": hubs["x"],
+            "y": hubs["y"],
+            "text": hubs["text"],
+            "textposition": "middle right",
+            "textfont": {"size": 11, "color": MUTED},
+            "marker": {"symbol": "diamond", "size": 14, "color": MUTED},
+            "hovertext": hubs["hover"],
+            "hovertemplate": "%{hovertext}<extra></extra>",
+            "name": "PCIe switch or host bridge",
+        },
+    ]
+    for kind, name, symbol, colour in (
+        ("gpu", "GPU", "circle", NUMA_COLOURS[0]),
+        ("nic", "NIC", "square", MUTED),
+    ):
+        keys = [k for k in leaf_x if by_key[k].get("kind") == kind]
+        if not keys:
+            continue
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers+text",
+                "x": [leaf_x[k] for k in keys],
+                "y": [0.0] * len(keys),
+                "text": [esc(k) for k in keys],
+                "textposition": "bottom center",
+                "marker": {"symbol": symbol, "size": 22 if kind == "gpu" else 14, "color": colour},
+                "hovertext": [_device_label(by_key[k]) for k in keys],
+                "hovertemplate": "%{hovertext}<extra></extra>",
+                "name": name,
+            }
+        )
+    return {
+        "data": data,
+        "layout": _layout(
+            height=360,
+            margin={"l": 10, "r": 10, "t": 60, "b": 10},
+            title={
+                "text": f"No NVLink between these {_plural(gpu_count, 'GPU')}: they reach each "
+                "other over PCIe,<br>through the switches and host bridges below (the matrix "
+                "gives each pair's path).",
+                "x": 0,
+                "xanchor": "left",
+                "font": {"size": 13, "color": MUTED},
+            },
+            xaxis=_hidden_axes(range=[-0.8, max(column - 0.5, 1.0)]),
+            yaxis=_hidden_axes(range=[-0.6, 2.6]),
+            showlegend=True,
+            legend=_bottom_legend(),
+            meta={
+                "empty": False,
+                "aggregated": False,
+                "nvlink": False,
+                "nvswitch_hub": False,
+                "min_width": max(480, 90 * int(column)),
+            },
+        ),
+    }
