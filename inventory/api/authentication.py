@@ -13,6 +13,9 @@ from rest_framework import authentication, exceptions, permissions
 from ..models import AgentToken
 from ..services import agent_token_authenticate, user_token_authenticate
 
+# Where a view that authenticated an agent before DRF leaves its token (on the HttpRequest).
+AGENT_TOKEN_ATTRIBUTE = "atlas_agent_token"
+
 
 class AgentPrincipal:
     """The request.user of an agent: authenticated, but no person and no permissions."""
@@ -54,6 +57,15 @@ class _KeyAuthentication(authentication.BaseAuthentication):
 
 
 class AgentTokenAuthentication(_KeyAuthentication):
+    """An agent's token. A token already looked up for this request (the reports endpoint's
+    heartbeat path left it on the request) is not looked up again."""
+
+    def authenticate(self, request):
+        token = getattr(request, AGENT_TOKEN_ATTRIBUTE, None)
+        if token is not None:
+            return AgentPrincipal(token), token
+        return super().authenticate(request)
+
     def authenticate_key(self, key: str):
         token = agent_token_authenticate(key)
         if token is None:
