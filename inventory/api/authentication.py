@@ -13,9 +13,6 @@ from rest_framework import authentication, exceptions, permissions
 from ..models import AgentToken
 from ..services import agent_token_authenticate, user_token_authenticate
 
-# Where a view that authenticated an agent before DRF leaves its token (on the HttpRequest).
-AGENT_TOKEN_ATTRIBUTE = "atlas_agent_token"
-
 
 class AgentPrincipal:
     """The request.user of an agent: authenticated, but no person and no permissions."""
@@ -32,22 +29,31 @@ class AgentPrincipal:
         return f"agent {self.token.prefix}…"
 
 
+KEYWORD = "Token"
+
+
+def request_key(request) -> str | None:
+    """The key of `Authorization: Token <key>` (a DRF or a plain Django request); None
+    without such a header; AuthenticationFailed for a malformed one."""
+    header = authentication.get_authorization_header(request).split()
+    if not header or header[0].lower() != KEYWORD.lower().encode():
+        return None
+    if len(header) != 2:
+        raise exceptions.AuthenticationFailed("Invalid token header.")
+    try:
+        return header[1].decode("ascii")
+    except UnicodeDecodeError:
+        raise exceptions.AuthenticationFailed("Invalid token header.") from None
+
+
 class _KeyAuthentication(authentication.BaseAuthentication):
     """`Authorization: Token <key>`: the header parsed once, the key checked by a subclass."""
 
-    keyword = "Token"
+    keyword = KEYWORD
 
     def authenticate(self, request):
-        header = authentication.get_authorization_header(request).split()
-        if not header or header[0].lower() != self.keyword.lower().encode():
-            return None
-        if len(header) != 2:
-            raise exceptions.AuthenticationFailed("Invalid token header.")
-        try:
-            key = header[1].decode("ascii")
-        except UnicodeDecodeError:
-            raise exceptions.AuthenticationFailed("Invalid token header.") from None
-        return self.authenticate_key(key)
+        key = request_key(request)
+        return None if key is None else self.authenticate_key(key)
 
     def authenticate_key(self, key: str):
         raise NotImplementedError
@@ -57,15 +63,6 @@ class _KeyAuthentication(authentication.BaseAuthentication):
 
 
 class AgentTokenAuthentication(_KeyAuthentication):
-    """An agent's token. A token already looked up for this request (the reports endpoint's
-    heartbeat path left it on the request) is not looked up again."""
-
-    def authenticate(self, request):
-        token = getattr(request, AGENT_TOKEN_ATTRIBUTE, None)
-        if token is not None:
-            return AgentPrincipal(token), token
-        return super().authenticate(request)
-
     def authenticate_key(self, key: str):
         token = agent_token_authenticate(key)
         if token is None:

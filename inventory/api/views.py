@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 
 from django.conf import settings
@@ -19,10 +18,11 @@ from core.api.permissions import IsStaffOrReadOnly
 
 from .. import selectors
 from ..filters import GpuFilter, MigDeviceFilter, ServerFilter
-from ..models import AgentToken
 from ..services import (
+    AgentTokenState,
     DigestRejected,
     ReportRejected,
+    agent_token_state,
     heartbeat_by_digest,
     heartbeat_receive,
     parse_digest,
@@ -30,7 +30,7 @@ from ..services import (
     revision_bump,
 )
 from ..tasks import enqueue_report
-from .authentication import AGENT_TOKEN_ATTRIBUTE, AgentTokenAuthentication, IsAgent
+from .authentication import AgentTokenAuthentication, IsAgent, request_key
 from .serializers import (
     GpuListSerializer,
     MigDeviceListSerializer,
@@ -49,31 +49,14 @@ class ReportView(APIView):
 
     Or only its digest: `X-Atlas-Report-Digest: sha256:<hex>` with an empty body is answered
     200 "unchanged" when it equals the digest of the last report applied for the token's
-    server, else 409 "send-report" (then the agent posts the report itself).
+    server, else 409 "send-report" (then the agent posts the report itself). Heartbeats are
+    answered before they get here, by AgentHeartbeatMiddleware (`heartbeat_answer`); this
+    view answers them the same way when that middleware is not installed.
     """
 
     authentication_classes = [AgentTokenAuthentication]
     permission_classes = [IsAgent]
     throttle_classes: list = []
-
-    @classmethod
-    def as_view(cls, **initkwargs):
-        """This DRF view behind a plain Django one that answers heartbeats itself.
-
-        Heartbeats are nearly all of an agent's traffic, and DRF's request wrapping, content
-        negotiation and rendering cost as much as the heartbeat's own work. Whatever is not
-        a heartbeat (a changed report, a bad token, any error) goes on to DRF with the token
-        already looked up, so the contract (status codes, 401/403/413/400 bodies, the
-        OpenAPI schema, which reads `cls` from the wrapper) has one home: this class.
-        """
-        drf_view = super().as_view(**initkwargs)
-
-        @functools.wraps(drf_view)  # keeps csrf_exempt, cls and initkwargs
-        def view(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-            answer = _heartbeat(request)
-            return answer if answer is not None else drf_view(request, *args, **kwargs)
-
-        return view
 
     @extend_schema(
         request={"application/json": {"type": "object", "description": "docs/report.md"}},
@@ -102,7 +85,7 @@ class ReportView(APIView):
     def post(self, request):
         digest = request.META.get(DIGEST_META)
         if digest is not None:
-            answer = _digest_answer(request.auth, digest, request.META)
+            answer = _digest_answer(AgentTokenState.of(request.auth), digest, request.META)
             if answer is not None:
                 return Response(answer[1], status=answer[0])
         length = request.META.get("CONTENT_LENGTH") or "0"
@@ -118,31 +101,30 @@ class ReportView(APIView):
         return Response(_accepted(result), status=status.HTTP_202_ACCEPTED)
 
 
-def _heartbeat(request: HttpRequest) -> HttpResponse | None:
+def heartbeat_answer(request: HttpRequest) -> HttpResponse | None:
     """The answer to an agent's heartbeat (by digest, or a report with unchanged facts) in
-    plain Django; None for anything else, which DRF then handles."""
-    if request.method != "POST":
-        return None
+    plain Django, after one query; None for anything else, which ReportView then handles
+    (looking the token up again: one more query, on paths that cost twenty). Called by
+    AgentHeartbeatMiddleware, ahead of the middleware an agent does not need."""
     try:
-        authenticated = AgentTokenAuthentication().authenticate(request)
+        key = request_key(request)
     except exceptions.AuthenticationFailed:
         return None
-    if authenticated is None:
+    state = agent_token_state(key) if key is not None else None
+    if state is None:
         return None
-    token = authenticated[1]
-    setattr(request, AGENT_TOKEN_ATTRIBUTE, token)  # DRF does not look it up again
     digest = request.META.get(DIGEST_META)
     if digest is not None:
-        answer = _digest_answer(token, digest, request.META)
+        answer = _digest_answer(state, digest, request.META)
         return None if answer is None else _json(*answer)
     length = request.META.get("CONTENT_LENGTH") or "0"
     if not length.isdigit() or int(length) > settings.ATLAS_REPORT_MAX_BYTES:
         return None
-    result = heartbeat_receive(token=token, body=request.body)
+    result = heartbeat_receive(state=state, body=request.body)
     return None if result is None else _json(status.HTTP_202_ACCEPTED, _accepted(result))
 
 
-def _digest_answer(token: AgentToken, header: str, meta: dict) -> tuple[int, dict] | None:
+def _digest_answer(state: AgentTokenState, header: str, meta: dict) -> tuple[int, dict] | None:
     """(status, body) for a request naming its digest; None when a report body came with it
     and the digest differs: that report is then received as any other."""
     try:
@@ -150,7 +132,7 @@ def _digest_answer(token: AgentToken, header: str, meta: dict) -> tuple[int, dic
     except DigestRejected as exc:
         errors = {"X-Atlas-Report-Digest": [str(exc)]}
         return status.HTTP_400_BAD_REQUEST, {"detail": "malformed report", "errors": errors}
-    result = heartbeat_by_digest(token=token, digest=digest)
+    result = heartbeat_by_digest(state=state, digest=digest)
     if result is not None:
         return status.HTTP_200_OK, _accepted(result)
     if (meta.get("CONTENT_LENGTH") or "0") == "0":

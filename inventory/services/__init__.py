@@ -13,8 +13,10 @@ from .ingest import (
 from .reports import report_prune
 from .revision import revision_bump, revision_get
 from .tokens import (
+    AgentTokenState,
     agent_token_authenticate,
     agent_token_create,
+    agent_token_state,
     agent_token_unbind,
     user_token_authenticate,
     user_token_create,
@@ -22,12 +24,14 @@ from .tokens import (
 )
 
 __all__ = [
+    "AgentTokenState",
     "ApplyResult",
     "DigestRejected",
     "ReceiveResult",
     "ReportRejected",
     "agent_token_authenticate",
     "agent_token_create",
+    "agent_token_state",
     "agent_token_unbind",
     "heartbeat_by_digest",
     "heartbeat_receive",

@@ -13,10 +13,12 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.db.models.sql import UpdateQuery
 from django.utils import timezone
 
 from agent.schema import DIGEST_SCHEME, VOLATILE_KEYS, report_digest
@@ -26,6 +28,7 @@ from ..choices import ReportStatus
 from ..identity import server_identity
 from ..models import AgentToken, Report, Server
 from ..validation import report_errors
+from .tokens import AgentTokenState
 
 logger = logging.getLogger(__name__)
 
@@ -68,16 +71,16 @@ def parse_digest(header: str) -> str:
     return hex_digest
 
 
-def heartbeat_by_digest(*, token: AgentToken, digest: str) -> ReceiveResult | None:
+def heartbeat_by_digest(*, state: AgentTokenState, digest: str) -> ReceiveResult | None:
     """The agent's digest equals the last applied report's: mark the server seen (one UPDATE)
     without reading the report. None when it differs, or the token has no server yet: then
     the agent must send the report itself."""
-    if not _heartbeat_possible(token) or digest != token.server.last_report_hash:
+    if not _heartbeat_possible(state) or digest != state.last_report_hash:
         return None
-    return _mark_seen(token)
+    return _mark_seen(state)
 
 
-def heartbeat_receive(*, token: AgentToken, body: bytes) -> ReceiveResult | None:
+def heartbeat_receive(*, state: AgentTokenState, body: bytes) -> ReceiveResult | None:
     """The heartbeat path, before any validation: the body's facts hash to the last applied
     report's digest and it carries no events, so the server is only marked seen.
 
@@ -86,7 +89,7 @@ def heartbeat_receive(*, token: AgentToken, body: bytes) -> ReceiveResult | None
     exactly what report_receive would: the facts equal ones validated when first applied,
     and the volatile keys are plain values the strict decoder accepts.
     """
-    if not _heartbeat_possible(token) or len(body) > settings.ATLAS_REPORT_MAX_BYTES:
+    if not _heartbeat_possible(state) or len(body) > settings.ATLAS_REPORT_MAX_BYTES:
         return None
     try:
         payload = json.loads(body.decode("utf-8"), parse_constant=_not_a_number)
@@ -97,20 +100,33 @@ def heartbeat_receive(*, token: AgentToken, body: bytes) -> ReceiveResult | None
         digest = report_digest(payload)
     except (ValueError, RecursionError, TypeError):  # UTF-8, JSON, NaN, surrogates, depth
         return None
-    if digest != token.server.last_report_hash:
+    if digest != state.last_report_hash:
         return None
-    return _mark_seen(token)
+    return _mark_seen(state)
 
 
-def _heartbeat_possible(token: AgentToken) -> bool:
-    server = token.server
-    return bool(token.identity) and server is not None and bool(server.last_report_hash)
+def _heartbeat_possible(state: AgentTokenState) -> bool:
+    return bool(state.identity) and state.server_id is not None and bool(state.last_report_hash)
 
 
-def _mark_seen(token: AgentToken) -> ReceiveResult:
-    server = token.server
-    Server.objects.filter(pk=server.pk).update(last_seen=timezone.now())
-    return ReceiveResult(report_id=server.last_report_id, status="unchanged", server_id=server.pk)
+def _mark_seen(state: AgentTokenState) -> ReceiveResult:
+    """One UPDATE of the server's last_seen, its SQL written once (see agent_token_state)."""
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    with connection.cursor() as cursor:
+        cursor.execute(_seen_sql(connection.vendor), [now, state.server_id])
+    return ReceiveResult(
+        report_id=state.last_report_id, status="unchanged", server_id=state.server_id
+    )
+
+
+@cache
+def _seen_sql(vendor: str) -> str:
+    query = UpdateQuery(Server)
+    query.add_update_values({"last_seen": timezone.now()})
+    query.add_filter("pk", 0)
+    sql, params = query.get_compiler(connection=connection).as_sql()
+    assert len(params) == 2, params  # last_seen, then the server's id
+    return sql
 
 
 def _not_a_number(name: str) -> Any:
@@ -146,7 +162,8 @@ def report_receive(
     `enqueue` is called with the report id once the transaction commits; when it fails (the
     broker is away) the report stays pending and the periodic sweep applies it.
     """
-    quick = heartbeat_receive(token=token, body=body)
+    state = AgentTokenState.of(token)
+    quick = heartbeat_receive(state=state, body=body)
     if quick is not None:
         return quick
     if len(body) > settings.ATLAS_REPORT_MAX_BYTES:
@@ -171,7 +188,7 @@ def report_receive(
     if heartbeat and token.identity and not payload.get("events"):
         # Heartbeat: the same facts as the last applied report of this token's server (a
         # body heartbeat_receive left to the strict decoder, such as one with a BOM).
-        return _mark_seen(token)
+        return _mark_seen(state)
 
     # The facts of the last applied report and new events: nothing to apply. It is stored as
     # applied (the health layer reads its events from there); only its new parts need checks.

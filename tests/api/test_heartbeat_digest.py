@@ -10,12 +10,12 @@ import json
 
 import pytest
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from agent.schema import report_digest
 from inventory.models import Report, Server
-from inventory.services import heartbeat_receive
-from inventory.services.tokens import agent_token_authenticate
+from inventory.services import agent_token_state, heartbeat_receive
 from tests.health.fleet import xid
 from tests.reports import make_report
 
@@ -168,9 +168,9 @@ def test_an_unchanged_report_with_events_is_stored_with_them(applied, post_repor
 
 
 def test_heartbeat_receive_leaves_what_it_is_not_sure_of_to_the_strict_path(applied, agent_token):
-    token = agent_token_authenticate(agent_token)
+    state = agent_token_state(agent_token)
     body = json.dumps(applied).encode()
-    assert heartbeat_receive(token=token, body=body).status == "unchanged"
+    assert heartbeat_receive(state=state, body=body).status == "unchanged"
     for unsure in (
         body.replace(b'"schema"', b'"schema2"'),  # other facts
         b"\xef\xbb\xbf" + body,  # a BOM: the strict decoder takes it, this one does not
@@ -178,4 +178,29 @@ def test_heartbeat_receive_leaves_what_it_is_not_sure_of_to_the_strict_path(appl
         b"[" * 5000,  # deeper than the decoder recurses
         b"[]",
     ):
-        assert heartbeat_receive(token=token, body=unsure) is None
+        assert heartbeat_receive(state=state, body=unsure) is None
+
+
+def test_heartbeats_skip_the_middleware_people_need_but_not_https(
+    applied, agent_token, post_digest, settings
+):
+    digest = f"sha256:{report_digest(applied)}"
+    answer = post_digest(digest, agent_token)
+    assert answer.status_code == 200 and "Content-Security-Policy" not in answer
+    assert "Content-Security-Policy" in post_digest(digest, "caa_unknown")  # DRF's 401
+    settings.SECURE_SSL_REDIRECT = True  # SecurityMiddleware still comes first
+    headers = {"HTTP_AUTHORIZATION": f"Token {agent_token}", "HTTP_X_ATLAS_REPORT_DIGEST": digest}
+    answer = Client().post("/api/v1/reports/", b"", "application/json", **headers)
+    assert answer.status_code == 301 and answer["Location"].startswith("https://")
+
+
+def test_without_the_middleware_the_view_answers_heartbeats_alike(
+    applied, agent_token, post_digest, post_report, settings
+):
+    settings.MIDDLEWARE = [m for m in settings.MIDDLEWARE if "AgentHeartbeat" not in m]
+    answer = post_digest(f"sha256:{report_digest(applied)}", agent_token)
+    assert answer.status_code == 200 and answer.json()["status"] == "unchanged"
+    assert post_digest("sha256:" + "0" * 64, agent_token).status_code == 409
+    answer = post_report(applied, agent_token)
+    assert answer.status_code == 202 and answer.json()["status"] == "unchanged"
+    assert Report.objects.count() == 1
