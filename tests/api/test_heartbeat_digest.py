@@ -204,3 +204,23 @@ def test_without_the_middleware_the_view_answers_heartbeats_alike(
     answer = post_report(applied, agent_token)
     assert answer.status_code == 202 and answer.json()["status"] == "unchanged"
     assert Report.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_dropped_database_connection_costs_a_heartbeat_no_500(settings):
+    """Heartbeats skip the per-request health check; a dropped connection is replaced."""
+    from django.db import connection
+
+    from inventory.services import agent_token_create
+
+    _, key = agent_token_create(name="dropped")
+    report = make_report("dgx-drop")
+    client = Client()
+    headers = {"HTTP_AUTHORIZATION": f"Token {key}"}
+    assert client.post("/api/v1/reports/", report, "application/json", **headers).status_code
+    digest = {**headers, "HTTP_X_ATLAS_REPORT_DIGEST": f"sha256:{report_digest(report)}"}
+    connection.ensure_connection()
+    connection.connection.close()  # the server dropped it (restart, failover, idle kill)
+    answer = client.post("/api/v1/reports/", b"", "application/json", **digest)
+    assert answer.status_code == 200, answer.content
+    assert Server.objects.get(hostname="dgx-drop").last_seen is not None
