@@ -41,7 +41,10 @@ class AgentHeartbeatMiddleware:
 
 def _unchecked(answer: Callable[[HttpRequest], HttpResponse | None], request: HttpRequest):
     """`answer(request)` on the kept connection without its health check; once more on a
-    new connection when the kept one turns out dropped."""
+    new connection when the kept one turns out dropped. With health checks off, as Django
+    does then: no retry."""
+    if not connection.health_check_enabled:
+        return answer(request)
     checked, connection.health_check_done = connection.health_check_done, True
     try:
         return answer(request)
