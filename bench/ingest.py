@@ -4,7 +4,10 @@ The floor is a bare Django view behind the project's own URLs and middleware tha
 minimum any ingest must: look the token up (one query), parse the JSON, hash it, update one
 row. Goals (issues 2, 11): the heartbeat path at most 1.5x that floor; a changed report in a
 fixed number of queries whatever its GPU count. The heartbeat by digest (the agent names
-its facts' digest in a header, the body is empty) is shown beside them.
+its facts' digest in a header, the body is empty) is shown beside them. The floor view is
+behind every middleware of the project, as any view is; heartbeats are answered by
+AgentHeartbeatMiddleware right after SecurityMiddleware, which is part of what they save
+(bench/load.py compares them with a bare WSGI app instead).
 
     .venv/bin/python bench/ingest.py            # SQLite, and PostgreSQL when it answers
     DATABASE_URL=postgres://... .venv/bin/python bench/ingest.py --one

@@ -111,7 +111,7 @@ class Fleet:
     replaced, so every server is its own with its own GPUs."""
 
     def __init__(self) -> None:
-        from agent.simulator import fleet
+        from simulator.fleet import fleet
 
         self.template = fleet({"h100": 1}, seed="load")[0].report()
         text = json.dumps(self.template)
@@ -417,16 +417,20 @@ def main() -> None:
                 print(line(label, result, results.get("floor (bare WSGI app)")))
                 if result["errors"]:
                     print("    first errors:", result["errors"][:3])
-            full, floor = results["heartbeat (full report)"], results["floor (bare WSGI app)"]
-            met = (
-                full["rate"] >= 840
-                and not full["errors"]
-                and floor["rate"] <= 2 * full["rate"]
-                and full["p99"] <= 100
-            )
+            floor = results["floor (bare WSGI app)"]
+            verdicts = []
+            for label in ("heartbeat (full report)", "heartbeat by digest"):
+                got = results[label]
+                met = (
+                    got["rate"] >= 840
+                    and not got["errors"]
+                    and floor["rate"] <= 2 * got["rate"]
+                    and got["p99"] <= 100
+                )
+                verdicts.append(f"{label}: {'met' if met else 'MISSED'}")
             print(
-                f"  goal (>= 840/s, 0 errors, within 2x floor, p99 <= 100 ms), full reports: "
-                f"{'met' if met else 'MISSED'}; load average after: {os.getloadavg()[0]:.2f}"
+                f"  goal (>= 840/s, 0 errors, within 2x floor, p99 <= 100 ms): "
+                f"{'; '.join(verdicts)}; load average after: {os.getloadavg()[0]:.2f}"
             )
 
         if args.burst:

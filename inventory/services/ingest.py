@@ -18,6 +18,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
 from django.db.models.sql import UpdateQuery
 from django.utils import timezone
 
@@ -123,7 +124,7 @@ def _mark_seen(state: AgentTokenState) -> ReceiveResult:
 def _seen_sql(vendor: str) -> str:
     query = UpdateQuery(Server)
     query.add_update_values({"last_seen": timezone.now()})
-    query.add_filter("pk", 0)
+    query.add_q(Q(pk=0))
     sql, params = query.get_compiler(connection=connection).as_sql()
     assert len(params) == 2, params  # last_seen, then the server's id
     return sql

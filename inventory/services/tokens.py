@@ -111,7 +111,14 @@ def agent_token_state(key: str) -> AgentTokenState | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    return AgentTokenState(*row[:4], last_report_hash=row[4] or "")
+    token_id, identity, server_id, last_report_id, last_report_hash = row
+    return AgentTokenState(
+        token_id=token_id,
+        identity=identity,
+        server_id=server_id,
+        last_report_id=last_report_id,
+        last_report_hash=last_report_hash or "",
+    )
 
 
 @cache
