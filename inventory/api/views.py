@@ -145,9 +145,13 @@ def _accepted(result) -> dict:
 
 
 def _json(code: int, data: dict) -> HttpResponse:
-    """What DRF's JSONRenderer would write (compact), without DRF."""
-    body = json.dumps(data, separators=(",", ":"))
-    return HttpResponse(body, status=code, content_type="application/json")
+    """What DRF's JSONRenderer would write (compact), without DRF; `data` kept on the
+    response as DRF's Response keeps it (the /metrics answer counter reads its status)."""
+    response = HttpResponse(
+        json.dumps(data, separators=(",", ":")), status=code, content_type="application/json"
+    )
+    response.data = data  # type: ignore[attr-defined]
+    return response
 
 
 def _rejected(exc: ReportRejected) -> Response:

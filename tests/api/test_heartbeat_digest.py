@@ -224,3 +224,19 @@ def test_a_dropped_database_connection_costs_a_heartbeat_no_500(settings):
     answer = client.post("/api/v1/reports/", b"", "application/json", **digest)
     assert answer.status_code == 200, answer.content
     assert Server.objects.get(hostname="dgx-drop").last_seen is not None
+
+
+def test_heartbeats_are_counted_for_metrics(
+    applied, agent_token, post_digest, post_report, settings
+):
+    from integrations.models import ReportOutcomeCount
+    from integrations.services.outcomes import outcome_buffer
+
+    settings.ATLAS_METRICS_TOKEN = "metrics-token"
+    settings.ATLAS_METRICS_FLUSH_S = 0
+    assert post_digest(f"sha256:{report_digest(applied)}", agent_token).status_code == 200
+    assert post_report(applied, agent_token).status_code == 202
+    assert post_digest("sha256:" + "0" * 64, agent_token).status_code == 409
+    outcome_buffer.flush()
+    counts = {(r.outcome, r.status_code): r.count for r in ReportOutcomeCount.objects.all()}
+    assert counts == {("unchanged", 200): 1, ("unchanged", 202): 1, ("rejected", 409): 1}
