@@ -5,6 +5,7 @@ The backend imports this module; it must stay free of Django and of pynvml.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from functools import cache
@@ -13,10 +14,31 @@ from typing import Any
 
 SCHEMA_VERSION = "cluster-atlas/report/v1"
 
+# Not facts about the server: `events` are new each time (stored once each by health), so a
+# report carrying some is never a heartbeat, and the next one without them is one again.
+VOLATILE_KEYS = ("collected_at", "events")
+# The agent names its facts' digest in this header (`sha256:<hex>`); with an empty body the
+# backend answers 200 "unchanged" when it equals the last applied report's, else 409.
+DIGEST_HEADER = "X-Atlas-Report-Digest"
+DIGEST_SCHEME = "sha256:"
+
 _PCI_RE = re.compile(
     r"^(?:(?P<domain>[0-9a-fA-F]{1,8}):)?(?P<bus>[0-9a-fA-F]{1,2}):"
     r"(?P<dev>[0-9a-fA-F]{1,2})\.(?P<fn>[0-7])$"
 )
+
+
+def report_digest(report: dict[str, Any]) -> str:
+    """Hex SHA-256 of a report's facts: the report without VOLATILE_KEYS, as canonical JSON
+    (keys sorted, no spaces, UTF-8). Equal facts, equal digest, on either end: the agent
+    hashes the dict it sends, the backend the dict it decoded from that JSON.
+    """
+    facts = {key: value for key, value in report.items() if key not in VOLATILE_KEYS}
+    # check_circular off: decoded JSON cannot be circular, and the check costs 15%.
+    canonical = json.dumps(
+        facts, sort_keys=True, separators=(",", ":"), ensure_ascii=False, check_circular=False
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 @cache

@@ -9,6 +9,10 @@
   (temporary file, fsync, rename), newest `max_reports` kept; replayed oldest first.
 - `Sender.deliver` ties them together: replay the spool, then send the new report with
   exponential backoff and full jitter; when the backend stays away the report is spooled.
+  A report whose facts the backend already took (the same digest, no events) goes first as
+  its digest alone (`X-Atlas-Report-Digest`, empty body): the backend answers "unchanged"
+  without reading a report, or 409 and the report follows in full. A backend that does not
+  know the header (400) gets full reports from then on.
   A spooled report the backend keeps failing (5xx) while it takes others does not hold the
   queue: replay goes past it, and after `SET_ASIDE_AFTER` such failures it is set aside
   (kept in `<spool>/set-aside/`, logged by name, named in every later report's warnings).
@@ -38,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .schema import DIGEST_HEADER, DIGEST_SCHEME, report_digest
 
 logger = logging.getLogger("agent.transport")
 
@@ -175,6 +180,22 @@ class Transport:
 
     def post(self, body: bytes) -> dict[str, Any]:
         """Send one report; the backend's JSON answer (`{"id": ..., "status": ...}`)."""
+        return self._post(body, {})
+
+    def post_digest(self, digest: str) -> dict[str, Any] | None:
+        """Send only a report's digest (hex, `report_digest`): the backend's answer when it
+        holds those facts (`"status": "unchanged"`); None when the report itself must follow
+        (409). Raises as `post` for everything else: 400 from a backend that does not know
+        the header (it refuses the empty body), 401/403 a refused token, 5xx, unreachable."""
+        try:
+            answer = self._post(b"", {DIGEST_HEADER: f"{DIGEST_SCHEME}{digest}"})
+        except PermanentError as exc:
+            if exc.status == 409:
+                return None
+            raise
+        return answer if answer.get("status") == "unchanged" else None
+
+    def _post(self, body: bytes, headers: dict[str, str]) -> dict[str, Any]:
         request = urllib.request.Request(  # noqa: S310 - scheme checked in reports_url
             self.url,
             data=body,
@@ -184,6 +205,7 @@ class Transport:
                 "Accept": "application/json",
                 "Authorization": f"Token {self._token}",
                 "User-Agent": f"cluster-atlas-agent/{__version__}",
+                **headers,
             },
         )
         try:
@@ -426,6 +448,10 @@ class Sender:
         self.attempts = max(1, attempts)
         self.backoff = backoff or Backoff()
         self._wait = wait or _sleep
+        # The digest of the facts the backend last took from this agent, and whether it
+        # answers digests at all (a backend older than the header refuses them with 400).
+        self._taken_digest: str | None = None
+        self._digests_answered = True
 
     def deliver(self, report: dict[str, Any]) -> Delivery:
         """Replay the spool, then send `report`. Raises PermanentError (4xx) for the new
@@ -435,6 +461,7 @@ class Sender:
         """
         report = self._with_notice(report)
         body = json.dumps(report, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        digest = None if report.get("events") else report_digest(report)
         replay = _Replay()
         try:
             if self.spool is not None:
@@ -443,7 +470,7 @@ class Sender:
                 except TransientError as exc:
                     return self._to_spool(body, exc, replay.sent)
             try:
-                answer = self._send_with_retries(body)
+                answer = self._send_with_retries(body, digest)
             except TransientError as exc:
                 if self.spool is None:
                     raise
@@ -546,11 +573,11 @@ class Sender:
             except OSError as exc:  # removed meanwhile, or the disk: try again next cycle
                 logger.warning("could not count the failure of %s: %s", path.name, exc)
 
-    def _send_with_retries(self, body: bytes) -> dict[str, Any]:
+    def _send_with_retries(self, body: bytes, digest: str | None = None) -> dict[str, Any]:
         last: TransientError | None = None
         for attempt in range(self.attempts):
             try:
-                return self.transport.post(body)
+                return self._send(body, digest)
             except TransientError as exc:
                 last = exc
                 if attempt + 1 >= self.attempts:
@@ -561,6 +588,23 @@ class Sender:
                     break  # asked to stop: no more retries
         assert last is not None
         raise last
+
+    def _send(self, body: bytes, digest: str | None) -> dict[str, Any]:
+        """The digest alone when the backend took these facts from us last, else (or when it
+        asks for them) the report; remembers the digest of what the backend took."""
+        if digest is not None and digest == self._taken_digest and self._digests_answered:
+            try:
+                answer = self.transport.post_digest(digest)
+            except PermanentError as exc:
+                if exc.status != 400:
+                    raise
+                self._digests_answered = False  # a backend that does not know the header
+                answer = None
+            if answer is not None:
+                return answer
+        answer = self.transport.post(body)
+        self._taken_digest = digest
+        return answer
 
 
 def _sleep(seconds: float) -> bool:

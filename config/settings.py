@@ -65,6 +65,11 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Counts the reports endpoint's answers for /metrics (off while ATLAS_METRICS_TOKEN is
+    # unset); before the heartbeat middleware, so heartbeats are counted too.
+    "integrations.middleware.ReportOutcomeMiddleware",
+    # Agents' heartbeats, answered before the rest (sessions, CSRF, CSP: not for agents).
+    "inventory.api.middleware.AgentHeartbeatMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -73,8 +78,6 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
-    # Counts the reports endpoint's answers for /metrics (off while ATLAS_METRICS_TOKEN is unset).
-    "integrations.middleware.ReportOutcomeMiddleware",
     "core.not_found.NotFoundPageMiddleware",  # the app's 404 page under DEBUG too
 ]
 

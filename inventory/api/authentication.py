@@ -29,22 +29,31 @@ class AgentPrincipal:
         return f"agent {self.token.prefix}…"
 
 
+KEYWORD = "Token"
+
+
+def request_key(request) -> str | None:
+    """The key of `Authorization: Token <key>` (a DRF or a plain Django request); None
+    without such a header; AuthenticationFailed for a malformed one."""
+    header = authentication.get_authorization_header(request).split()
+    if not header or header[0].lower() != KEYWORD.lower().encode():
+        return None
+    if len(header) != 2:
+        raise exceptions.AuthenticationFailed("Invalid token header.")
+    try:
+        return header[1].decode("ascii")
+    except UnicodeDecodeError:
+        raise exceptions.AuthenticationFailed("Invalid token header.") from None
+
+
 class _KeyAuthentication(authentication.BaseAuthentication):
     """`Authorization: Token <key>`: the header parsed once, the key checked by a subclass."""
 
-    keyword = "Token"
+    keyword = KEYWORD
 
     def authenticate(self, request):
-        header = authentication.get_authorization_header(request).split()
-        if not header or header[0].lower() != self.keyword.lower().encode():
-            return None
-        if len(header) != 2:
-            raise exceptions.AuthenticationFailed("Invalid token header.")
-        try:
-            key = header[1].decode("ascii")
-        except UnicodeDecodeError:
-            raise exceptions.AuthenticationFailed("Invalid token header.") from None
-        return self.authenticate_key(key)
+        key = request_key(request)
+        return None if key is None else self.authenticate_key(key)
 
     def authenticate_key(self, key: str):
         raise NotImplementedError

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 from django.conf import settings
+from django.http import HttpRequest, HttpResponse
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, permissions, status, viewsets
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import exceptions, mixins, permissions, serializers, status, viewsets
 from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -14,9 +18,19 @@ from core.api.permissions import IsStaffOrReadOnly
 
 from .. import selectors
 from ..filters import GpuFilter, MigDeviceFilter, ServerFilter
-from ..services import ReportRejected, report_receive, revision_bump
+from ..services import (
+    AgentTokenState,
+    DigestRejected,
+    ReportRejected,
+    agent_token_state,
+    heartbeat_by_digest,
+    heartbeat_receive,
+    parse_digest,
+    report_receive,
+    revision_bump,
+)
 from ..tasks import enqueue_report
-from .authentication import AgentTokenAuthentication, IsAgent
+from .authentication import AgentTokenAuthentication, IsAgent, request_key
 from .serializers import (
     GpuListSerializer,
     MigDeviceListSerializer,
@@ -26,9 +40,19 @@ from .serializers import (
     ServerSerializer,
 )
 
+DIGEST_META = "HTTP_X_ATLAS_REPORT_DIGEST"  # agent.schema.DIGEST_HEADER, as WSGI names it
+SEND_REPORT = {"detail": "the report changed: send it in full", "status": "send-report"}
+
 
 class ReportView(APIView):
-    """POST an agent report (JSON, `Authorization: Token <agent token>`)."""
+    """POST an agent report (JSON, `Authorization: Token <agent token>`).
+
+    Or only its digest: `X-Atlas-Report-Digest: sha256:<hex>` with an empty body is answered
+    200 "unchanged" when it equals the digest of the last report applied for the token's
+    server, else 409 "send-report" (then the agent posts the report itself). Heartbeats are
+    answered before they get here, by AgentHeartbeatMiddleware (`heartbeat_answer`); this
+    view answers them the same way when that middleware is not installed.
+    """
 
     authentication_classes = [AgentTokenAuthentication]
     permission_classes = [IsAgent]
@@ -36,15 +60,34 @@ class ReportView(APIView):
 
     @extend_schema(
         request={"application/json": {"type": "object", "description": "docs/report.md"}},
+        parameters=[
+            OpenApiParameter(
+                "X-Atlas-Report-Digest",
+                OpenApiTypes.STR,
+                OpenApiParameter.HEADER,
+                description="`sha256:<hex>` of the report's facts (docs/report.md); with an "
+                "empty body: 200 when unchanged, 409 when the report must be sent",
+            )
+        ],
         responses={
+            200: ReportAcceptedSerializer,
             202: ReportAcceptedSerializer,
             400: ReportRejectedSerializer,
             403: ReportRejectedSerializer,
+            409: inline_serializer(
+                "ReportChanged",
+                {"detail": serializers.CharField(), "status": serializers.CharField()},
+            ),
             413: ReportRejectedSerializer,
         },
         summary="Receive an agent report",
     )
     def post(self, request):
+        digest = request.META.get(DIGEST_META)
+        if digest is not None:
+            answer = _digest_answer(AgentTokenState.of(request.auth), digest, request.META)
+            if answer is not None:
+                return Response(answer[1], status=answer[0])
         length = request.META.get("CONTENT_LENGTH") or "0"
         limit = settings.ATLAS_REPORT_MAX_BYTES
         if not length.isdigit() or int(length) > limit:
@@ -55,10 +98,60 @@ class ReportView(APIView):
             result = report_receive(token=request.auth, body=request.body, enqueue=enqueue_report)
         except ReportRejected as exc:
             return _rejected(exc)
-        return Response(
-            {"id": result.report_id, "status": result.status, "server": result.server_id},
-            status=status.HTTP_202_ACCEPTED,
-        )
+        return Response(_accepted(result), status=status.HTTP_202_ACCEPTED)
+
+
+def heartbeat_answer(request: HttpRequest) -> HttpResponse | None:
+    """The answer to an agent's heartbeat (by digest, or a report with unchanged facts) in
+    plain Django, after one query; None for anything else, which ReportView then handles
+    (looking the token up again: one more query, on paths that cost twenty). Called by
+    AgentHeartbeatMiddleware, ahead of the middleware an agent does not need."""
+    try:
+        key = request_key(request)
+    except exceptions.AuthenticationFailed:
+        return None
+    state = agent_token_state(key) if key is not None else None
+    if state is None:
+        return None
+    digest = request.META.get(DIGEST_META)
+    if digest is not None:
+        answer = _digest_answer(state, digest, request.META)
+        return None if answer is None else _json(*answer)
+    length = request.META.get("CONTENT_LENGTH") or "0"
+    if not length.isdigit() or int(length) > settings.ATLAS_REPORT_MAX_BYTES:
+        return None
+    result = heartbeat_receive(state=state, body=request.body)
+    return None if result is None else _json(status.HTTP_202_ACCEPTED, _accepted(result))
+
+
+def _digest_answer(state: AgentTokenState, header: str, meta: dict) -> tuple[int, dict] | None:
+    """(status, body) for a request naming its digest; None when a report body came with it
+    and the digest differs: that report is then received as any other."""
+    try:
+        digest = parse_digest(header)
+    except DigestRejected as exc:
+        errors = {"X-Atlas-Report-Digest": [str(exc)]}
+        return status.HTTP_400_BAD_REQUEST, {"detail": "malformed report", "errors": errors}
+    result = heartbeat_by_digest(state=state, digest=digest)
+    if result is not None:
+        return status.HTTP_200_OK, _accepted(result)
+    if (meta.get("CONTENT_LENGTH") or "0") == "0":
+        return status.HTTP_409_CONFLICT, SEND_REPORT
+    return None
+
+
+def _accepted(result) -> dict:
+    return {"id": result.report_id, "status": result.status, "server": result.server_id}
+
+
+def _json(code: int, data: dict) -> HttpResponse:
+    """What DRF's JSONRenderer would write (compact), without DRF; `data` kept on the
+    response as DRF's Response keeps it (the /metrics answer counter reads its status)."""
+    response = HttpResponse(
+        json.dumps(data, separators=(",", ":")), status=code, content_type="application/json"
+    )
+    response.data = data  # type: ignore[attr-defined]
+    return response
 
 
 def _rejected(exc: ReportRejected) -> Response:

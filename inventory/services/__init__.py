@@ -1,12 +1,22 @@
 """Writes and side effects of the inventory layer. Views, tasks and commands call these."""
 
 from .apply import ApplyResult, report_apply
-from .ingest import ReceiveResult, ReportRejected, report_receive
+from .ingest import (
+    DigestRejected,
+    ReceiveResult,
+    ReportRejected,
+    heartbeat_by_digest,
+    heartbeat_receive,
+    parse_digest,
+    report_receive,
+)
 from .reports import report_prune
 from .revision import revision_bump, revision_get
 from .tokens import (
+    AgentTokenState,
     agent_token_authenticate,
     agent_token_create,
+    agent_token_state,
     agent_token_unbind,
     user_token_authenticate,
     user_token_create,
@@ -14,12 +24,18 @@ from .tokens import (
 )
 
 __all__ = [
+    "AgentTokenState",
     "ApplyResult",
+    "DigestRejected",
     "ReceiveResult",
     "ReportRejected",
     "agent_token_authenticate",
     "agent_token_create",
+    "agent_token_state",
     "agent_token_unbind",
+    "heartbeat_by_digest",
+    "heartbeat_receive",
+    "parse_digest",
     "report_apply",
     "report_prune",
     "report_receive",

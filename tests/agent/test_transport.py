@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.schema import report_digest
 from agent.transport import (
     SET_ASIDE_AFTER,
     Backoff,
@@ -528,3 +529,77 @@ def test_a_removed_spool_directory_is_recreated(tmp_path):
     spool = Spool(tmp_path / "spool")
     shutil.rmtree(tmp_path / "spool")
     assert spool.put(b"{}").is_file()
+
+
+# The digest ahead of the report (X-Atlas-Report-Digest, empty body): docs/api.md.
+
+UNCHANGED = {"id": 1, "status": "unchanged", "server": 1}
+
+
+def digest_of(request: dict) -> str | None:
+    return request["headers"].get("X-Atlas-Report-Digest")
+
+
+def test_a_report_the_backend_took_goes_next_time_as_its_digest_alone(backend):
+    sender = Sender(Transport(backend.url, TOKEN), wait=Waits())
+    assert sender.deliver(report(1)).answer["status"] == "pending"
+    backend.answer(200, UNCHANGED)
+    assert sender.deliver(report(1)).answer == UNCHANGED
+    first, second = backend.requests
+    assert digest_of(first) is None and json.loads(first["body"]) == report(1)
+    assert second["body"] == b"" and digest_of(second) == f"sha256:{report_digest(report(1))}"
+    assert second["headers"]["Authorization"] == f"Token {TOKEN}"
+    sender.deliver(report(2))  # changed facts go in full at once
+    assert digest_of(backend.requests[2]) is None
+    assert json.loads(backend.requests[2]["body"]) == report(2)
+
+
+def test_a_409_brings_the_report_in_full_within_the_same_delivery(backend):
+    sender = Sender(Transport(backend.url, TOKEN), wait=Waits())
+    sender.deliver(report(1))
+    backend.answer(409, {"detail": "the report changed: send it in full", "status": "send-report"})
+    delivery = sender.deliver(report(1))
+    assert delivery.outcome == "sent" and delivery.answer["status"] == "pending"
+    assert [r["body"] == b"" for r in backend.requests] == [False, True, False]
+
+
+def test_a_backend_that_refuses_digests_gets_full_reports_from_then_on(backend):
+    sender = Sender(Transport(backend.url, TOKEN), wait=Waits())
+    sender.deliver(report(1))
+    backend.answer(400, {"detail": "malformed report", "errors": {"body": ["the JSON is broken"]}})
+    assert sender.deliver(report(1)).outcome == "sent"
+    assert sender.deliver(report(1)).outcome == "sent"
+    assert [digest_of(r) is not None for r in backend.requests] == [False, True, False, False]
+
+
+def test_a_report_with_events_never_goes_as_a_digest(backend):
+    sender = Sender(Transport(backend.url, TOKEN), wait=Waits())
+    with_events = {**report(1), "events": [{"kind": "xid", "code": 79}]}
+    sender.deliver(with_events)
+    sender.deliver(with_events)
+    assert all(digest_of(r) is None and r["body"] for r in backend.requests)
+
+
+def test_a_refused_token_on_a_digest_is_a_permanent_error(backend):
+    sender = Sender(Transport(backend.url, TOKEN), wait=Waits())
+    sender.deliver(report(1))
+    backend.answer(401, {"detail": "Unknown or revoked agent token."})
+    with pytest.raises(PermanentError) as caught:
+        sender.deliver(report(1))
+    assert caught.value.token_rejected and len(backend.requests) == 2
+
+
+def test_a_failing_digest_is_retried_then_the_report_is_spooled_in_full(backend, tmp_path):
+    spool = Spool(tmp_path / "spool")
+    waits = Waits()
+    sender = Sender(Transport(backend.url, TOKEN), spool, attempts=3, wait=waits)
+    sender.deliver(report(1))
+    for _ in range(3):
+        backend.answer(503, {"detail": "maintenance"})
+    delivery = sender.deliver(report(1))
+    assert delivery.outcome == "spooled" and len(waits.delays) == 2
+    assert all(digest_of(r) for r in backend.requests[1:])
+    assert spooled(spool) == [1]  # the spool keeps the report itself, replayed as before
+    backend.answer(200, UNCHANGED)  # the next delivery replays it first, in full
+    assert sender.deliver(report(1)).replayed == 1
+    assert json.loads(backend.requests[4]["body"]) == report(1)

@@ -1,0 +1,479 @@
+"""Benchmark: the fleet heartbeating through the production shape, started by this script.
+
+Real gunicorn (the app, DJANGO_DEBUG=0), PostgreSQL (its own database on the configured
+server, created and dropped here), a private redis-server and one Celery worker. N servers
+(8-GPU reports of the agent's H100 profile, identities varied) get tokens and their first
+report applied; then keep-alive clients (threads with http.client) post heartbeats for a
+fixed time:
+
+- floor: a bare WSGI app (bench/floor_wsgi.py) behind the same gunicorn shape: token lookup,
+  JSON parse, hash, one upsert;
+- heartbeat: the unchanged report in full (what older agents send);
+- by digest: `X-Atlas-Report-Digest` and an empty body (what the agent sends now).
+
+Each prints heartbeats/s sustained, p50/p99 latency and errors, and the ratio to the floor.
+Then a burst: B more servers report for the first time, and then all change at once (a driver
+upgrade across the fleet): the time until every report is applied (polling the database),
+and that none is lost. Goals (issue 11): >= 840 heartbeats/s, 0 errors, within 2x of the
+floor, p99 <= 100 ms.
+
+    .venv/bin/python bench/load.py                           # 300 servers, 16 clients, 10 s
+    .venv/bin/python bench/load.py --servers 1000 --burst 2000 --duration 20
+    .venv/bin/python bench/load.py --shapes sync:2,sync:4,gthread:2x4 --burst 0   # sizing
+
+Shapes: `sync:W` (W sync workers) or `gthread:WxT` (W workers of T threads). The machine's
+other load is printed with the figures (`os.getloadavg`): on a shared machine run it twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import itertools
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+REPORTS = "/api/v1/reports/"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, process: subprocess.Popen, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"{what} exited with {process.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"{what} did not listen on {port} within {timeout:.0f} s")
+
+
+@contextmanager
+def process(args: list[str], *, env: dict, what: str, log: Path, port: int | None = None):
+    """A child process in its own group, stopped by its pid (TERM, then KILL)."""
+    with open(log, "ab") as out:
+        child = subprocess.Popen(
+            args, cwd=ROOT, env=env, stdout=out, stderr=out, start_new_session=True
+        )
+    try:
+        if port is not None:
+            wait_for_port(port, child, what)
+        yield child
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGTERM)
+            try:
+                child.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait(5)
+
+
+@contextmanager
+def database(admin_url: str, name: str):
+    """A fresh PostgreSQL database for the run; dropped afterwards."""
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield re.sub(r"/[^/]*$", f"/{name}", admin_url)
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+class Fleet:
+    """Reports of an 8-GPU server, one per identity, cut from one simulated report (the
+    agent's H100 profile: 8 GPUs, 8 NICs, 136 links): hostnames, UUIDs, serials and MACs are
+    replaced, so every server is its own with its own GPUs."""
+
+    def __init__(self) -> None:
+        from simulator.fleet import fleet
+
+        self.template = fleet({"h100": 1}, seed="load")[0].report()
+        text = json.dumps(self.template)
+        host = self.template["host"]
+        self.names = [host["hostname"], host["system_uuid"], host["machine_id"], host["serial"]]
+        self.names += [g["uuid"] for g in self.template["gpus"]]
+        self.names += [g["serial"] for g in self.template["gpus"] if g.get("serial")]
+        self.names += [n["mac"] for n in self.template["nics"] if n.get("mac")]
+        self.names = [n for n in self.names if n and n in text]
+        self.text = text
+
+    def report(self, prefix: str, i: int, driver: str | None = None) -> dict:
+        text = self.text
+        seed = uuid.uuid5(uuid.NAMESPACE_DNS, f"{prefix}-{i}")
+        for n, old in enumerate(self.names):
+            new = uuid.uuid5(seed, str(n)).hex
+            if n == 0:
+                new = f"{prefix}-{i:05d}"
+            elif re.fullmatch(r"GPU-[0-9a-f-]{36}", old) or re.fullmatch(r"[0-9a-f-]{36}", old):
+                new = (old[:4] if old.startswith("GPU-") else "") + str(uuid.UUID(new))
+            elif re.fullmatch(r"([0-9a-f]{2}:){5}[0-9a-f]{2}", old):
+                new = ":".join(new[k : k + 2] for k in range(0, 12, 2))
+            elif old.isdigit():
+                new = str(int(new[:12], 16) % 10 ** len(old)).zfill(len(old))
+            else:
+                new = new[: len(old)]
+            text = text.replace(old, new)
+        report = json.loads(text)
+        if driver:
+            report["driver"]["driver_version"] = driver
+        return report
+
+
+class Load:
+    """Clients posting jobs round-robin for a time; latencies and errors collected."""
+
+    def __init__(self, port: int, clients: int) -> None:
+        self.port = port
+        self.clients = clients
+
+    def run(self, jobs: list, duration: float | None = None) -> dict:
+        """jobs: (body, headers, expected status, expected bytes in the answer or None).
+        With a duration, round-robin until it ends; without, each job once."""
+        counter = itertools.count()
+        lock = threading.Lock()
+        latencies: list[float] = []
+        errors: list[str] = []
+        start = time.perf_counter()
+        stop_at = start + duration if duration else None
+
+        def client() -> None:
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+            mine: list[float] = []
+            wrong: list[str] = []
+            while True:
+                n = next(counter)
+                if stop_at is None and n >= len(jobs):
+                    break
+                if stop_at is not None and time.perf_counter() >= stop_at:
+                    break
+                body, headers, expected, marker = jobs[n % len(jobs)]
+                began = time.perf_counter()
+                try:
+                    conn.request("POST", REPORTS, body=body, headers=headers)
+                    response = conn.getresponse()
+                    answer = response.read()
+                    if response.status != expected or (marker and marker not in answer):
+                        wrong.append(f"{response.status} {answer[:200]!r}")
+                except (OSError, http.client.HTTPException) as exc:
+                    wrong.append(f"{type(exc).__name__}: {exc}")
+                    conn.close()
+                mine.append(time.perf_counter() - began)
+            conn.close()
+            with lock:
+                latencies.extend(mine)
+                errors.extend(wrong)
+
+        threads = [threading.Thread(target=client) for _ in range(self.clients)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        elapsed = time.perf_counter() - start
+        latencies.sort()
+
+        def pct(q: float) -> float:
+            return latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000
+
+        return {
+            "n": len(latencies),
+            "rate": len(latencies) / elapsed,
+            "p50": pct(0.50) if latencies else 0.0,
+            "p99": pct(0.99) if latencies else 0.0,
+            "errors": errors,
+            "elapsed": elapsed,
+        }
+
+
+def gunicorn_args(shape: str, port: int, app: str) -> list[str]:
+    kind, _, size = shape.partition(":")
+    args = [str(BIN / "gunicorn"), app, "--bind", f"127.0.0.1:{port}", "--backlog", "2048"]
+    if kind == "sync":
+        args += ["--workers", size or "2", "--worker-class", "sync"]
+    elif kind == "gthread":
+        workers, _, threads = (size or "2x4").partition("x")
+        args += ["--workers", workers, "--worker-class", "gthread", "--threads", threads or "4"]
+        args += ["--keep-alive", "5"]
+    else:
+        raise SystemExit(f"unknown shape {shape!r}: sync:W or gthread:WxT")
+    return args
+
+
+def poll(sql: str, params: tuple, target: int, url: str, timeout: float) -> tuple[int, float]:
+    """Wait until `sql` counts `target` rows; (the count reached, seconds waited)."""
+    import psycopg
+
+    start = time.perf_counter()
+    with psycopg.connect(url, autocommit=True) as conn:
+        while True:
+            count = conn.execute(sql, params).fetchone()[0]
+            waited = time.perf_counter() - start
+            if count >= target or waited > timeout:
+                return count, waited
+            time.sleep(0.25)
+
+
+def line(label: str, result: dict, floor: dict | None) -> str:
+    ratio = f"{floor['rate'] / result['rate']:.2f}x" if floor and result["rate"] else "-"
+    return (
+        f"  {label:<34}{result['rate']:>9.0f}/s{result['p50']:>9.1f}{result['p99']:>9.1f}"
+        f"{len(result['errors']):>8}{ratio:>10}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--servers", type=int, default=300)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds per measurement")
+    parser.add_argument("--shapes", default="gthread:2x4", help="comma-separated, see above")
+    parser.add_argument("--burst", type=int, default=2000, help="servers in the burst; 0: none")
+    parser.add_argument("--celery-concurrency", type=int, default=2)
+    parser.add_argument("--health-checks", default="1", help="DATABASE_CONN_HEALTH_CHECKS")
+    parser.add_argument("--conn-max-age", default="60", help="DATABASE_CONN_MAX_AGE")
+    parser.add_argument(
+        "--postgres",
+        default=os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres"),
+        help="a PostgreSQL URL that may create databases",
+    )
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="atlas-load-"))
+    with ExitStack() as stack:
+        stack.callback(shutil.rmtree, work, True)
+        db_url = stack.enter_context(database(args.postgres, f"atlas_load_{os.getpid()}"))
+        redis_port = free_port()
+        env = {
+            **os.environ,
+            "DATABASE_URL": db_url,
+            "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+            "DJANGO_DEBUG": "0",
+            "DJANGO_SECRET_KEY": "load-bench-" + uuid.uuid4().hex,
+            "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "DATABASE_CONN_MAX_AGE": args.conn_max_age,
+            "DATABASE_CONN_HEALTH_CHECKS": args.health_checks,
+            "ATLAS_LOG_LEVEL": "WARNING",
+            "ATLAS_VAR_DIR": str(work / "var"),
+            "C_FORCE_ROOT": "1",
+            "FLOOR_DATABASE_URL": db_url,
+            "PYTHONPATH": str(ROOT),
+        }
+        env.pop("CELERY_BROKER_URL", None)
+        os.environ.update({k: env[k] for k in ("DATABASE_URL", "DJANGO_SECRET_KEY")})
+        os.environ["ATLAS_LOG_LEVEL"] = "WARNING"
+        sys.path.insert(0, str(ROOT))
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+        import django
+
+        django.setup()
+        from django.core.management import call_command
+        from django.db import connection
+
+        from agent.schema import report_digest
+        from inventory.services import agent_token_create
+
+        started = time.perf_counter()
+        call_command("migrate", verbosity=0)
+        with connection.cursor() as cursor:
+            from floor_wsgi import TABLE_SQL
+
+            cursor.execute(TABLE_SQL)
+        print(
+            f"database {db_url.rsplit('/', 1)[1]} migrated in {time.perf_counter() - started:.0f} s"
+        )
+
+        stack.enter_context(
+            process(
+                [shutil.which("redis-server") or "redis-server", "--port", str(redis_port),
+                 "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+                env=env, what="redis-server", log=work / "redis.log", port=redis_port,
+            )
+        )  # fmt: skip
+        worker_log = work / "celery.log"
+        stack.enter_context(
+            process(
+                [str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "WARNING",
+                 "--concurrency", str(args.celery_concurrency), "--prefetch-multiplier", "1",
+                 "-O", "fair", "--without-gossip", "--without-mingle",
+                 "--pidfile", str(work / "celery.pid")],
+                env=env, what="celery worker", log=worker_log,
+            )
+        )  # fmt: skip
+
+        fleet = Fleet()
+
+        def register(prefix: str, count: int, driver: str | None = None):
+            keys = [agent_token_create(name=f"{prefix}-{i}")[1] for i in range(count)]
+            reports = [fleet.report(prefix, i, driver) for i in range(count)]
+            return keys, reports
+
+        def full_jobs(keys, reports, expected=202, marker=None):
+            return [
+                (
+                    json.dumps(report, separators=(",", ":")).encode(),
+                    {"Authorization": f"Token {key}", "Content-Type": "application/json"},
+                    expected,
+                    marker,
+                )
+                for key, report in zip(keys, reports, strict=True)
+            ]
+
+        def applied(prefix: str, driver: str | None, count: int, timeout: float):
+            sql = (
+                "SELECT count(*) FROM inventory_server "
+                "WHERE hostname LIKE %s AND last_report_hash <> ''"
+            )
+            params: tuple = (f"{prefix}-%",)
+            if driver:
+                sql += " AND driver_version = %s"
+                params += (driver,)
+            return poll(sql, params, count, db_url, timeout)
+
+        keys, reports = register("load", args.servers)
+        shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
+        app_port = free_port()
+        with process(
+            gunicorn_args(shapes[0], app_port, "config.wsgi"),
+            env=env, what="gunicorn", log=work / "gunicorn.log", port=app_port,
+        ):  # fmt: skip
+            first = Load(app_port, args.clients).run(full_jobs(keys, reports, 202, b"pending"))
+            count, waited = applied("load", None, args.servers, 600)
+        print(
+            f"{args.servers} servers registered: first reports {first['rate']:.0f}/s "
+            f"({len(first['errors'])} errors), all applied {waited:.1f} s after the last "
+            f"({count}/{args.servers})"
+        )
+        if first["errors"]:
+            print("  first errors:", first["errors"][:3])
+
+        heartbeat = full_jobs(keys, reports, 202, b'"unchanged"')
+        by_digest = [
+            (
+                b"",
+                {
+                    "Authorization": f"Token {key}",
+                    "Content-Type": "application/json",
+                    "X-Atlas-Report-Digest": f"sha256:{report_digest(report)}",
+                },
+                200,
+                b'"unchanged"',
+            )
+            for key, report in zip(keys, reports, strict=True)
+        ]
+        floor_jobs = full_jobs(keys, reports, 202, b'"unchanged"')
+
+        print(
+            f"\n{args.clients} keep-alive clients, {args.duration:.0f} s each, "
+            f"8-GPU reports of {len(heartbeat[0][0]):,} bytes; CONN_MAX_AGE={args.conn_max_age}, "
+            f"health checks {args.health_checks}; Celery worker concurrency "
+            f"{args.celery_concurrency}"
+        )
+        for shape in shapes:
+            load = os.getloadavg()[0]
+            print(f"\nshape {shape} (load average before: {load:.2f})")
+            print(
+                f"  {'path':<34}{'rate':>11}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}{'vs floor':>10}"
+            )
+            results = {}
+            for label, app, jobs in (
+                ("floor (bare WSGI app)", "floor_wsgi:application", floor_jobs),
+                ("heartbeat (full report)", "config.wsgi", heartbeat),
+                ("heartbeat by digest", "config.wsgi", by_digest),
+            ):
+                port = free_port()
+                args_ = gunicorn_args(shape, port, app)
+                if app.startswith("floor"):
+                    args_ += ["--chdir", str(ROOT / "bench")]
+                with process(args_, env=env, what="gunicorn", log=work / "gunicorn.log", port=port):
+                    loader = Load(port, args.clients)
+                    loader.run(jobs[: args.clients * 4])  # warm every worker's connection
+                    result = loader.run(jobs, args.duration)
+                results[label] = result
+                print(line(label, result, results.get("floor (bare WSGI app)")))
+                if result["errors"]:
+                    print("    first errors:", result["errors"][:3])
+            floor = results["floor (bare WSGI app)"]
+            verdicts = []
+            for label in ("heartbeat (full report)", "heartbeat by digest"):
+                got = results[label]
+                met = (
+                    got["rate"] >= 840
+                    and not got["errors"]
+                    and floor["rate"] <= 2 * got["rate"]
+                    and got["p99"] <= 100
+                )
+                verdicts.append(f"{label}: {'met' if met else 'MISSED'}")
+            print(
+                f"  goal (>= 840/s, 0 errors, within 2x floor, p99 <= 100 ms): "
+                f"{'; '.join(verdicts)}; load average after: {os.getloadavg()[0]:.2f}"
+            )
+
+        if args.burst:
+            burst(args, env, work, shapes[0], register, full_jobs, applied)
+        if worker_log.exists() and "Traceback" in worker_log.read_text("utf-8", "replace"):
+            print(f"\nthe Celery worker logged tracebacks: {worker_log}")
+
+
+def burst(args, env, work, shape, register, full_jobs, applied) -> None:
+    """B new servers report at once, then all change at once: times, and nothing lost."""
+    import psycopg
+
+    count = args.burst
+    keys, reports = register("burst", count)
+    upgraded = [dict(r, driver={**r["driver"], "driver_version": "999.1.1"}) for r in reports]
+    port = free_port()
+    print(f"\nburst of {count} servers (shape {shape}, load average {os.getloadavg()[0]:.2f})")
+    with process(
+        gunicorn_args(shape, port, "config.wsgi"),
+        env=env, what="gunicorn", log=work / "gunicorn.log", port=port,
+    ):  # fmt: skip
+        for label, batch, driver in (
+            ("first reports (new servers)", reports, None),
+            ("all changed at once (driver upgrade)", upgraded, "999.1.1"),
+        ):
+            started = time.perf_counter()
+            posted = Load(port, args.clients).run(full_jobs(keys, batch, 202, b"pending"))
+            done, _ = applied("burst", driver, count, 1200)
+            total = time.perf_counter() - started
+            print(
+                f"  {label:<38} posted in {posted['elapsed']:.1f} s ({posted['rate']:.0f}/s, "
+                f"p99 {posted['p99']:.0f} ms, {len(posted['errors'])} errors); all applied "
+                f"{total:.1f} s after the first post ({count / total:.0f}/s): {done}/{count}"
+            )
+    with psycopg.connect(env["DATABASE_URL"], autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT r.status, count(*) FROM inventory_report r JOIN inventory_agenttoken t "
+            "ON t.id = r.token_id WHERE t.name LIKE 'burst-%%' GROUP BY r.status"
+        ).fetchall()
+    statuses = dict(rows)
+    lost = 2 * count - statuses.get("applied", 0)
+    print(f"  reports by status: {statuses}; lost (not applied): {lost}")
+
+
+if __name__ == "__main__":
+    main()
