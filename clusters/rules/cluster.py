@@ -14,9 +14,8 @@ def driver_skew(fleet: Fleet) -> list[FindingFact]:
     differently by node. Counted per bound node, so a server in two clusters counts in both."""
     drivers: dict[int, Counter[str]] = defaultdict(Counter)
     cudas: dict[int, Counter[str]] = defaultdict(Counter)
-    for node in fleet.nodes:
-        server = fleet.server_of(node)
-        if server and server.gpus:
+    for node, server in fleet.bound:
+        if server.gpus:
             if server.driver_version:
                 drivers[node.cluster_id][server.driver_version] += 1
             if server.cuda_version:

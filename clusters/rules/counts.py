@@ -23,10 +23,7 @@ SHARED_GPU_RESOURCE = "nvidia.com/gpu.shared"
 def gpu_count_mismatch(fleet: Fleet) -> list[FindingFact]:
     """A bound node whose scheduler offers another number of GPUs than the agent counts."""
     found = []
-    for node in fleet.nodes:
-        server = fleet.server_of(node)
-        if server is None:
-            continue
+    for node, server in fleet.bound:
         if node.kind == ClusterKind.KUBERNETES:
             finding = _kubernetes_count(node, server)
         else:
@@ -40,10 +37,7 @@ def mig_mismatch(fleet: Fleet) -> list[FindingFact]:
     """A bound node whose scheduler offers another MIG layout than the agent reports (or,
     in Slurm, counts MIG-enabled GPUs as whole GPUs)."""
     found = []
-    for node in fleet.nodes:
-        server = fleet.server_of(node)
-        if server is None:
-            continue
+    for node, server in fleet.bound:
         if node.kind == ClusterKind.KUBERNETES:
             finding = _kubernetes_mig(node, server)
         else:
@@ -96,6 +90,8 @@ def kubernetes_count(node: NodeFacts, server: ServerFacts) -> KubernetesCount:
 def _kubernetes_count(node: NodeFacts, server: ServerFacts) -> FindingFact | None:
     count = kubernetes_count(node, server)
     advertised, allocatable, expected = count.advertised, count.allocatable, count.expected
+    if advertised == expected and allocatable >= advertised:
+        return None  # the cheap common case: none of the three findings below
     ids = dict(server_id=server.id, node_id=node.id, cluster_id=node.cluster_id)
     agent = agent_gpus(server)
     if not advertised and not node.gpu_capacity and expected and not node.mig_resources:
@@ -137,9 +133,9 @@ def _kubernetes_count(node: NodeFacts, server: ServerFacts) -> FindingFact | Non
 
 
 def _kubernetes_mig(node: NodeFacts, server: ServerFacts) -> FindingFact | None:
-    if kubernetes_count(node, server).strategy != "mixed":
-        return None
     if not (node.mig_resources or server.mig_devices):
+        return None
+    if kubernetes_count(node, server).strategy != "mixed":
         return None
     offered = Counter({k: v for k, v in node.mig_resources.items() if v})
     if offered == server.mig_profiles:
@@ -167,27 +163,29 @@ class SlurmCount:
 
 
 def slurm_count(node: NodeFacts) -> SlurmCount:
-    gres = node.gpu_gres
-    whole = sum(g.count or 0 for g in gres if not g.mig_profile)
+    configured, whole = False, 0
     mig: Counter[str] = Counter()
-    for g in gres:
-        profile = normalize_mig_profile(g.mig_profile)
-        if profile:
+    for g in node.gres:
+        if g.name != "gpu":
+            continue
+        configured = True
+        if not g.mig_profile:
+            whole += g.count or 0
+        elif profile := normalize_mig_profile(g.mig_profile):
             mig[profile] += g.count or 0
-    return SlurmCount(bool(gres), whole, mig)
+    return SlurmCount(configured, whole, mig)
 
 
 def _slurm_count(node: NodeFacts, server: ServerFacts) -> FindingFact | None:
     count = slurm_count(node)
     ids = dict(server_id=server.id, node_id=node.id, cluster_id=node.cluster_id)
-    agent = agent_gpus(server)
     if not count.configured and server.gpus:
         return FindingFact(
             FindingType.GPU_COUNT_MISMATCH,
             Severity.WARNING,
             node.subject,
-            f"{node.label}: Slurm has no gpu GRES for this node; {agent}. Add Gres=gpu:... to "
-            "its NodeName line (and gres.conf)",
+            f"{node.label}: Slurm has no gpu GRES for this node; {agent_gpus(server)}. "
+            "Add Gres=gpu:... to its NodeName line (and gres.conf)",
             details={"gres": 0, "agent_gpus": server.gpus},
             **ids,
         )
@@ -202,7 +200,7 @@ def _slurm_count(node: NodeFacts, server: ServerFacts) -> FindingFact | None:
         node.subject,
         f"{node.label}: Slurm's Gres says {plural(total, 'GPU')}"
         + (f" ({count.whole} whole)" if count.mig else "")
-        + f"; {agent}"
+        + f"; {agent_gpus(server)}"
         + (" - not in Slurm's config?" if count.whole < server.whole_gpus else ""),
         details={"gres": total, "whole": count.whole, "agent_gpus": server.gpus},
         **ids,

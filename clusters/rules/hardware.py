@@ -13,9 +13,8 @@ def gpu_model_mismatch(fleet: Fleet) -> list[FindingFact]:
     """A scheduler (GFD product label, Slurm GRES type) or a hardware profile names another
     GPU model than the agent's NVML names."""
     found = []
-    for node in fleet.nodes:
-        server = fleet.server_of(node)
-        if server is not None and server.names:
+    for node, server in fleet.bound:
+        if server.names:
             finding = _node_model_mismatch(node, server)
             if finding is not None:
                 found.append(finding)

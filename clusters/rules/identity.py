@@ -132,13 +132,16 @@ def _shared_hostnames(fleet: Fleet) -> list[FindingFact]:
 
 
 def _nodes_sharing_a_server(fleet: Fleet) -> list[FindingFact]:
-    seen: dict[tuple[int, int], list[NodeFacts]] = defaultdict(list)
-    for node in fleet.nodes:
-        if node.server_id:
-            seen[(node.cluster_id, node.server_id)].append(node)
     found = []
-    for (cluster_id, server_id), group in seen.items():
-        if len(group) > 1:
+    for server_id, bound in fleet.nodes_by_server.items():
+        if len(bound) < 2:
+            continue
+        by_cluster: dict[int, list[NodeFacts]] = defaultdict(list)
+        for node in bound:
+            by_cluster[node.cluster_id].append(node)
+        for cluster_id, group in by_cluster.items():
+            if len(group) < 2:
+                continue
             names = sorted(n.name for n in group)
             found.append(
                 FindingFact(

@@ -17,9 +17,8 @@ def stale_agent(fleet: Fleet) -> list[FindingFact]:
     """A ready, schedulable node whose server's agent has not reported for a while: its
     hardware facts may be old."""
     found = []
-    for node in fleet.nodes:
-        server = fleet.server_of(node)
-        if server is None or not (node.schedulable and node.ready and fleet.is_stale(server)):
+    for node, server in fleet.bound:
+        if not (node.schedulable and node.ready and fleet.is_stale(server)):
             continue
         found.append(
             FindingFact(
@@ -41,9 +40,8 @@ def unhealthy_gpu(fleet: Fleet) -> list[FindingFact]:
     """A schedulable node on a server with unhealthy GPUs (lost, failing NVML, failed row
     remap: critical; pending a reset, uncorrected ECC: warning)."""
     found = []
-    for node in fleet.nodes:
-        server = fleet.server_of(node)
-        if server is None or not node.schedulable:
+    for node, server in fleet.bound:
+        if not node.schedulable or not server.unhealthy:
             continue
         problems = server.health_problems()
         if not problems:
@@ -69,11 +67,10 @@ def node_unavailable(fleet: Fleet) -> list[FindingFact]:
     """A node out of service (down, drained, cordoned) while its server reports recently and
     healthy: capacity idle, worth a look."""
     found = []
-    for node in fleet.nodes:
-        server = fleet.server_of(node)
-        if server is None or (node.ready and node.schedulable):
+    for node, server in fleet.bound:
+        if node.ready and node.schedulable:
             continue
-        if server.health_problems() or not fleet.is_fresh(server):
+        if (server.unhealthy and server.health_problems()) or not fleet.is_fresh(server):
             continue
         why = node.reason or ", ".join(node.state_flags) or node.state
         found.append(

@@ -220,6 +220,16 @@ class Fleet:
                 grouped[node.server_id].append(node)
         return {server_id: tuple(group) for server_id, group in grouped.items()}
 
+    @cached_property
+    def bound(self) -> tuple[tuple[NodeFacts, ServerFacts], ...]:
+        """Each node bound to a server, with its server (the pairs most rules judge)."""
+        servers = self.servers
+        return tuple(
+            (node, servers[node.server_id])
+            for node in self.nodes
+            if node.server_id and node.server_id in servers
+        )
+
     def server_of(self, node: NodeFacts) -> ServerFacts | None:
         return self.servers.get(node.server_id) if node.server_id else None
 
