@@ -12,7 +12,7 @@ import ipaddress
 import logging
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
@@ -34,7 +34,7 @@ from .choices import BindingMethod, ClusterKind
 from .models import Cluster, Finding, Node, ReconcileState
 from .parsers.records import GresRecord
 from .rules.counts import SHARED_GPU_RESOURCE
-from .rules.registry import evaluate
+from .rules.registry import SERVER_FINDING_TYPES, SERVER_RULES, evaluate
 from .rules.types import (
     ClaimedGpu,
     FindingFact,
@@ -78,16 +78,7 @@ def reconcile_all(*, now=None) -> ReconcileResult:
 
         nodes, result.bindings_changed, ambiguous = _bind(nodes, servers, now)
         result.bound = sum(1 for n in nodes if n.server_id)
-        fleet = Fleet(
-            nodes=tuple(nodes),
-            servers=servers,
-            now=now,
-            stale_before=now - timedelta(seconds=settings.ATLAS_SERVER_STALE_AFTER_S),
-            offline_before=now - timedelta(seconds=settings.ATLAS_SERVER_OFFLINE_AFTER_S),
-            clusters=clusters,
-            ambiguous=ambiguous,
-            profiles=_load_profiles(servers),
-        )
+        fleet = _fleet(nodes, servers, clusters, now, ambiguous=ambiguous)
         desired = evaluate(fleet)
         raised, resolved, open_count = _write_findings(desired, now)
         result.findings_raised, result.findings_resolved = raised, resolved
@@ -104,6 +95,77 @@ def reconcile_all(*, now=None) -> ReconcileResult:
         )
     logger.info("reconciled %s", result)
     return result
+
+
+def reconcile_servers(*, server_ids: Collection[int], now=None) -> ReconcileResult:
+    """Refresh the findings of a few servers and of the nodes bound to them, in milliseconds
+    whatever the fleet: after a report or a snapshot that touched only these.
+
+    Judged: the servers, the VMs and host of each (a host is in a scheduler through its bound
+    VMs), and their bound nodes, by the rules that read no more than that
+    (`SERVER_RULES`; servers holding GPUs they claim are read too). Bindings, duplicate
+    identities, nodes without a server and version skew stay with the full pass
+    (`reconcile_all`), which also remains the periodic safety net.
+    """
+    started = time.monotonic()
+    now = now or timezone.now()
+    result = ReconcileResult()
+    with transaction.atomic():
+        ReconcileState.objects.select_for_update().get_or_create(id=1)
+        judged = _with_hosts_and_vms(set(server_ids))
+        holders = set(
+            GpuClaim.objects.filter(server_id__in=judged)
+            .exclude(gpu__server_id__in=judged)
+            .values_list("gpu__server_id", flat=True)
+        )
+        servers = _load_servers(judged | holders)
+        clusters = dict(Cluster.objects.values_list("id", "name"))
+        nodes = _load_nodes(clusters, server_ids=judged)
+        result.servers, result.nodes = len(judged & servers.keys()), len(nodes)
+        result.bound = len(nodes)
+        fleet = _fleet(nodes, servers, clusters, now)
+        desired = {
+            key: finding
+            for key, finding in evaluate(fleet, SERVER_RULES).items()
+            if finding.server_id in judged
+        }
+        scope = Q(type__in=SERVER_FINDING_TYPES, server_id__in=judged)
+        raised, resolved, open_count = _write_findings(desired, now, scope=scope)
+        result.findings_raised, result.findings_resolved = raised, resolved
+        result.findings_open = open_count
+    result.duration_ms = int((time.monotonic() - started) * 1000)
+    return result
+
+
+def _with_hosts_and_vms(ids: set[int]) -> set[int]:
+    """The servers, their physical hosts, and every VM of those hosts and servers."""
+    hosts = set(
+        Server.objects.filter(id__in=ids, physical_host_id__isnull=False).values_list(
+            "physical_host_id", flat=True
+        )
+    )
+    ids = ids | hosts
+    return ids | set(Server.objects.filter(physical_host_id__in=ids).values_list("id", flat=True))
+
+
+def _fleet(
+    nodes: list[NodeFacts],
+    servers: dict[int, ServerFacts],
+    clusters: dict[int, str],
+    now,
+    ambiguous: dict[int, frozenset[int]] | None = None,
+) -> Fleet:
+    """The rules' view: bound nodes, servers, their profiles, and now's stale/offline times."""
+    return Fleet(
+        nodes=tuple(nodes),
+        servers=servers,
+        now=now,
+        stale_before=now - timedelta(seconds=settings.ATLAS_SERVER_STALE_AFTER_S),
+        offline_before=now - timedelta(seconds=settings.ATLAS_SERVER_OFFLINE_AFTER_S),
+        clusters=clusters,
+        ambiguous=ambiguous or {},
+        profiles=_load_profiles(servers),
+    )
 
 
 def reconcile_needed() -> bool:
@@ -139,51 +201,49 @@ SERVER_COLUMNS = (
 )
 
 
-def _load_servers() -> dict[int, ServerFacts]:
-    """Every server with its GPUs counted: one query per kind of fact, whatever the fleet."""
+def _load_servers(ids: Collection[int] | None = None) -> dict[int, ServerFacts]:
+    """Every server (or those of `ids`) with its GPUs counted: one query per kind of fact,
+    whatever the fleet."""
+    servers, gpus = Server.objects.all(), Gpu.objects.order_by()
+    migs, claims = MigDevice.objects.order_by(), GpuClaim.objects.order_by()
+    if ids is not None:
+        servers, gpus = servers.filter(id__in=ids), gpus.filter(server_id__in=ids)
+        migs, claims = migs.filter(gpu__server_id__in=ids), claims.filter(server_id__in=ids)
     rows = {
         row["id"]: row
-        for row in Server.objects.values(*SERVER_COLUMNS, profile_id=F("hardware_profile_id"))
+        for row in servers.values(*SERVER_COLUMNS, profile_id=F("hardware_profile_id"))
     }
     for row in rows.values():
         row["addresses"] = tuple(row["addresses"] or ())
         row["names"], row["mig_profiles"] = set(), Counter()
         row["gpu_claims"], row["unhealthy"] = [], {}
     live = ~Q(status=GpuStatus.LOST)
-    for counts in (
-        Gpu.objects.order_by()
-        .values("server_id")
-        .annotate(
-            gpus=Count("id", filter=live),
-            mig_gpus=Count("id", filter=live & Q(mig_mode_current=True)),
-            mig_pending=Count(
-                "id",
-                filter=live
-                & (
-                    Q(mig_mode_pending=True, mig_mode_current=False)
-                    | Q(mig_mode_pending=False, mig_mode_current=True)
-                ),
+    for counts in gpus.values("server_id").annotate(
+        gpus=Count("id", filter=live),
+        mig_gpus=Count("id", filter=live & Q(mig_mode_current=True)),
+        mig_pending=Count(
+            "id",
+            filter=live
+            & (
+                Q(mig_mode_pending=True, mig_mode_current=False)
+                | Q(mig_mode_pending=False, mig_mode_current=True)
             ),
-        )
+        ),
     ):
         row = rows.get(counts.pop("server_id"))
         if row:
             row.update(counts)
-    for gpu in Gpu.objects.unhealthy().order_by().values("server_id", "uuid", *HEALTH_FIELDS):
+    for gpu in gpus.unhealthy().values("server_id", "uuid", *HEALTH_FIELDS):
         row = rows.get(gpu["server_id"])
         if row:
             row["unhealthy"][gpu["uuid"]] = gpu_health(gpu)
     for server_id, name in (
-        Gpu.objects.exclude(status=GpuStatus.LOST)
-        .order_by()
-        .values_list("server_id", "name")
-        .distinct()
+        gpus.exclude(status=GpuStatus.LOST).values_list("server_id", "name").distinct()
     ):
         if server_id in rows and name:
             rows[server_id]["names"].add(name)
     for mig in (
-        MigDevice.objects.exclude(gpu__status=GpuStatus.LOST)
-        .order_by()
+        migs.exclude(gpu__status=GpuStatus.LOST)
         .values("gpu__server_id", "profile")
         .annotate(n=Count("id"))
     ):
@@ -191,7 +251,7 @@ def _load_servers() -> dict[int, ServerFacts]:
         if row:
             row["mig_profiles"][normalize_mig_profile(mig["profile"]) or "unknown"] += mig["n"]
     for claim in (
-        GpuClaim.objects.exclude(gpu__server_id=F("server_id"))
+        claims.exclude(gpu__server_id=F("server_id"))
         .exclude(gpu__status=GpuStatus.LOST)
         .values("server_id", "uuid", "mig_device_id", holder_id=F("gpu__server_id"))
         .annotate(serial=F("gpu__serial"))
@@ -255,11 +315,16 @@ NODE_COLUMNS = (
 )
 
 
-def _load_nodes(clusters: dict[int, str]) -> list[NodeFacts]:
-    """Every node that is not gone, as the rules see it (before binding)."""
+def _load_nodes(
+    clusters: dict[int, str], server_ids: Collection[int] | None = None
+) -> list[NodeFacts]:
+    """Every node that is not gone (or those bound to `server_ids`), as the rules see it."""
+    nodes = Node.objects.filter(gone_at__isnull=True)
+    if server_ids is not None:
+        nodes = nodes.filter(server_id__in=server_ids)
     return [
         node_facts(row, clusters[row["cluster_id"]])
-        for row in Node.objects.filter(gone_at__isnull=True).order_by("id").values(*NODE_COLUMNS)
+        for row in nodes.order_by("id").values(*NODE_COLUMNS)
     ]
 
 
@@ -441,11 +506,18 @@ def _write_bindings(rows: list[tuple[int, int | None, str, Any]]) -> None:
 # Writing ------------------------------------------------------------------------------
 
 
-def _write_findings(desired: dict[tuple[str, str], FindingFact], now) -> tuple[int, int, int]:
-    """Raise new findings, reopen returned ones, resolve the ones whose cause is gone."""
+def _write_findings(
+    desired: dict[tuple[str, str], FindingFact], now, scope: Q | None = None
+) -> tuple[int, int, int]:
+    """Raise new findings, reopen returned ones, resolve the ones whose cause is gone.
+
+    `scope` limits what this pass answers for (the findings it may resolve); every finding
+    by default. Returns (raised, resolved, open in scope).
+    """
+    findings = Finding.objects.filter(scope) if scope is not None else Finding.objects.all()
     existing = {
         (row[0], row[1]): row[2:]
-        for row in Finding.objects.values_list(
+        for row in findings.values_list(
             "type",
             "subject",
             "id",
@@ -517,5 +589,5 @@ def _write_findings(desired: dict[tuple[str, str], FindingFact], now) -> tuple[i
         resolved += Finding.objects.filter(id__in=gone[start : start + BATCH]).update(
             resolved_at=now, last_seen=now
         )
-    Finding.objects.filter(resolved_at__isnull=True).exclude(last_seen=now).update(last_seen=now)
+    findings.filter(resolved_at__isnull=True).exclude(last_seen=now).update(last_seen=now)
     return raised, resolved, len(desired)

@@ -18,10 +18,8 @@ from .types import FindingFact, Fleet
 
 Rule = Callable[[Fleet], list[FindingFact]]
 
-RULES: tuple[Rule, ...] = (
-    node_without_server,
+SERVER_RULES: tuple[Rule, ...] = (
     server_without_node,
-    duplicate_identity,
     duplicate_gpu,
     gpu_count_mismatch,
     mig_mismatch,
@@ -32,8 +30,18 @@ RULES: tuple[Rule, ...] = (
     stale_agent,
     unhealthy_gpu,
     node_unavailable,
-    driver_skew,
 )
+"""Rules whose findings about a server (or a node bound to it) read only that server, its
+nodes, its VMs or host, and the servers holding GPUs it claims: they can be judged for a few
+servers at a time (`clusters.reconcile.reconcile_servers`)."""
+
+FLEET_RULES: tuple[Rule, ...] = (node_without_server, duplicate_identity, driver_skew)
+"""Rules that compare across the fleet or a cluster: the full pass only."""
+
+RULES: tuple[Rule, ...] = (*FLEET_RULES, *SERVER_RULES)
+
+SERVER_FINDING_TYPES = frozenset(rule.__name__ for rule in SERVER_RULES)
+"""The finding types of `SERVER_RULES` (each rule is named for its type; a test holds it)."""
 
 
 def evaluate(fleet: Fleet, rules: tuple[Rule, ...] = RULES) -> dict[tuple[str, str], FindingFact]:

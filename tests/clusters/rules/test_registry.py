@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from clusters.choices import FindingType
-from clusters.rules.registry import RULES, evaluate
+from clusters.rules.registry import FLEET_RULES, RULES, SERVER_RULES, evaluate
 from clusters.rules.types import FindingFact
 
 from .fleets import fleet, node, server
@@ -31,3 +31,13 @@ def test_evaluate_runs_only_the_rules_it_is_given():
     assert len(evaluate(f)) == 2
     (rule,) = (r for r in RULES if r.__name__ == "mig_pending_reboot")
     assert list(evaluate(f, (rule,))) == [("mig_pending_reboot", "server:1")]
+
+
+def test_server_rules_and_fleet_rules_split_the_registry():
+    assert set(SERVER_RULES).isdisjoint(FLEET_RULES)
+    assert set(SERVER_RULES) | set(FLEET_RULES) == set(RULES)
+    assert {r.__name__ for r in FLEET_RULES} == {
+        "node_without_server",
+        "duplicate_identity",
+        "driver_skew",
+    }
