@@ -113,12 +113,10 @@ def reconcile_servers(*, server_ids: Collection[int], now=None) -> ReconcileResu
     with transaction.atomic():
         ReconcileState.objects.select_for_update().get_or_create(id=1)
         judged = _with_hosts_and_vms(set(server_ids))
-        holders = set(
-            GpuClaim.objects.filter(server_id__in=judged)
-            .exclude(gpu__server_id__in=judged)
-            .values_list("gpu__server_id", flat=True)
-        )
-        servers = _load_servers(judged | holders)
+        servers = _load_servers(judged)
+        holders = {c.holder_id for s in servers.values() for c in s.gpu_claims} - servers.keys()
+        if holders:  # rare: read the servers holding GPUs these claim, for their names and age
+            servers |= _load_servers(holders)
         clusters = dict(Cluster.objects.values_list("id", "name"))
         nodes = _load_nodes(clusters, server_ids=judged)
         result.servers, result.nodes = len(judged & servers.keys()), len(nodes)
@@ -138,14 +136,15 @@ def reconcile_servers(*, server_ids: Collection[int], now=None) -> ReconcileResu
 
 
 def _with_hosts_and_vms(ids: set[int]) -> set[int]:
-    """The servers, their physical hosts, and every VM of those hosts and servers."""
-    hosts = set(
-        Server.objects.filter(id__in=ids, physical_host_id__isnull=False).values_list(
-            "physical_host_id", flat=True
-        )
-    )
-    ids = ids | hosts
-    return ids | set(Server.objects.filter(physical_host_id__in=ids).values_list("id", flat=True))
+    """The servers, their physical hosts, and every VM of those hosts and servers: one query,
+    two where a server is a VM (its host's other VMs)."""
+    found = Server.objects.filter(Q(id__in=ids) | Q(physical_host_id__in=ids)).order_by()
+    rows = list(found.values_list("id", "physical_host_id"))
+    hosts = {host for server_id, host in rows if server_id in ids and host} - ids
+    if hosts:
+        siblings = Server.objects.filter(Q(id__in=hosts) | Q(physical_host_id__in=hosts))
+        rows += siblings.order_by().values_list("id", "physical_host_id")
+    return ids | {server_id for server_id, _ in rows}
 
 
 def _fleet(

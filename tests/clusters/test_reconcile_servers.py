@@ -119,3 +119,14 @@ def test_it_costs_the_same_queries_for_5_and_40_servers():
         return len(ctx.captured_queries)
 
     assert run(5, 0) == run(40, 100)
+
+
+def test_a_gpu_claimed_from_another_server_is_judged_with_the_holder_read():
+    holder = make_report("dgx-01")
+    claimant = make_report("dgx-02")
+    claimant["gpus"][7].update(uuid=holder["gpus"][7]["uuid"], serial=holder["gpus"][7]["serial"])
+    servers = apply_reports(holder, claimant)
+    reconcile_servers(server_ids=[servers["dgx-02"].id])
+    (finding,) = Finding.objects.filter(type=FindingType.DUPLICATE_GPU)
+    assert finding.server == servers["dgx-02"]
+    assert finding.message.startswith("dgx-02 reports 1 GPU that dgx-01 also reports")
