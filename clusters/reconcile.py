@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from operator import itemgetter
 from typing import Any
 
 from django.conf import settings
@@ -318,13 +319,12 @@ def _load_nodes(
     clusters: dict[int, str], server_ids: Collection[int] | None = None
 ) -> list[NodeFacts]:
     """Every node that is not gone (or those bound to `server_ids`), as the rules see it."""
-    nodes = Node.objects.filter(gone_at__isnull=True)
+    nodes = Node.objects.filter(gone_at__isnull=True).order_by("id")
     if server_ids is not None:
-        nodes = nodes.filter(server_id__in=server_ids)
-    return [
-        node_facts(row, clusters[row["cluster_id"]])
-        for row in nodes.order_by("id").values(*NODE_COLUMNS)
-    ]
+        # A few rows: sorted here, so that SQLite looks them up by server, not in id order.
+        nodes = nodes.filter(server_id__in=server_ids).order_by()
+    rows = sorted(nodes.values(*NODE_COLUMNS), key=itemgetter("id"))
+    return [node_facts(row, clusters[row["cluster_id"]]) for row in rows]
 
 
 def node_facts(row: dict[str, Any], cluster: str) -> NodeFacts:
