@@ -209,8 +209,8 @@ def _load_servers(ids: Collection[int] | None = None) -> dict[int, ServerFacts]:
     if ids is not None:
         servers, gpus = servers.filter(id__in=ids), gpus.filter(server_id__in=ids)
         migs, claims = migs.filter(gpu__server_id__in=ids), claims.filter(server_id__in=ids)
-    rows = {
-        row["id"]: row
+    rows: dict[int, dict[str, Any]] = {
+        row["id"]: dict(row)
         for row in servers.values(*SERVER_COLUMNS, profile_id=F("hardware_profile_id"))
     }
     for row in rows.values():
@@ -218,25 +218,28 @@ def _load_servers(ids: Collection[int] | None = None) -> dict[int, ServerFacts]:
         row["names"], row["mig_profiles"] = set(), Counter()
         row["gpu_claims"], row["unhealthy"] = [], {}
     live = ~Q(status=GpuStatus.LOST)
-    for counts in gpus.values("server_id").annotate(
-        gpus=Count("id", filter=live),
-        mig_gpus=Count("id", filter=live & Q(mig_mode_current=True)),
-        mig_pending=Count(
-            "id",
-            filter=live
-            & (
-                Q(mig_mode_pending=True, mig_mode_current=False)
-                | Q(mig_mode_pending=False, mig_mode_current=True)
+    for counts in (
+        gpus.values("server_id")
+        .annotate(
+            gpus=Count("id", filter=live),
+            mig_gpus=Count("id", filter=live & Q(mig_mode_current=True)),
+            mig_pending=Count(
+                "id",
+                filter=live
+                & (
+                    Q(mig_mode_pending=True, mig_mode_current=False)
+                    | Q(mig_mode_pending=False, mig_mode_current=True)
+                ),
             ),
-        ),
+        )
+        .values_list("server_id", "gpus", "mig_gpus", "mig_pending")
     ):
-        row = rows.get(counts.pop("server_id"))
-        if row:
-            row.update(counts)
+        if counts[0] in rows:
+            server = rows[counts[0]]
+            server["gpus"], server["mig_gpus"], server["mig_pending"] = counts[1:]
     for gpu in gpus.unhealthy().values("server_id", "uuid", *HEALTH_FIELDS):
-        row = rows.get(gpu["server_id"])
-        if row:
-            row["unhealthy"][gpu["uuid"]] = gpu_health(gpu)
+        if gpu["server_id"] in rows:
+            rows[gpu["server_id"]]["unhealthy"][gpu["uuid"]] = gpu_health(gpu)
     for server_id, name in (
         gpus.exclude(status=GpuStatus.LOST).values_list("server_id", "name").distinct()
     ):
@@ -247,19 +250,17 @@ def _load_servers(ids: Collection[int] | None = None) -> dict[int, ServerFacts]:
         .values("gpu__server_id", "profile")
         .annotate(n=Count("id"))
     ):
-        row = rows.get(mig["gpu__server_id"])
-        if row:
-            row["mig_profiles"][normalize_mig_profile(mig["profile"]) or "unknown"] += mig["n"]
-    for claim in (
+        if mig["gpu__server_id"] in rows:
+            profile = normalize_mig_profile(mig["profile"]) or "unknown"
+            rows[mig["gpu__server_id"]]["mig_profiles"][profile] += mig["n"]
+    for server_id, uuid, mig_device_id, holder_id, serial in (
         claims.exclude(gpu__server_id=F("server_id"))
         .exclude(gpu__status=GpuStatus.LOST)
-        .values("server_id", "uuid", "mig_device_id", holder_id=F("gpu__server_id"))
-        .annotate(serial=F("gpu__serial"))
+        .values_list("server_id", "uuid", "mig_device_id", "gpu__server_id", "gpu__serial")
     ):
-        row = rows.get(claim.pop("server_id"))
-        if row:
-            claim["serial"] = claim["serial"] or ""
-            row["gpu_claims"].append(ClaimedGpu(**claim))
+        if server_id in rows:
+            claim = ClaimedGpu(holder_id, uuid, serial or "", mig_device_id)
+            rows[server_id]["gpu_claims"].append(claim)
     for row in rows.values():
         row["names"] = frozenset(row["names"])
         row["gpu_claims"] = tuple(row["gpu_claims"])

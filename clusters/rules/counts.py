@@ -92,7 +92,6 @@ def _kubernetes_count(node: NodeFacts, server: ServerFacts) -> FindingFact | Non
     advertised, allocatable, expected = count.advertised, count.allocatable, count.expected
     if advertised == expected and allocatable >= advertised:
         return None  # the cheap common case: none of the three findings below
-    ids = dict(server_id=server.id, node_id=node.id, cluster_id=node.cluster_id)
     agent = agent_gpus(server)
     if not advertised and not node.gpu_capacity and expected and not node.mig_resources:
         return FindingFact(
@@ -102,7 +101,9 @@ def _kubernetes_count(node: NodeFacts, server: ServerFacts) -> FindingFact | Non
             f"{node.label}: Kubernetes advertises no nvidia.com/gpu; {agent}. Is the NVIDIA "
             "device plugin running on this node?",
             details={"advertised": 0, "expected": expected},
-            **ids,
+            server_id=server.id,
+            node_id=node.id,
+            cluster_id=node.cluster_id,
         )
     if advertised != expected:
         hint = ""
@@ -115,7 +116,9 @@ def _kubernetes_count(node: NodeFacts, server: ServerFacts) -> FindingFact | Non
             f"{node.label}: Kubernetes advertises {advertised} {count.resource}, expected "
             f"{expected} from {count.what}; {agent}{hint}",
             details={"advertised": advertised, "expected": expected, "agent_gpus": server.gpus},
-            **ids,
+            server_id=server.id,
+            node_id=node.id,
+            cluster_id=node.cluster_id,
         )
     if allocatable < advertised:
         missing = advertised - allocatable
@@ -127,7 +130,9 @@ def _kubernetes_count(node: NodeFacts, server: ServerFacts) -> FindingFact | Non
             f"{allocatable} allocatable; {agent}. The device plugin may have marked {missing} "
             "unhealthy (an Xid error?)",
             details={"capacity": advertised, "allocatable": allocatable, "agent_gpus": server.gpus},
-            **ids,
+            server_id=server.id,
+            node_id=node.id,
+            cluster_id=node.cluster_id,
         )
     return None
 
@@ -178,7 +183,6 @@ def slurm_count(node: NodeFacts) -> SlurmCount:
 
 def _slurm_count(node: NodeFacts, server: ServerFacts) -> FindingFact | None:
     count = slurm_count(node)
-    ids = dict(server_id=server.id, node_id=node.id, cluster_id=node.cluster_id)
     if not count.configured and server.gpus:
         return FindingFact(
             FindingType.GPU_COUNT_MISMATCH,
@@ -187,7 +191,9 @@ def _slurm_count(node: NodeFacts, server: ServerFacts) -> FindingFact | None:
             f"{node.label}: Slurm has no gpu GRES for this node; {agent_gpus(server)}. "
             "Add Gres=gpu:... to its NodeName line (and gres.conf)",
             details={"gres": 0, "agent_gpus": server.gpus},
-            **ids,
+            server_id=server.id,
+            node_id=node.id,
+            cluster_id=node.cluster_id,
         )
     if count.agrees(server) or count.counts_mig_gpus_whole(node, server):
         return None  # the MIG rule says what is wrong, if anything
@@ -203,7 +209,9 @@ def _slurm_count(node: NodeFacts, server: ServerFacts) -> FindingFact | None:
         + f"; {agent_gpus(server)}"
         + (" - not in Slurm's config?" if count.whole < server.whole_gpus else ""),
         details={"gres": total, "whole": count.whole, "agent_gpus": server.gpus},
-        **ids,
+        server_id=server.id,
+        node_id=node.id,
+        cluster_id=node.cluster_id,
     )
 
 
