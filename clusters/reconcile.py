@@ -1,7 +1,8 @@
 """Reconciliation: bind scheduler nodes to servers, and raise findings where layers disagree.
 
-Set-based: the whole fleet is read in a handful of aggregate queries into plain dicts,
-bound and compared in memory, and written back in bulk. 25,000 servers against 50,000 nodes
+Set-based: the whole fleet is read in a handful of aggregate queries into typed facts
+(`clusters.rules.types`), bound and judged in memory by the rules of `clusters.rules.registry`
+(pure functions, no queries), and written back in bulk. 25,000 servers against 50,000 nodes
 is a few seconds and a fixed number of queries per 2,000 changed rows, never one per node.
 """
 
@@ -10,11 +11,14 @@ from __future__ import annotations
 import ipaddress
 import logging
 import time
-from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import MISSING, dataclass, fields
+from collections import Counter, defaultdict
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from operator import itemgetter
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
@@ -23,12 +27,24 @@ from agent.mig import normalize_mig_profile
 from inventory.choices import GpuStatus
 from inventory.health import HEALTH_FIELDS, gpu_health
 from inventory.identity import short_hostname
-from inventory.models import Gpu, GpuClaim, MigDevice, Server
+from inventory.models import Gpu, GpuClaim, HardwareProfile, MigDevice, Server
+from inventory.selectors import hardware_profile_for
 from inventory.services import revision_get
 
 from .choices import BindingMethod, ClusterKind
-from .findings import Desired, ServerFacts, findings_for
 from .models import Cluster, Finding, Node, ReconcileState
+from .parsers.records import GresRecord
+from .rules.counts import SHARED_GPU_RESOURCE
+from .rules.registry import SERVER_FINDING_TYPES, SERVER_RULES, evaluate
+from .rules.types import (
+    ClaimedGpu,
+    FindingFact,
+    Fleet,
+    HardwareProfileFacts,
+    NodeFacts,
+    ResourceCount,
+    ServerFacts,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -57,13 +73,14 @@ def reconcile_all(*, now=None) -> ReconcileResult:
         # One reconciliation at a time: a second waits here, then sees the first's work.
         ReconcileState.objects.select_for_update().get_or_create(id=1)
         servers = _load_servers()
-        nodes = _load_nodes()
-        clusters = {c["id"]: c for c in Cluster.objects.values("id", "name", "kind")}
+        clusters = dict(Cluster.objects.values_list("id", "name"))
+        nodes = _load_nodes(clusters)
         result.servers, result.nodes = len(servers), len(nodes)
 
-        result.bindings_changed, ambiguous = _bind(nodes, servers, now)
-        result.bound = sum(1 for n in nodes if n["server_id"])
-        desired = findings_for(nodes, servers, clusters, ambiguous, now)
+        nodes, result.bindings_changed, ambiguous = _bind(nodes, servers, now)
+        result.bound = sum(1 for n in nodes if n.server_id)
+        fleet = _fleet(nodes, servers, clusters, now, ambiguous=ambiguous)
+        desired = evaluate(fleet)
         raised, resolved, open_count = _write_findings(desired, now)
         result.findings_raised, result.findings_resolved = raised, resolved
         result.findings_open = open_count
@@ -81,6 +98,76 @@ def reconcile_all(*, now=None) -> ReconcileResult:
     return result
 
 
+def reconcile_servers(*, server_ids: Collection[int], now=None) -> ReconcileResult:
+    """Refresh the findings of a few servers and of the nodes bound to them, in milliseconds
+    whatever the fleet: after a report or a snapshot that touched only these.
+
+    Judged: the servers, the VMs and host of each (a host is in a scheduler through its bound
+    VMs), and their bound nodes, by the rules that read no more than that
+    (`SERVER_RULES`; servers holding GPUs they claim are read too). Bindings, duplicate
+    identities, nodes without a server and version skew stay with the full pass
+    (`reconcile_all`), which also remains the periodic safety net.
+    """
+    started = time.monotonic()
+    now = now or timezone.now()
+    result = ReconcileResult()
+    with transaction.atomic():
+        ReconcileState.objects.select_for_update().get_or_create(id=1)
+        judged = _with_hosts_and_vms(set(server_ids))
+        servers = _load_servers(judged)
+        holders = {c.holder_id for s in servers.values() for c in s.gpu_claims} - servers.keys()
+        if holders:  # rare: read the servers holding GPUs these claim, for their names and age
+            servers |= _load_servers(holders)
+        clusters = dict(Cluster.objects.values_list("id", "name"))
+        nodes = _load_nodes(clusters, server_ids=judged)
+        result.servers, result.nodes = len(judged & servers.keys()), len(nodes)
+        result.bound = len(nodes)
+        fleet = _fleet(nodes, servers, clusters, now)
+        desired = {
+            key: finding
+            for key, finding in evaluate(fleet, SERVER_RULES).items()
+            if finding.server_id in judged
+        }
+        scope = Q(type__in=SERVER_FINDING_TYPES, server_id__in=judged)
+        raised, resolved, open_count = _write_findings(desired, now, scope=scope)
+        result.findings_raised, result.findings_resolved = raised, resolved
+        result.findings_open = open_count
+    result.duration_ms = int((time.monotonic() - started) * 1000)
+    return result
+
+
+def _with_hosts_and_vms(ids: set[int]) -> set[int]:
+    """The servers, their physical hosts, and every VM of those hosts and servers: one query,
+    two where a server is a VM (its host's other VMs)."""
+    found = Server.objects.filter(Q(id__in=ids) | Q(physical_host_id__in=ids)).order_by()
+    rows = list(found.values_list("id", "physical_host_id"))
+    hosts = {host for server_id, host in rows if server_id in ids and host} - ids
+    if hosts:
+        siblings = Server.objects.filter(Q(id__in=hosts) | Q(physical_host_id__in=hosts))
+        rows += siblings.order_by().values_list("id", "physical_host_id")
+    return ids | {server_id for server_id, _ in rows}
+
+
+def _fleet(
+    nodes: list[NodeFacts],
+    servers: dict[int, ServerFacts],
+    clusters: dict[int, str],
+    now,
+    ambiguous: dict[int, frozenset[int]] | None = None,
+) -> Fleet:
+    """The rules' view: bound nodes, servers, their profiles, and now's stale/offline times."""
+    return Fleet(
+        nodes=tuple(nodes),
+        servers=servers,
+        now=now,
+        stale_before=now - timedelta(seconds=settings.ATLAS_SERVER_STALE_AFTER_S),
+        offline_before=now - timedelta(seconds=settings.ATLAS_SERVER_OFFLINE_AFTER_S),
+        clusters=clusters,
+        ambiguous=ambiguous or {},
+        profiles=_load_profiles(servers),
+    )
+
+
 def reconcile_needed() -> bool:
     """True when the inventory or a node set moved since the last reconciliation."""
     state = (
@@ -95,18 +182,44 @@ def reconcile_needed() -> bool:
 
 # Loading ------------------------------------------------------------------------------
 
+SERVER_COLUMNS = (
+    "id",
+    "hostname",
+    "fqdn",
+    "system_uuid",
+    "machine_id",
+    "addresses",
+    "last_seen",
+    "driver_version",
+    "cuda_version",
+    "vendor",
+    "product",
+    "pci_gpu_count",
+    "is_virtual",
+    "physical_host_id",
+    "nvml_error",
+)
 
-def _load_servers() -> dict[int, ServerFacts]:
-    required = [f.name for f in fields(ServerFacts) if f.default is f.default_factory is MISSING]
-    columns = [name for name in required if name != "profile_id"]
-    servers = {}
-    for row in Server.objects.values(*columns, profile_id=F("hardware_profile_id")):
-        row["addresses"] = row["addresses"] or []
-        servers[row["id"]] = ServerFacts(**row)
+
+def _load_servers(ids: Collection[int] | None = None) -> dict[int, ServerFacts]:
+    """Every server (or those of `ids`) with its GPUs counted: one query per kind of fact,
+    whatever the fleet."""
+    servers, gpus = Server.objects.all(), Gpu.objects.order_by()
+    migs, claims = MigDevice.objects.order_by(), GpuClaim.objects.order_by()
+    if ids is not None:
+        servers, gpus = servers.filter(id__in=ids), gpus.filter(server_id__in=ids)
+        migs, claims = migs.filter(gpu__server_id__in=ids), claims.filter(server_id__in=ids)
+    rows: dict[int, dict[str, Any]] = {
+        row["id"]: dict(row)
+        for row in servers.values(*SERVER_COLUMNS, profile_id=F("hardware_profile_id"))
+    }
+    for row in rows.values():
+        row["addresses"] = tuple(row["addresses"] or ())
+        row["names"], row["mig_profiles"] = set(), Counter()
+        row["gpu_claims"], row["unhealthy"] = [], {}
     live = ~Q(status=GpuStatus.LOST)
-    for row in (
-        Gpu.objects.order_by()
-        .values("server_id")
+    for counts in (
+        gpus.values("server_id")
         .annotate(
             gpus=Count("id", filter=live),
             mig_gpus=Count("id", filter=live & Q(mig_mode_current=True)),
@@ -119,42 +232,59 @@ def _load_servers() -> dict[int, ServerFacts]:
                 ),
             ),
         )
+        .values_list("server_id", "gpus", "mig_gpus", "mig_pending")
     ):
-        facts = servers.get(row.pop("server_id"))
-        if facts:
-            for key, value in row.items():
-                setattr(facts, key, value)
-    for row in Gpu.objects.unhealthy().order_by().values("server_id", "uuid", *HEALTH_FIELDS):
-        facts = servers.get(row["server_id"])
-        if facts:
-            facts.unhealthy[row["uuid"]] = gpu_health(row)
+        if counts[0] in rows:
+            server = rows[counts[0]]
+            server["gpus"], server["mig_gpus"], server["mig_pending"] = counts[1:]
+    for gpu in gpus.unhealthy().values("server_id", "uuid", *HEALTH_FIELDS):
+        if gpu["server_id"] in rows:
+            rows[gpu["server_id"]]["unhealthy"][gpu["uuid"]] = gpu_health(gpu)
     for server_id, name in (
-        Gpu.objects.exclude(status=GpuStatus.LOST)
-        .order_by()
-        .values_list("server_id", "name")
-        .distinct()
+        gpus.exclude(status=GpuStatus.LOST).values_list("server_id", "name").distinct()
     ):
-        if server_id in servers and name:
-            servers[server_id].names.add(name)
-    for row in (
-        MigDevice.objects.exclude(gpu__status=GpuStatus.LOST)
-        .order_by()
+        if server_id in rows and name:
+            rows[server_id]["names"].add(name)
+    for mig in (
+        migs.exclude(gpu__status=GpuStatus.LOST)
         .values("gpu__server_id", "profile")
         .annotate(n=Count("id"))
     ):
-        facts = servers.get(row["gpu__server_id"])
-        if facts:
-            facts.mig_profiles[normalize_mig_profile(row["profile"]) or "unknown"] += row["n"]
-    for row in (
-        GpuClaim.objects.exclude(gpu__server_id=F("server_id"))
+        if mig["gpu__server_id"] in rows:
+            profile = normalize_mig_profile(mig["profile"]) or "unknown"
+            rows[mig["gpu__server_id"]]["mig_profiles"][profile] += mig["n"]
+    for server_id, uuid, mig_device_id, holder_id, serial in (
+        claims.exclude(gpu__server_id=F("server_id"))
         .exclude(gpu__status=GpuStatus.LOST)
-        .values("server_id", "uuid", "mig_device_id", holder_id=F("gpu__server_id"))
-        .annotate(serial=F("gpu__serial"))
+        .values_list("server_id", "uuid", "mig_device_id", "gpu__server_id", "gpu__serial")
     ):
-        facts = servers.get(row.pop("server_id"))
-        if facts:
-            facts.gpu_claims.append(row)
-    return servers
+        if server_id in rows:
+            claim = ClaimedGpu(holder_id, uuid, serial or "", mig_device_id)
+            rows[server_id]["gpu_claims"].append(claim)
+    for row in rows.values():
+        row["names"] = frozenset(row["names"])
+        row["gpu_claims"] = tuple(row["gpu_claims"])
+    return {server_id: ServerFacts(**row) for server_id, row in rows.items()}
+
+
+def _load_profiles(servers: dict[int, ServerFacts]) -> dict[int, HardwareProfileFacts]:
+    """Each server's hardware profile (set on it, else matched by DMI vendor and product)."""
+    profiles = list(HardwareProfile.objects.all())
+    if not profiles:
+        return {}
+    found = {}
+    for s in servers.values():
+        profile = hardware_profile_for(
+            vendor=s.vendor, product=s.product, profile_id=s.profile_id, profiles=profiles
+        )
+        if profile is not None:
+            found[s.id] = HardwareProfileFacts(
+                id=profile.pk,
+                name=profile.name,
+                expected_gpu_count=profile.expected_gpu_count,
+                expected_gpu_model=profile.expected_gpu_model,
+            )
+    return found
 
 
 NODE_COLUMNS = (
@@ -180,15 +310,73 @@ NODE_COLUMNS = (
     "mig_resources",
     "gpu_product",
     "gpu_replicas",
-    "sharing_strategy",
     "mig_strategy",
     "server_id",
     "binding_method",
 )
 
 
-def _load_nodes() -> list[dict[str, Any]]:
-    return list(Node.objects.filter(gone_at__isnull=True).order_by("id").values(*NODE_COLUMNS))
+def _load_nodes(
+    clusters: dict[int, str], server_ids: Collection[int] | None = None
+) -> list[NodeFacts]:
+    """Every node that is not gone (or those bound to `server_ids`), as the rules see it."""
+    nodes = Node.objects.filter(gone_at__isnull=True).order_by("id")
+    if server_ids is not None:
+        # A few rows: sorted here, so that SQLite looks them up by server, not in id order.
+        nodes = nodes.filter(server_id__in=server_ids).order_by()
+    rows = sorted(nodes.values(*NODE_COLUMNS), key=itemgetter("id"))
+    return [node_facts(row, clusters[row["cluster_id"]]) for row in rows]
+
+
+def node_facts(row: dict[str, Any], cluster: str) -> NodeFacts:
+    """A node row (`NODE_COLUMNS`) as typed facts: GRES as records, MIG resources by
+    normalised profile, the shared GPU resource pulled out of the extended resources."""
+    shared = (row["resources"] or {}).get(SHARED_GPU_RESOURCE)
+    return NodeFacts(
+        id=row["id"],
+        cluster_id=row["cluster_id"],
+        cluster=cluster,
+        kind=row["kind"],
+        name=row["name"],
+        state=row["state"],
+        raw_state=row["raw_state"] or "",
+        state_flags=tuple(row["state_flags"] or ()),
+        ready=row["ready"],
+        schedulable=row["schedulable"],
+        reason=row["reason"] or "",
+        gpu_capacity=row["gpu_capacity"],
+        gpu_allocatable=row["gpu_allocatable"],
+        gpu_used=row["gpu_used"],
+        gres=tuple(_gres_record(g) for g in row["gres"] or ()),
+        mig_resources={
+            normalize_mig_profile(k) or k: v for k, v in (row["mig_resources"] or {}).items()
+        },
+        shared_gpus=(
+            ResourceCount(shared.get("capacity", 0), shared.get("allocatable", 0))
+            if shared
+            else None
+        ),
+        gpu_product=row["gpu_product"] or "",
+        gpu_replicas=max(row["gpu_replicas"] or 1, 1),
+        mig_strategy=(row["mig_strategy"] or "").lower(),
+        hostname=row["hostname"] or "",
+        addresses=tuple(row["addresses"] or ()),
+        system_uuid=row["system_uuid"],
+        machine_id=row["machine_id"],
+        server_id=row["server_id"],
+        binding_method=row["binding_method"],
+    )
+
+
+def _gres_record(gres: dict[str, Any]) -> GresRecord:
+    return GresRecord(
+        name=gres.get("name") or "",
+        type=gres.get("type"),
+        count=gres.get("count") or 0,
+        used=gres.get("used"),
+        used_indexes=gres.get("used_indexes"),
+        mig_profile=gres.get("mig_profile"),
+    )
 
 
 # Binding ------------------------------------------------------------------------------
@@ -227,19 +415,19 @@ def _match_names(names: Iterable[str], index) -> tuple[set[int], str]:
     return set(), BindingMethod.NONE
 
 
-def binding_for(node: dict[str, Any], index) -> tuple[set[int], str]:
+def binding_for(node: NodeFacts, index) -> tuple[set[int], str]:
     """The servers a node's identity points at, and how (UUID, machine-id, names, addresses)."""
-    if node["kind"] == ClusterKind.KUBERNETES:
-        if node["system_uuid"] and node["system_uuid"] in index["uuid"]:
-            return index["uuid"][node["system_uuid"]], BindingMethod.SYSTEM_UUID
-        if node["machine_id"] and node["machine_id"] in index["mid"]:
-            return index["mid"][node["machine_id"]], BindingMethod.MACHINE_ID
-    names = [node["hostname"], node["name"]]
-    names += [a for a in node["addresses"] or [] if not _is_ip(a)]
+    if node.kind == ClusterKind.KUBERNETES:
+        if node.system_uuid and node.system_uuid in index["uuid"]:
+            return index["uuid"][node.system_uuid], BindingMethod.SYSTEM_UUID
+        if node.machine_id and node.machine_id in index["mid"]:
+            return index["mid"][node.machine_id], BindingMethod.MACHINE_ID
+    names = [node.hostname, node.name]
+    names += [a for a in node.addresses if not _is_ip(a)]
     found, method = _match_names(names, index)
     if found:
         return found, method
-    for address in node["addresses"] or []:
+    for address in node.addresses:
         address = address.strip().lower()
         if address in index["addr"]:
             return index["addr"][address], BindingMethod.ADDRESS
@@ -255,25 +443,29 @@ def _is_ip(value: str) -> bool:
 
 
 def _bind(
-    nodes: list[dict], servers: dict[int, ServerFacts], now
-) -> tuple[int, dict[int, set[int]]]:
-    """Set each node's server; a manual binding always wins. Returns changes and ambiguities."""
+    nodes: list[NodeFacts], servers: dict[int, ServerFacts], now
+) -> tuple[list[NodeFacts], int, dict[int, frozenset[int]]]:
+    """Each node with its server set; a manual binding always wins. Returns the bound nodes,
+    how many bindings changed (written here) and the nodes whose identity is ambiguous."""
     index = _index(servers)
-    ambiguous: dict[int, set[int]] = {}
+    ambiguous: dict[int, frozenset[int]] = {}
     changed: list[tuple[int, int | None, str, Any]] = []
+    bound = []
     for node in nodes:
-        if node["binding_method"] == BindingMethod.MANUAL and node["server_id"] in servers:
+        if node.binding_method == BindingMethod.MANUAL and node.server_id in servers:
+            bound.append(node)
             continue
         found, method = binding_for(node, index)
         server_id = next(iter(found)) if len(found) == 1 else None
         if len(found) > 1:
-            ambiguous[node["id"]] = found
+            ambiguous[node.id] = frozenset(found)
             method = BindingMethod.NONE
-        if (server_id, method) != (node["server_id"], node["binding_method"]):
-            node["server_id"], node["binding_method"] = server_id, method
-            changed.append((node["id"], server_id, method, now if server_id else None))
+        if (server_id, method) != (node.server_id, node.binding_method):
+            node = replace(node, server_id=server_id, binding_method=method)
+            changed.append((node.id, server_id, method, now if server_id else None))
+        bound.append(node)
     _write_bindings(changed)
-    return len(changed), ambiguous
+    return bound, len(changed), ambiguous
 
 
 def _write_bindings(rows: list[tuple[int, int | None, str, Any]]) -> None:
@@ -314,11 +506,18 @@ def _write_bindings(rows: list[tuple[int, int | None, str, Any]]) -> None:
 # Writing ------------------------------------------------------------------------------
 
 
-def _write_findings(desired: dict[tuple[str, str], Desired], now) -> tuple[int, int, int]:
-    """Raise new findings, reopen returned ones, resolve the ones whose cause is gone."""
+def _write_findings(
+    desired: dict[tuple[str, str], FindingFact], now, scope: Q | None = None
+) -> tuple[int, int, int]:
+    """Raise new findings, reopen returned ones, resolve the ones whose cause is gone.
+
+    `scope` limits what this pass answers for (the findings it may resolve); every finding
+    by default. Returns (raised, resolved, open in scope).
+    """
+    findings = Finding.objects.filter(scope) if scope is not None else Finding.objects.all()
     existing = {
         (row[0], row[1]): row[2:]
-        for row in Finding.objects.values_list(
+        for row in findings.values_list(
             "type",
             "subject",
             "id",
@@ -390,5 +589,5 @@ def _write_findings(desired: dict[tuple[str, str], Desired], now) -> tuple[int, 
         resolved += Finding.objects.filter(id__in=gone[start : start + BATCH]).update(
             resolved_at=now, last_seen=now
         )
-    Finding.objects.filter(resolved_at__isnull=True).exclude(last_seen=now).update(last_seen=now)
+    findings.filter(resolved_at__isnull=True).exclude(last_seen=now).update(last_seen=now)
     return raised, resolved, len(desired)

@@ -1,6 +1,7 @@
 """Fabric findings as small pure rules: plain facts in, finding facts out. Nothing is stored
 here; whoever keeps findings (the findings layer) persists these by (type, subject).
 
+`FindingFact` is the one finding shape of the project (`clusters.rules.types`, a plain module).
 Each rule answers one question in plain language and names the server where there is one.
 """
 
@@ -8,9 +9,10 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from statistics import median
-from typing import Any
+
+from clusters.rules.types import FindingFact
 
 from .exports import SchedulerTree, names_of
 from .parsers.records import lanes
@@ -27,14 +29,8 @@ SERVER_ABSENT = "fabric_server_absent"
 SERVER_UNBALANCED = "fabric_server_unbalanced"
 
 
-@dataclass(frozen=True, slots=True)
-class FabricFinding:
-    type: str
-    severity: str
-    subject: str
-    message: str
-    server_id: int | None = None
-    details: dict[str, Any] = field(default_factory=dict)
+FabricFinding = FindingFact
+"""The one finding shape every rule family returns, by the name fabric's callers use."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,8 @@ without a new failure, the counter went back to zero after a reset, the link tra
 width again. No queries here; `health.selectors.health_findings` gathers the facts.
 
 Persisting them (beside the scheduler layer's findings) is the caller's business: health does
-not import the layer that owns `Finding`.
+not import the layer's models; `FindingFact` is the one finding shape every rule family returns
+(`clusters.rules.types`, a plain module).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+
+from clusters.rules.types import FindingFact
 
 from .choices import EventKind, HealthFindingType, Severity
 
@@ -93,20 +95,6 @@ class GpuState:
     @property
     def label(self) -> str:
         return f"{self.hostname} GPU {self.index} ({self.serial or self.uuid})"
-
-
-@dataclass(frozen=True)
-class FindingFact:
-    """A finding a rule says should be open now."""
-
-    type: str
-    severity: str
-    subject: str
-    message: str
-    action: str
-    server_id: int
-    gpu_id: int | None = None
-    details: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
