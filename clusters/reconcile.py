@@ -24,6 +24,7 @@ from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from agent.mig import normalize_mig_profile
+from core.findings import FindingFact
 from inventory.choices import GpuStatus
 from inventory.health import HEALTH_FIELDS, gpu_health
 from inventory.identity import short_hostname
@@ -38,7 +39,6 @@ from .rules.counts import SHARED_GPU_RESOURCE
 from .rules.registry import SERVER_FINDING_TYPES, SERVER_RULES, evaluate
 from .rules.types import (
     ClaimedGpu,
-    FindingFact,
     Fleet,
     HardwareProfileFacts,
     NodeFacts,

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from statistics import median
 
-from clusters.rules.types import FindingFact
+from core.findings import FindingFact
 
 from .exports import SchedulerTree, names_of
 from .parsers.records import lanes

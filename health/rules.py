@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from clusters.rules.types import FindingFact
+from core.findings import FindingFact
 
 from .choices import EventKind, HealthFindingType, Severity
 

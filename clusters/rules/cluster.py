@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+from core.findings import FindingFact
+
 from ..choices import FindingType, Severity
-from .types import FindingFact, Fleet
+from .types import Fleet
 from .words import plural
 
 

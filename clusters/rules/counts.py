@@ -12,9 +12,10 @@ from collections import Counter
 from dataclasses import dataclass
 
 from agent.mig import normalize_mig_profile
+from core.findings import FindingFact
 
 from ..choices import ClusterKind, FindingType, Severity
-from .types import FindingFact, Fleet, NodeFacts, ServerFacts
+from .types import Fleet, NodeFacts, ServerFacts
 from .words import agent_gpus, plural, profile_text
 
 SHARED_GPU_RESOURCE = "nvidia.com/gpu.shared"

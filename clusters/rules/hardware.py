@@ -4,8 +4,10 @@ than the server's hardware profile."""
 
 from __future__ import annotations
 
+from core.findings import FindingFact
+
 from ..choices import ClusterKind, FindingType, Severity
-from .types import FindingFact, Fleet, HardwareProfileFacts, NodeFacts, ServerFacts
+from .types import Fleet, HardwareProfileFacts, NodeFacts, ServerFacts
 from .words import model_fits, plural, scheduler_name
 
 

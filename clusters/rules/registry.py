@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from core.findings import FindingFact
+
 from .cluster import driver_skew
 from .counts import gpu_count_mismatch, mig_mismatch
 from .hardware import below_profile, gpu_model_mismatch, gpu_not_in_nvml, mig_pending_reboot
 from .identity import duplicate_gpu, duplicate_identity, node_without_server, server_without_node
 from .state import node_unavailable, stale_agent, unhealthy_gpu
-from .types import FindingFact, Fleet
+from .types import Fleet
 
 Rule = Callable[[Fleet], list[FindingFact]]
 

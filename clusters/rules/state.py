@@ -3,10 +3,11 @@ schedulable node with unhealthy GPUs, an unavailable node whose hardware looks h
 
 from __future__ import annotations
 
+from core.findings import FindingFact
 from inventory.health import GpuProblem
 
 from ..choices import FindingType, Severity
-from .types import FindingFact, Fleet
+from .types import Fleet
 from .words import plural
 
 CRITICAL_PROBLEMS = frozenset({GpuProblem.LOST, GpuProblem.NVML_ERROR, GpuProblem.ROW_REMAP_FAILED})

@@ -1,10 +1,8 @@
 """The facts the finding rules read, and the finding facts they return.
 
 Plain frozen values, built by `clusters.reconcile` from a fixed number of queries: a rule
-never queries, so each one is tested on hand-built facts without a database. `FindingFact`
-is what every rule family of the project returns (this one, `health.rules`, `fabric.rules`):
-a finding that should be open now, keyed by (type, subject) so that a writer can raise, keep
-and resolve it.
+never queries, so each one is tested on hand-built facts without a database. What the rules
+return is `core.findings.FindingFact`, the shape shared with `health.rules` and `fabric.rules`.
 """
 
 from __future__ import annotations
@@ -14,35 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from clusters.parsers.records import GresRecord
 from inventory.health import PROBLEMS, GpuHealth, GpuProblem
-
-
-@dataclass(frozen=True, slots=True)
-class FindingFact:
-    """A finding a rule says should be open now: what, how bad, about what, in words.
-
-    `subject` names what the finding is about and stays the same across runs (`node:12`,
-    `server:7`, `cluster:3:driver`); the ids say which rows it links to; `action` is the
-    next step where a rule knows one.
-    """
-
-    type: str
-    severity: str
-    subject: str
-    message: str
-    server_id: int | None = None
-    node_id: int | None = None
-    cluster_id: int | None = None
-    gpu_id: int | None = None
-    action: str = ""
-    details: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.type, self.subject)
 
 
 class ResourceCount(NamedTuple):

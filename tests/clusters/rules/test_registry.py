@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from clusters.choices import FindingType
 from clusters.rules.registry import FLEET_RULES, RULES, SERVER_RULES, evaluate
-from clusters.rules.types import FindingFact
+from core.findings import FindingFact
 
 from .fleets import fleet, node, server
 
