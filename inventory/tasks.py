@@ -14,7 +14,8 @@ from .broker import BrokerBreaker
 from .choices import ReportStatus
 from .models import Report
 from .services import report_apply, report_prune
-from .services.apply import report_fail
+from .services.apply import ApplyResult, report_fail
+from .signals import report_applied
 
 logger = logging.getLogger(__name__)
 
@@ -32,13 +33,19 @@ logger = logging.getLogger(__name__)
 def apply_report(self, report_id: int) -> str:
     """Apply one stored report. A report that breaks the apply is marked failed, not retried."""
     try:
-        return report_apply(report_id=report_id).status
+        result = report_apply(report_id=report_id)
     except OperationalError:
         raise
     except Exception as exc:
         logger.exception("report %s could not be applied", report_id)
         report_fail(report_id=report_id, error=f"{type(exc).__name__}: {exc}")
         return ReportStatus.FAILED
+    if result.status == ReportStatus.APPLIED:
+        # The facts are committed: a receiver failing must not fail the report.
+        for receiver, error in report_applied.send_robust(sender=ApplyResult, result=result):
+            if isinstance(error, Exception):
+                logger.error("after report %s: %s failed: %r", report_id, receiver, error)
+    return result.status
 
 
 broker = BrokerBreaker(settings.ATLAS_BROKER_RETRY_AFTER_S)
