@@ -17,7 +17,7 @@ from typing import Any
 from . import __version__
 from .counters import empty_health, health_warnings, read_health
 from .host import SysHost
-from .nvml import NvmlBackend, NvmlError, NvmlUnavailableError, cpu_list
+from .nvml import GpuFabricInfo, NvmlBackend, NvmlError, NvmlUnavailableError, cpu_list
 from .pcitopo import classify_pci_paths
 from .schema import SCHEMA_VERSION, normalize_pci_bus_id
 
@@ -152,6 +152,8 @@ def _walk_gpu(
             }
             for link in links
         ]
+        step = "fabric"
+        gpu.update(fabric_fields(backend.gpu_fabric(handle)))
         step = "health"
         gpu["health"] = read_health(backend, handle, gpu, has_nvlinks=bool(links))
         if gpu["mig_mode_current"]:
@@ -181,6 +183,16 @@ def _walk_gpu(
         gpu["uuid"] = synthetic_uuid("GPU", identity, gpu["pci_bus_id"] or f"index-{index}")
         gpu["uuid_synthetic"] = True
     return gpu, handle, links
+
+
+def fabric_fields(info: GpuFabricInfo | None) -> dict[str, Any]:
+    """The report's NVLink fabric fields of one GPU; all null outside such a fabric."""
+    return {
+        "fabric_cluster_uuid": info.cluster_uuid if info else None,
+        "fabric_clique_id": info.clique_id if info else None,
+        "fabric_state": info.state if info else None,
+        "fabric_status": info.status[:64] if info and info.status else None,
+    }
 
 
 def nvlink_classes(
@@ -452,6 +464,7 @@ def collect(
         "nvml_error": nvml_error,
         "gpus": gpus,
         "nics": nics,
+        "disks": host.disks(),
         "links": links,
         "nvswitch_count": switch_count if gpus else None,
         "pci_gpus": pci_gpus,
