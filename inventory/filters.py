@@ -8,7 +8,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from core.filters import IdFilter
 
 from .choices import GpuStatus, ServerState
-from .models import Gpu, MigDevice, Server
+from .models import Disk, Gpu, MigDevice, Server
 
 
 class ServerFilter(django_filters.FilterSet):
@@ -99,6 +99,16 @@ class GpuFilter(django_filters.FilterSet):
             | Q(serial__iexact=value)
             | Q(server__hostname__icontains=value)
         )
+
+
+class DiskFilter(django_filters.FilterSet):
+    server = IdFilter(field_name="server_id")
+    transport = django_filters.CharFilter(field_name="transport", lookup_expr="iexact")
+    serial = django_filters.CharFilter(field_name="serial")
+
+    class Meta:
+        model = Disk
+        fields = ["server", "transport", "serial"]
 
 
 class MigDeviceFilter(django_filters.FilterSet):

@@ -129,3 +129,54 @@ def test_disks_and_fabric_facts_cost_the_same_queries_for_2_and_24_disks():
         return len(ctx.captured_queries)
 
     assert cost("small", 2) == cost("big", 24)
+
+
+# -- API ------------------------------------------------------------------------------------
+
+
+def test_the_api_shows_disks_nic_ib_fields_and_gpu_fabric(api):
+    apply(fabric_report(), agent_token_create(name="t")[0])
+    apply(fabric_report("gb-02", guid="b83fd2030093c7a3"), agent_token_create(name="u")[0])
+    server = Server.objects.get(hostname="gb-01")
+    detail = api.get(f"/api/v1/servers/{server.pk}/").json()
+    assert [d["name"] for d in detail["disks"]] == ["nvme0n1", "nvme1n1"]
+    assert detail["disks"][1]["numa_node"] == 1
+    ib = next(n for n in detail["nics"] if n["node_guid"])
+    assert (ib["lid"], ib["rate"], ib["port_guids"]) == (
+        418,
+        "400 Gb/sec (4X NDR)",
+        [ib["node_guid"]],
+    )
+    assert any(n["lldp_neighbors"] == [NEIGHBOR] for n in detail["nics"])
+    gpu = api.get(f"/api/v1/gpus/?server={server.pk}").json()["results"][0]
+    assert (gpu["fabric_clique_id"], gpu["fabric_state"]) == (4294967295, "completed")
+    disks = api.get(f"/api/v1/disks/?server={server.pk}").json()
+    assert disks["count"] == 2 and {d["server_hostname"] for d in disks["results"]} == {"gb-01"}
+    assert api.get("/api/v1/disks/").json()["count"] == 4
+
+
+def test_the_disk_list_costs_the_same_queries_for_one_server_and_many(api):
+    apply(fabric_report(), agent_token_create(name="t")[0])
+
+    def cost():
+        with CaptureQueriesContext(connection) as ctx:
+            assert api.get("/api/v1/disks/").status_code == 200
+        return len(ctx.captured_queries)
+
+    one = cost()
+    for n in range(2, 6):
+        apply(
+            fabric_report(f"gb-{n:02d}", guid=f"b83fd2030093c7b{n}"),
+            agent_token_create(name=f"t{n}")[0],
+        )
+    assert cost() == one
+
+
+@pytest.mark.parametrize("query", ["server=abc", "server=99999999999999999999999"])
+def test_a_bad_server_filter_is_a_field_level_400(api, query):
+    answer = api.get(f"/api/v1/disks/?{query}")
+    assert answer.status_code == 400 and "server" in json.dumps(answer.json())
+
+
+def test_anonymous_callers_get_no_disks(client):
+    assert client.get("/api/v1/disks/").status_code in (401, 403)
