@@ -84,10 +84,25 @@ class GpuFilter(django_filters.FilterSet):
     )
     uuid = django_filters.CharFilter(field_name="uuid", lookup_expr="iexact")
     serial = django_filters.CharFilter(field_name="serial")
+    fabric_cluster_uuid = django_filters.CharFilter(
+        field_name="fabric_cluster_uuid",
+        lookup_expr="iexact",
+        help_text="the GPUs of one multi-node NVLink fabric (a GB200 NVL72 rack)",
+    )
 
     class Meta:
         model = Gpu
-        fields = ["search", "server", "model", "mig_enabled", "status", "health", "uuid", "serial"]
+        fields = [
+            "search",
+            "server",
+            "model",
+            "mig_enabled",
+            "status",
+            "health",
+            "uuid",
+            "serial",
+            "fabric_cluster_uuid",
+        ]
 
     def filter_health(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         return queryset.healthy() if value == "healthy" else queryset.unhealthy()

@@ -150,6 +150,9 @@ def test_the_api_shows_disks_nic_ib_fields_and_gpu_fabric(api):
     assert any(n["lldp_neighbors"] == [NEIGHBOR] for n in detail["nics"])
     gpu = api.get(f"/api/v1/gpus/?server={server.pk}").json()["results"][0]
     assert (gpu["fabric_clique_id"], gpu["fabric_state"]) == (4294967295, "completed")
+    domain = api.get("/api/v1/gpus/?fabric_cluster_uuid=88E955DB-1769-549B-8BD0-DEA5ED7DF1B4")
+    assert domain.json()["count"] == 8  # both servers' GPUs: one NVLink fabric
+    assert api.get("/api/v1/gpus/?fabric_cluster_uuid=other").json()["count"] == 0
     disks = api.get(f"/api/v1/disks/?server={server.pk}").json()
     assert disks["count"] == 2 and {d["server_hostname"] for d in disks["results"]} == {"gb-01"}
     assert api.get("/api/v1/disks/").json()["count"] == 4
