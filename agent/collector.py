@@ -312,6 +312,27 @@ def gpu_warnings(gpus: Iterable[dict[str, Any]]) -> list[str]:
     return out
 
 
+def nic_warnings(nics: Iterable[dict[str, Any]]) -> list[str]:
+    """InfiniBand ports that cannot carry traffic, or carry a fraction of it, one line each."""
+    out: list[str] = []
+    for nic in nics:
+        if nic.get("link_layer") != "infiniband":
+            continue
+        label = f"{nic['name']} ({nic['netdev']})" if nic.get("netdev") else nic["name"]
+        port = f"InfiniBand port {nic.get('port_number') or 1}"
+        phys, state = nic.get("phys_state"), nic.get("state")
+        if phys == "polling":
+            out.append(f"{label}: {port} is polling: no cable, or nothing up at the far end")
+        elif phys == "linkup" and state == "init":
+            out.append(
+                f"{label}: {port} is up but not active: no subnet manager has configured it "
+                "(is opensm or UFM running?)"
+            )
+        if phys == "linkup" and " (1X " in f" {nic.get('rate') or ''}":
+            out.append(f"{label}: {port} trained at 1X width ({nic['rate']}): a bad cable or port")
+    return out
+
+
 def pci_gpu_entries(
     functions: Iterable[Any], nvml_buses: set[str] | None
 ) -> tuple[list[dict[str, Any]], list[str]]:
@@ -452,6 +473,7 @@ def collect(
     if nvml_error and any(fn["driver"] == "nvidia" for fn in pci_gpus):
         warnings.append(f"NVIDIA GPUs are bound to the nvidia driver but NVML failed: {nvml_error}")
     warnings.extend(gpu_warnings(gpus))
+    warnings.extend(nic_warnings(nics))
     warnings.extend(health_warnings(gpus))
     warnings.extend(pci_warnings)
 

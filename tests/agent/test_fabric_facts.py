@@ -9,7 +9,7 @@ from pathlib import Path
 import pynvml
 import pytest
 
-from agent.collector import collect
+from agent.collector import collect, nic_warnings
 from agent.host import SysHost, parse_guid, parse_lid
 from agent.nvml import GpuFabricInfo, PynvmlBackend
 from agent.sources.lldp import parse_lldp_neighbors
@@ -90,6 +90,32 @@ def test_plain_netdevs_gain_no_infiniband_fields(tmp_path):
     link(tmp_path, "sys/class/net/eno1/device", eth)
     (nic,) = SysHost(tmp_path, run=no_commands).nics()
     assert "node_guid" not in nic and "lldp_neighbors" not in nic
+
+
+def test_infiniband_ports_that_cannot_carry_traffic_are_warned_about():
+    def nic(name, phys, state, rate="400 Gb/sec (4X NDR)", layer="infiniband"):
+        return {
+            "name": name,
+            "netdev": f"ib{name[-1]}",
+            "link_layer": layer,
+            "port_number": 1,
+            "phys_state": phys,
+            "state": state,
+            "rate": rate,
+        }
+
+    warnings = nic_warnings(
+        [
+            nic("mlx5_0", "linkup", "up"),
+            nic("mlx5_1", "polling", "down"),
+            nic("mlx5_2", "linkup", "init"),
+            nic("mlx5_3", "linkup", "up", rate="100 Gb/sec (1X NDR)"),
+            nic("mlx5_4", "polling", "down", layer="ethernet"),  # RoCE: not this rule's
+            nic("mlx5_5", "disabled", "down"),  # switched off on purpose
+        ]
+    )
+    assert [w.split(":")[0] for w in warnings] == ["mlx5_1 (ib1)", "mlx5_2 (ib2)", "mlx5_3 (ib3)"]
+    assert "no cable" in warnings[0] and "subnet manager" in warnings[1] and "1X" in warnings[2]
 
 
 @pytest.mark.parametrize(
