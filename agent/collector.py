@@ -17,7 +17,7 @@ from typing import Any
 from . import __version__
 from .counters import empty_health, health_warnings, read_health
 from .host import SysHost
-from .nvml import NvmlBackend, NvmlError, NvmlUnavailableError, cpu_list
+from .nvml import GpuFabricInfo, NvmlBackend, NvmlError, NvmlUnavailableError, cpu_list
 from .pcitopo import classify_pci_paths
 from .schema import SCHEMA_VERSION, normalize_pci_bus_id
 
@@ -152,6 +152,8 @@ def _walk_gpu(
             }
             for link in links
         ]
+        step = "fabric"
+        gpu.update(fabric_fields(backend.gpu_fabric(handle)))
         step = "health"
         gpu["health"] = read_health(backend, handle, gpu, has_nvlinks=bool(links))
         if gpu["mig_mode_current"]:
@@ -181,6 +183,16 @@ def _walk_gpu(
         gpu["uuid"] = synthetic_uuid("GPU", identity, gpu["pci_bus_id"] or f"index-{index}")
         gpu["uuid_synthetic"] = True
     return gpu, handle, links
+
+
+def fabric_fields(info: GpuFabricInfo | None) -> dict[str, Any]:
+    """The report's NVLink fabric fields of one GPU; all null outside such a fabric."""
+    return {
+        "fabric_cluster_uuid": info.cluster_uuid if info else None,
+        "fabric_clique_id": info.clique_id if info else None,
+        "fabric_state": info.state if info else None,
+        "fabric_status": info.status[:64] if info and info.status else None,
+    }
 
 
 def nvlink_classes(
@@ -297,6 +309,27 @@ def gpu_warnings(gpus: Iterable[dict[str, Any]]) -> list[str]:
         if current is not None and pending is not None and current != pending:
             state = "on" if pending else "off"
             out.append(f"{label}: MIG mode turns {state} at the next GPU reset or reboot")
+    return out
+
+
+def nic_warnings(nics: Iterable[dict[str, Any]]) -> list[str]:
+    """InfiniBand ports that cannot carry traffic, or carry a fraction of it, one line each."""
+    out: list[str] = []
+    for nic in nics:
+        if nic.get("link_layer") != "infiniband":
+            continue
+        label = f"{nic['name']} ({nic['netdev']})" if nic.get("netdev") else nic["name"]
+        port = f"InfiniBand port {nic.get('port_number') or 1}"
+        phys, state = nic.get("phys_state"), nic.get("state")
+        if phys == "polling":
+            out.append(f"{label}: {port} is polling: no cable, or nothing up at the far end")
+        elif phys == "linkup" and state == "init":
+            out.append(
+                f"{label}: {port} is up but not active: no subnet manager has configured it "
+                "(is opensm or UFM running?)"
+            )
+        if phys == "linkup" and " (1X " in f" {nic.get('rate') or ''}":
+            out.append(f"{label}: {port} trained at 1X width ({nic['rate']}): a bad cable or port")
     return out
 
 
@@ -440,6 +473,7 @@ def collect(
     if nvml_error and any(fn["driver"] == "nvidia" for fn in pci_gpus):
         warnings.append(f"NVIDIA GPUs are bound to the nvidia driver but NVML failed: {nvml_error}")
     warnings.extend(gpu_warnings(gpus))
+    warnings.extend(nic_warnings(nics))
     warnings.extend(health_warnings(gpus))
     warnings.extend(pci_warnings)
 
@@ -452,6 +486,7 @@ def collect(
         "nvml_error": nvml_error,
         "gpus": gpus,
         "nics": nics,
+        "disks": host.disks(),
         "links": links,
         "nvswitch_count": switch_count if gpus else None,
         "pci_gpus": pci_gpus,

@@ -21,6 +21,9 @@ from typing import Any
 
 from .pcitopo import pci_path_from_sysfs
 from .schema import normalize_pci_bus_id
+from .sources.disks import read_disks
+from .sources.lldp import COMMAND as LLDP_COMMAND
+from .sources.lldp import parse_lldp_neighbors
 
 Runner = Callable[[Sequence[str]], "str | None"]
 
@@ -412,6 +415,12 @@ class SysHost:
             )
         return found
 
+    # storage
+
+    def disks(self) -> list[dict[str, Any]]:
+        """Local disks (NVMe, SATA, SAS) from /sys/block; see `agent.sources.disks`."""
+        return read_disks(self)
+
     # NICs
 
     def nics(self) -> list[dict[str, Any]]:
@@ -444,6 +453,7 @@ class SysHost:
                 "speed_mbps": parse_ib_rate_mbps(self.read(f"{port}/rate")),
                 "state": _ib_state(state),
                 "addresses": sorted(addresses.get(netdev, [])) if netdev else [],
+                **self.infiniband(base, ports),
             }
         for name in self.listdir("sys/class/net"):
             base = f"sys/class/net/{name}"
@@ -464,12 +474,82 @@ class SysHost:
                 "state": self.read(f"{base}/operstate"),
                 "addresses": sorted(addresses.get(name, [])),
             }
+        neighbors = self.lldp_neighbors()
+        for nic in nics.values():
+            if nic["netdev"] in neighbors:
+                nic["lldp_neighbors"] = neighbors[nic["netdev"]]
         return [nics[key] for key in sorted(nics)]
+
+    def lldp_neighbors(self) -> dict[str, list[dict[str, Any]]]:
+        """Neighbours per netdev from lldpd, when it runs ({} otherwise), in a stable order."""
+        found = parse_lldp_neighbors(self._run(list(LLDP_COMMAND)))
+        return {
+            name: sorted(listed, key=lambda n: (n["system_name"] or "", n["port_id"] or ""))
+            for name, listed in found.items()
+        }
+
+    def infiniband(self, base: str, ports: list[str]) -> dict[str, Any]:
+        """An RDMA device's fabric identity: node GUID and its first port's GUID, LID, rate,
+        physical state and link layer, plus every port's GUID (the fabric binds adapters to
+        servers by these). GUIDs are 16 lower-case hex digits, as ibnetdiscover prints them;
+        the port GUID is the interface half of GID 0, on an InfiniBand port only (a RoCE
+        port's GID comes from its MAC or IP address and names no fabric port)."""
+        port = f"{base}/ports/{ports[0]}"
+        layer = self.read(f"{port}/link_layer")
+        guids = [
+            guid
+            for number in ports
+            if (guid := self._port_guid(f"{base}/ports/{number}")) is not None
+        ]
+        return {
+            "node_guid": parse_guid(self.read(f"{base}/node_guid")),
+            "port_number": _int(ports[0]),
+            "port_guid": self._port_guid(port),
+            "port_guids": guids,
+            "lid": parse_lid(self.read(f"{port}/lid")),
+            "rate": _clean(self.read(f"{port}/rate")),
+            "phys_state": _ib_phys_state(self.read(f"{port}/phys_state")),
+            "link_layer": layer.lower() if layer else None,
+        }
+
+    def _port_guid(self, port: str) -> str | None:
+        if (self.read(f"{port}/link_layer") or "").lower() != "infiniband":
+            return None
+        gid = self.read(f"{port}/gids/0")
+        return parse_guid(gid.replace(":", "")[-16:]) if gid else None
 
     def _device_bus(self, rel: str) -> str | None:
         real = self.realpath(rel)
         chain = pci_path_from_sysfs(real) if real else []
         return chain[-1] if chain else None
+
+
+def parse_guid(value: str | None) -> str | None:
+    """`b83f:d203:0093:c7a2` or `0xb83fd2030093c7a2` -> `b83fd2030093c7a2`; None for an
+    unset (all-zero) or malformed GUID."""
+    if not value:
+        return None
+    digits = value.strip().lower().removeprefix("0x").replace(":", "")
+    if not re.fullmatch(r"[0-9a-f]{1,16}", digits) or int(digits, 16) == 0:
+        return None
+    return digits.rjust(16, "0")
+
+
+def parse_lid(value: str | None) -> int | None:
+    """sysfs prints a LID in hex (`0x1a2`); 0 means the subnet manager assigned none."""
+    try:
+        lid = int(value.strip(), 16) if value else 0
+    except ValueError:
+        return None
+    return lid if 0 < lid <= 0xFFFF else None
+
+
+def _ib_phys_state(value: str | None) -> str | None:
+    """'5: LinkUp' -> 'linkup', '3: Disabled' -> 'disabled', '2: Polling' -> 'polling'."""
+    if not value:
+        return None
+    word = value.split(":", 1)[-1].strip().lower()
+    return word[:32] or None
 
 
 def _ib_state(value: str | None) -> str | None:

@@ -21,6 +21,7 @@ import atexit
 import contextlib
 import ctypes
 import threading
+import uuid as uuidlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -91,6 +92,24 @@ class PcieLink:
     gen_max: int | None
     width_current: int | None
     width_max: int | None
+
+
+@dataclass(frozen=True)
+class GpuFabricInfo:
+    """The GPU's place in a multi-node NVLink fabric (GB200 NVL72 and the like).
+
+    GPUs with one `cluster_uuid` and `clique_id` reach each other over NVLink across
+    servers. `state` is `not_started`, `in_progress` or `completed` (the fabric manager
+    registered the GPU); `status` is NVML's word for how that went (`Success` once done).
+    """
+
+    cluster_uuid: str | None
+    clique_id: int | None
+    state: str | None
+    status: str | None
+
+
+FABRIC_STATES = {1: "not_started", 2: "in_progress", 3: "completed"}  # 0: not supported
 
 
 # Clock-event ("throttle") reason bits NVML reports, and the ones a report carries: idle (to
@@ -190,6 +209,8 @@ class NvmlBackend(Protocol):
     def clock_event_reasons(self, handle: Any) -> int | None: ...
     def nvlink_error_totals(self, handle: Any) -> tuple[int, int, int] | None: ...
     def recovery_action(self, handle: Any) -> str | None: ...
+    def gpu_fabric(self, handle: Any) -> GpuFabricInfo | None:
+        """None where the GPU is in no multi-node NVLink fabric (NotSupported: H100 PCIe)."""
 
 
 # -- the real backend -----------------------------------------------------------------------
@@ -627,6 +648,42 @@ class PynvmlBackend:
         if not values or values[0] is None:
             return None
         return RECOVERY_ACTIONS.get(values[0])
+
+    def gpu_fabric(self, handle: Any) -> GpuFabricInfo | None:
+        """nvmlDeviceGetGpuFabricInfoV (R550+), else the older nvmlDeviceGetGpuFabricInfo;
+        None when neither answers or the GPU's fabric state is 'not supported'."""
+        nv = self._nv
+        info = None
+        for call, struct in (
+            ("nvmlDeviceGetGpuFabricInfoV", "c_nvmlGpuFabricInfoV_t"),
+            ("nvmlDeviceGetGpuFabricInfo", "c_nvmlGpuFabricInfo_t"),
+        ):
+            if not hasattr(nv, struct):
+                continue
+            candidate = getattr(nv, struct)()
+            if self._newer(call, handle, ctypes.byref(candidate)) is not None:
+                info = candidate
+                break
+        if info is None:
+            return None
+        state = FABRIC_STATES.get(_int(getattr(info, "state", None)) or 0)
+        if state is None:
+            return None
+        raw = bytes(getattr(info, "clusterUuid", b"") or b"")
+        status = _int(getattr(info, "status", None))
+        return GpuFabricInfo(
+            cluster_uuid=str(uuidlib.UUID(bytes=raw)) if len(raw) == 16 and any(raw) else None,
+            clique_id=_int(getattr(info, "cliqueId", None)),
+            state=state,
+            status=None if status is None else self._return_text(status),
+        )
+
+    def _return_text(self, code: int) -> str:
+        """An nvmlReturn_t as NVML words it (0: 'Success')."""
+        try:
+            return _text(self._nv.nvmlErrorString(code)) or str(code)
+        except Exception:  # a wording is not worth failing a GPU for
+            return str(code)
 
     def common_ancestor(self, handle_a: Any, handle_b: Any) -> str | None:
         value = self._optional("nvmlDeviceGetTopologyCommonAncestor", handle_a, handle_b)

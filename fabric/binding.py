@@ -86,6 +86,23 @@ def server_name_index(servers: Iterable[tuple[int, str, str]]) -> dict[str, int]
     return index
 
 
+def server_guid_index(nics: Iterable[tuple[int, str, Iterable[str]]]) -> dict[str, int]:
+    """Node and port GUID -> server id, from (server id, node GUID, port GUIDs) rows of the
+    NICs agents reported. A GUID two servers report (a card moved while its old server is
+    still listed) is left out, so it binds neither: binding never guesses."""
+    index: dict[str, int] = {}
+    clashes: set[str] = set()
+    for server_id, node_guid, port_guids in nics:
+        for guid in {node_guid, *port_guids} - {""}:
+            guid = guid.lower()
+            if index.get(guid, server_id) != server_id:
+                clashes.add(guid)
+            index[guid] = server_id
+    for guid in clashes:
+        index.pop(guid, None)
+    return index
+
+
 @dataclass(frozen=True, slots=True)
 class AdapterIdentity:
     guid: str
@@ -110,8 +127,8 @@ def bind_adapter(
 ) -> Binding:
     """One adapter's host name and server, with how the server was found.
 
-    `servers_by_guid` is the seam for agent-reported NIC GUIDs (node or port GUIDs, 16 hex
-    digits); until agents report them it is empty and the other two steps decide.
+    `servers_by_guid` holds the node and port GUIDs (16 hex digits) agents reported for
+    their InfiniBand NICs (`server_guid_index`); it decides first, whatever the names say.
     """
     mapped = mapped_names.get(adapter.guid) or next(
         (mapped_names[g] for g in adapter.port_guids if g in mapped_names), ""

@@ -21,7 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from inventory.models import Server
+from inventory.models import Nic, Server
 from inventory.services import revision_bump
 
 from . import binding, graph
@@ -256,12 +256,18 @@ def _upsert(model, fabric: Fabric, rows: dict[str, dict[str, Any]], now, key: st
 
 
 def agent_guid_servers(fabric: Fabric) -> dict[str, int]:
-    """Node or port GUID -> server id, from what agents report of their InfiniBand NICs.
-
-    The seam for the first binding step: agents do not report NIC GUIDs yet (they will from
-    /sys/class/infiniband), so this is empty and bindings come from names until then.
-    """
-    return {}
+    """Node or port GUID -> server id, from what agents report of their InfiniBand NICs
+    (/sys/class/infiniband): the first binding step. One query over the NICs that carry a
+    GUID, whatever the fabric; a GUID two servers report binds neither."""
+    rows = (
+        Nic.objects.exclude(node_guid="")
+        .values_list("server_id", "node_guid", "port_guids")
+        .iterator(chunk_size=5000)
+    )
+    return binding.server_guid_index(
+        (server_id, node_guid, [g for g in port_guids or [] if isinstance(g, str)])
+        for server_id, node_guid, port_guids in rows
+    )
 
 
 def _bind(fabric: Fabric) -> tuple[int, int]:

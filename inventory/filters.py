@@ -8,7 +8,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from core.filters import IdFilter
 
 from .choices import GpuStatus, ServerState
-from .models import Gpu, MigDevice, Server
+from .models import Disk, Gpu, MigDevice, Server
 
 
 class ServerFilter(django_filters.FilterSet):
@@ -84,10 +84,25 @@ class GpuFilter(django_filters.FilterSet):
     )
     uuid = django_filters.CharFilter(field_name="uuid", lookup_expr="iexact")
     serial = django_filters.CharFilter(field_name="serial")
+    fabric_cluster_uuid = django_filters.CharFilter(
+        field_name="fabric_cluster_uuid",
+        lookup_expr="iexact",
+        help_text="the GPUs of one multi-node NVLink fabric (a GB200 NVL72 rack)",
+    )
 
     class Meta:
         model = Gpu
-        fields = ["search", "server", "model", "mig_enabled", "status", "health", "uuid", "serial"]
+        fields = [
+            "search",
+            "server",
+            "model",
+            "mig_enabled",
+            "status",
+            "health",
+            "uuid",
+            "serial",
+            "fabric_cluster_uuid",
+        ]
 
     def filter_health(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         return queryset.healthy() if value == "healthy" else queryset.unhealthy()
@@ -99,6 +114,16 @@ class GpuFilter(django_filters.FilterSet):
             | Q(serial__iexact=value)
             | Q(server__hostname__icontains=value)
         )
+
+
+class DiskFilter(django_filters.FilterSet):
+    server = IdFilter(field_name="server_id")
+    transport = django_filters.CharFilter(field_name="transport", lookup_expr="iexact")
+    serial = django_filters.CharFilter(field_name="serial")
+
+    class Meta:
+        model = Disk
+        fields = ["server", "transport", "serial"]
 
 
 class MigDeviceFilter(django_filters.FilterSet):

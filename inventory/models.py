@@ -174,6 +174,12 @@ class Gpu(models.Model):
     remapped_rows_pending = models.BooleanField(null=True, blank=True)
     remapped_rows_failure = models.BooleanField(null=True, blank=True)
     nvlinks = models.JSONField(default=list, blank=True)
+    # The multi-node NVLink fabric (GB200 NVL72): GPUs with one cluster UUID and clique id
+    # reach each other over NVLink across servers. Empty outside such a fabric.
+    fabric_cluster_uuid = models.CharField(max_length=36, blank=True, default="", db_index=True)
+    fabric_clique_id = models.PositiveBigIntegerField(null=True, blank=True)
+    fabric_state = models.CharField(max_length=16, blank=True, default="")
+    fabric_status = models.CharField(max_length=64, blank=True, default="")
 
     first_seen = models.DateTimeField(default=timezone.now)
     last_seen = models.DateTimeField(default=timezone.now)
@@ -227,7 +233,12 @@ class MigDevice(models.Model):
 
 
 class Nic(models.Model):
-    """A network adapter; switch and port are set by people or LLDP, not NVML."""
+    """A network adapter; switch and port are set by people, not NVML.
+
+    An RDMA device also carries its InfiniBand identity as its agent reads it from
+    /sys/class/infiniband (GUIDs as 16 lower-case hex digits: the fabric binds adapters to
+    servers by them), and any NIC the LLDP neighbours lldpd hears on it.
+    """
 
     server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="nics")
     name = models.CharField(max_length=64)
@@ -242,9 +253,48 @@ class Nic(models.Model):
     switch = models.CharField(max_length=128, blank=True, default="", db_index=True)
     switch_port = models.CharField(max_length=64, blank=True, default="")
 
+    node_guid = models.CharField(max_length=16, blank=True, default="", db_index=True)
+    port_number = models.PositiveSmallIntegerField(null=True, blank=True)
+    port_guid = models.CharField(max_length=16, blank=True, default="")
+    port_guids = models.JSONField(default=list, blank=True, help_text="every port's GUID")
+    lid = models.PositiveIntegerField(null=True, blank=True)
+    rate = models.CharField(max_length=64, blank=True, default="", help_text="400 Gb/sec (4X NDR)")
+    phys_state = models.CharField(max_length=32, blank=True, default="")
+    link_layer = models.CharField(max_length=16, blank=True, default="")
+    lldp_neighbors = models.JSONField(
+        default=list, blank=True, help_text="switch name, chassis id, port, management address"
+    )
+
     class Meta:
         ordering = ["server_id", "name"]
         constraints = [models.UniqueConstraint(fields=["server", "name"], name="nic_server_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Disk(models.Model):
+    """A local disk (NVMe, SATA, SAS) as the server's agent reads it from /sys/block.
+
+    Identified within its server by the kernel's name (nvme0n1); a disk the last report no
+    longer lists is deleted, like a NIC: the serial is what follows a drive between servers.
+    """
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="disks")
+    name = models.CharField(max_length=64)
+    model = models.CharField(max_length=128, blank=True, default="")
+    serial = models.CharField(max_length=128, blank=True, default="", db_index=True)
+    size_bytes = models.BigIntegerField(null=True, blank=True)
+    rotational = models.BooleanField(null=True, blank=True)
+    transport = models.CharField(max_length=16, blank=True, default="", help_text="nvme, sata, sas")
+    pci_bus_id = models.CharField(max_length=32, blank=True, default="")
+    pcie_link_speed = models.CharField(max_length=16, blank=True, default="", help_text="16.0 GT/s")
+    pcie_link_width = models.PositiveSmallIntegerField(null=True, blank=True)
+    numa_node = models.IntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["server_id", "name"]
+        constraints = [models.UniqueConstraint(fields=["server", "name"], name="disk_server_name")]
 
     def __str__(self) -> str:
         return self.name

@@ -23,7 +23,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from .choices import GpuStatus, ServerState
-from .models import ChangeEvent, Gpu, HardwareProfile, Link, MigDevice, Server
+from .models import ChangeEvent, Disk, Gpu, HardwareProfile, Link, MigDevice, Server
 
 
 def _count(queryset: QuerySet, outer: str = "server") -> Coalesce:
@@ -72,6 +72,7 @@ def server_detail() -> QuerySet[Server]:
     return server_list().prefetch_related(
         Prefetch("gpus", queryset=Gpu.objects.prefetch_related("mig_devices").order_by("index")),
         "nics",
+        "disks",
         "guests",
         "virtual_machines",
         Prefetch(
@@ -90,6 +91,10 @@ def gpu_list() -> QuerySet[Gpu]:
     return Gpu.objects.select_related("server").annotate(
         mig_device_count=_count(MigDevice.objects.all(), "gpu")
     )
+
+
+def disk_list() -> QuerySet[Disk]:
+    return Disk.objects.select_related("server")
 
 
 def mig_device_list() -> QuerySet[MigDevice]:

@@ -6,6 +6,9 @@ fleet is reconciled once, and a newcomer sees only the findings declared here on
 dgx-h100-10 has a GPU fallen off the bus (below its DGX H100 profile, a GPU not in NVML),
 gpu-b02 is a Kubernetes node whose server runs no agent, dgx-a100-01 has a GPU with MIG
 pending a reset, gpu-l40s-03 is drained for a fan replacement.
+
+Its InfiniBand fabric (`demo_fabric`) is rail-optimised: a leaf per rail, two spines, every
+DGX's NIC k on leaf k; dgx-a100-01's ConnectX-6 links run at HDR on the NDR fabric.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from .fabric import rail_fabric
 from .fleet import SimulatedServer, fleet
 from .schedulers import (
     DemoNode,
@@ -26,6 +30,7 @@ from .schedulers import (
 )
 
 K8S_CLUSTER, SLURM_CLUSTER = "prod-k8s", "hpc-slurm"
+DEMO_FABRIC = "demo-ib"
 
 
 @dataclass(frozen=True)
@@ -120,3 +125,9 @@ def demo_snapshots(reports: dict[str, dict[str, Any]]) -> list[Snapshot]:
         Snapshot(K8S_CLUSTER, kubernetes_pods(k8s), "application/json"),
         Snapshot(SLURM_CLUSTER, slurm_nodes(slurm), "text/plain"),
     ]
+
+
+def demo_fabric(reports: dict[str, dict[str, Any]]) -> str:
+    """The demo's InfiniBand fabric as `ibnetdiscover` prints it, from the servers' reports
+    (by hostname) in declaration order, so every GUID and LID is the one its agent reports."""
+    return rail_fabric(reports[server.hostname] for server in DEMO_FLEET)

@@ -11,6 +11,7 @@ The profiles themselves (8x H100 on NVSwitch, A100 in MIG mode, ...) are in simu
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -20,6 +21,7 @@ from typing import Any
 
 from agent.nvml import (
     EccLocation,
+    GpuFabricInfo,
     MigDeviceInfo,
     NvLinkInfo,
     NvmlError,
@@ -58,7 +60,8 @@ class FakeNic:
     speed_mbps: int | None = None
     up: bool = True
     rdma: bool = False
-    node_guid: str | None = None
+    node_guid: str | None = None  # as sysfs prints it: b83f:d203:0093:c7a2
+    lid: int | None = None
     addresses: list[str] = field(default_factory=list)
     device_subdir: str | None = None  # virtio NICs: the netdev hangs below virtioN
 
@@ -102,6 +105,24 @@ class FakeGpu:
     clock_reasons: int | None = 0x1  # idle
     nvlink_errors: tuple[int, int, int] | None = (0, 0, 0)
     recovery_action: str | None = "none"
+    # NVLink fabric (GB200 NVL72): None answers like a GPU outside one (NotSupported)
+    fabric: GpuFabricInfo | None = None
+
+
+@dataclass
+class FakeDisk:
+    """A block device under /sys/block: NVMe (a controller on a PCI function) or SATA/SAS
+    (a SCSI device below an HBA's PCI function)."""
+
+    name: str
+    pci_bus_id: str
+    model: str
+    serial: str
+    size_bytes: int
+    transport: str = "nvme"
+    rotational: bool = False
+    link_speed: str = "16.0 GT/s PCIe"
+    link_width: int = 4
 
 
 @dataclass
@@ -133,6 +154,9 @@ class FakeMachine:
     pci: list[FakePciDevice] = field(default_factory=list)
     nics: list[FakeNic] = field(default_factory=list)
     guests: list[tuple[str, str, bool]] = field(default_factory=list)  # uuid, name, running
+    disks: list[FakeDisk] = field(default_factory=list)
+    # LLDP neighbours lldpd would list: netdev -> (switch name, chassis MAC, port id, descr, mgmt)
+    lldp: dict[str, tuple[str, str, str, str, str]] = field(default_factory=dict)
     rack: str | None = None
 
     def pci_device(self, bus_id: str) -> FakePciDevice | None:
@@ -346,6 +370,9 @@ class FakeNvmlBackend:
     def recovery_action(self, handle: FakeGpu) -> str | None:
         return self._get(handle, "recovery_action", handle.recovery_action)
 
+    def gpu_fabric(self, handle: FakeGpu) -> GpuFabricInfo | None:
+        return self._get(handle, "gpu_fabric", handle.fabric)
+
 
 _PCIE_GEN = {"Hopper": 5, "Blackwell": 5}
 
@@ -447,8 +474,18 @@ def materialize(machine: FakeMachine, root: str | os.PathLike[str]) -> Path:
             gbps = (nic.speed_mbps or 0) // 1000
             width = {400: "4X NDR", 200: "4X HDR", 100: "4X EDR"}.get(gbps, "4X")
             _write(root, f"{ib}/ports/1/rate", f"{gbps} Gb/sec ({width})")
+            _write(root, f"{ib}/ports/1/phys_state", "5: LinkUp" if nic.up else "3: Disabled")
+            _write(root, f"{ib}/ports/1/lid", f"0x{nic.lid or 0:x}")
             if nic.node_guid:
                 _write(root, f"{ib}/node_guid", nic.node_guid)
+                # a ConnectX port's GUID is its node GUID; GID 0 is fe80::<port GUID>
+                gid = "fe80:0000:0000:0000:" + nic.node_guid if layer == "InfiniBand" else None
+                _write(
+                    root, f"{ib}/ports/1/gids/0", gid or "fe80:0000:0000:0000:0000:0000:0000:0000"
+                )
+
+    for disk in machine.disks:
+        _disk(root, disk, device_dirs[disk.pci_bus_id])
 
     for uuid, name, running in machine.guests:
         _write(
@@ -459,6 +496,61 @@ def materialize(machine: FakeMachine, root: str | os.PathLike[str]) -> Path:
         if running:
             _write(root, f"run/libvirt/qemu/{name}.pid", "4242")
     return root
+
+
+def _disk(root: Path, disk: FakeDisk, pci_dir: str) -> None:
+    """A disk as the kernel lays it out: NVMe namespaces below their controller, SCSI disks
+    below their HBA's host and target; /sys/block/<name> links to the block device."""
+    if disk.transport == "nvme":
+        controller = f"{pci_dir}/nvme/nvme{disk.name[4:].split('n')[0]}"
+        block = f"{controller}/{disk.name}"
+        _link(root, f"{block}/device", controller)
+        _link(root, f"{controller}/device", pci_dir)
+        _write(root, f"{pci_dir}/current_link_speed", disk.link_speed)
+        _write(root, f"{pci_dir}/current_link_width", str(disk.link_width))
+        device = controller
+    else:
+        port = "ata1" if disk.transport == "sata" else "host0/port-0:0/end_device-0:0"
+        device = f"{pci_dir}/{port}/host0/target0:0:0/0:0:0:0"
+        block = f"{device}/block/{disk.name}"
+        _link(root, f"{block}/device", device)
+    _write(root, f"{device}/model", disk.model)
+    _write(root, f"{device}/serial", disk.serial)
+    _write(root, f"{block}/size", str(disk.size_bytes // 512))
+    _write(root, f"{block}/queue/rotational", "1" if disk.rotational else "0")
+    _link(root, f"sys/block/{disk.name}", block)
+
+
+def lldp_json0(machine: FakeMachine) -> str:
+    """What `lldpcli -f json0 show neighbors details` prints for the machine's neighbours."""
+    interfaces = [
+        {
+            "name": netdev,
+            "via": "LLDP",
+            "rid": str(number),
+            "age": "0 day, 01:02:03",
+            "chassis": [
+                {
+                    "id": [{"type": "mac", "value": chassis}],
+                    "name": [{"value": switch}],
+                    "descr": [{"value": "Cumulus Linux version 5.9.1"}],
+                    "mgmt-ip": [{"value": mgmt}],
+                    "capability": [{"type": "Bridge", "enabled": True}],
+                }
+            ],
+            "port": [
+                {
+                    "id": [{"type": "ifname", "value": port}],
+                    "descr": [{"value": descr}],
+                    "ttl": [{"value": "120"}],
+                }
+            ],
+        }
+        for number, (netdev, (switch, chassis, port, descr, mgmt)) in enumerate(
+            sorted(machine.lldp.items()), start=1
+        )
+    ]
+    return json.dumps({"lldp": [{"interface": interfaces}]}, indent=2) + "\n"
 
 
 def fake_runner(machine: FakeMachine) -> Callable[[Sequence[str]], str | None]:
@@ -475,6 +567,8 @@ def fake_runner(machine: FakeMachine) -> Callable[[Sequence[str]], str | None]:
                         "\\       valid_lft forever preferred_lft forever"
                     )
             return "\n".join(lines) + "\n"
+        if argv and argv[0] == "lldpcli":
+            return lldp_json0(machine) if machine.lldp else None  # lldpd not running
         if argv and argv[0] == "systemd-detect-virt":
             return machine.virtualization + "\n"
         return None

@@ -35,6 +35,7 @@ _HOSTNAMES = {
     "cpu-only": "login",
     "kvm-host": "kvm",
     "kvm-vm": "gpu-vm",
+    "gb200": "gb200",
 }
 SERVERS_PER_RACK = 4
 GUESTS_PER_HOST = 2

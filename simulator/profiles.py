@@ -13,7 +13,13 @@ reproducible) and a hostname, and returns a `FakeMachine`:
 - `l40s`: 4x L40S on PCIe (PIX, NODE, SYS; no NVLink, no MIG), persistence mode off;
 - `cpu-only`: a login node without NVIDIA driver;
 - `kvm-host`: a KVM host whose 4 H100 PCIe are bound to vfio-pci, with two guests;
-- `kvm-vm`: a guest with two passed-through H100 PCIe; its system UUID is its domain UUID.
+- `kvm-vm`: a guest with two passed-through H100 PCIe; its system UUID is its domain UUID;
+- `gb200`: a GB200 NVL72 compute tray: 2 Grace CPUs, 4 Blackwell GPUs whose 18 NVLinks each
+  reach the rack's NVSwitch trays (one NVLink fabric per 18 trays: same cluster UUID and
+  clique), 4 ConnectX-7 NDR.
+
+InfiniBand NICs carry node GUIDs (and LIDs) as sysfs prints them; the DGX-class profiles
+have NVMe drives (two M.2 for the OS, U.2 for data).
 """
 
 from __future__ import annotations
@@ -22,9 +28,9 @@ import random
 import uuid as uuidlib
 from collections.abc import Callable
 
-from agent.nvml import MigDeviceInfo, NvLinkInfo, cpu_list
+from agent.nvml import GpuFabricInfo, MigDeviceInfo, NvLinkInfo, cpu_list
 
-from .fake_nvml import FakeGpu, FakeMachine, FakeNic, FakePciDevice, nvml_bus
+from .fake_nvml import FakeDisk, FakeGpu, FakeMachine, FakeNic, FakePciDevice, nvml_bus
 
 MIB = 1024 * 1024
 BRIDGE = "0x060400"
@@ -46,6 +52,52 @@ def _mac(rng: random.Random, oui: str = "b8:3f:d2") -> str:
 def _ipoib_address(rng: random.Random) -> str:
     guid = ":".join(f"{rng.randrange(256):02x}" for _ in range(8))
     return f"00:00:10:49:fe:80:00:00:00:00:00:00:{guid}"
+
+
+def _guid(rng: random.Random) -> str:
+    """A node GUID as sysfs prints it (`b83f:d203:0093:c7a2`), in NVIDIA's OUI."""
+    return "b83f:d203:" + ":".join(f"{rng.randrange(65536):04x}" for _ in range(2))
+
+
+def _lid(rng: random.Random) -> int:
+    return rng.randrange(0x100, 0xC000)
+
+
+def _nvme_drives(
+    tree: _Tree, rng: random.Random, *, os_root: int, data: tuple[tuple[int, int, int], ...]
+) -> list[FakeDisk]:
+    """Two M.2 OS drives on `os_root`, and per (root bus, NUMA node, count) U.2 data drives
+    on that root's ports. Names follow the kernel's probe order."""
+    disks: list[FakeDisk] = []
+    slots = [(os_root, 0, "SAMSUNG MZ1L21T9HCLS-00A07", 1920383410176, "0xa80a")] * 2
+    for root, numa, count in data:
+        slots += [(root, numa, "SAMSUNG MZWLR3T8HCLS-00A07", 3840755982336, "0xa824")] * count
+    used: dict[int, int] = {}
+    for number, (root, numa, model, size, device) in enumerate(slots):
+        used[root] = used.get(root, 0) + 1
+        port = tree.root_port(root, numa, port=used[root])
+        bus = tree.add(
+            port,
+            f"0000:{root + used[root]:02x}:00.0",
+            "0x144d",
+            device,
+            "0x010802",
+            numa=numa,
+            driver="nvme",
+        )
+        disks.append(
+            FakeDisk(
+                name=f"nvme{number}n1",
+                pci_bus_id=bus,
+                model=model,
+                serial="S6"
+                + "".join(rng.choice("0123456789ABCDEFGHJKLMNPRSTVWXYZ") for _ in range(12)),
+                size_bytes=size,
+                link_width=4,
+                link_speed="16.0 GT/s PCIe",
+            )
+        )
+    return disks
 
 
 class _Tree:
@@ -203,6 +255,10 @@ def h100(rng: random.Random, hostname: str, number: int = 1) -> FakeMachine:
             )
         )
     machine.nics = nics
+    for nic in nics:
+        if nic.rdma:
+            nic.lid = _lid(rng)
+    machine.disks = _nvme_drives(tree, rng, os_root=0x60, data=((0x70, 0, 4), (0xE0, 1, 4)))
     return machine
 
 
@@ -369,6 +425,10 @@ def a100_mig(rng: random.Random, hostname: str, number: int = 1) -> FakeMachine:
             )
             index += 1
     machine.nics = nics
+    for nic in nics:
+        if nic.rdma:
+            nic.node_guid, nic.lid = _guid(rng), _lid(rng)
+    machine.disks = _nvme_drives(tree, rng, os_root=0x60, data=((0x70, 0, 4),))
     return machine
 
 
@@ -636,6 +696,96 @@ def kvm_vm(
     return machine
 
 
+NVL72_TRAYS = 18  # compute trays per NVL72 rack: one NVLink fabric, one clique
+
+
+def gb200(rng: random.Random, hostname: str, number: int = 1) -> FakeMachine:
+    """A GB200 NVL72 compute tray: 2 Grace (72 Arm cores each), 4 B200-class GPUs on
+    NVLink 5 to the rack's NVSwitch trays, 4 ConnectX-7 NDR, NVMe E1.S drives.
+
+    Trays 1-18 share one NVLink fabric (cluster UUID and clique 1), trays 19-36 the next:
+    the fabric manager registers every GPU of a rack in one domain.
+    """
+    machine = _base(
+        rng,
+        "gb200",
+        hostname,
+        vendor="NVIDIA",
+        product="GB200 NVL72 1RU Compute Tray",
+        serial=_serial(rng, "1790124"),
+        cpu_model="Neoverse-V2",
+        cores_per_socket=72,
+        threads_per_core=1,
+        memory_bytes=960 * 1024**3,
+        driver_version="570.124.06",
+        cuda_version="12.8",
+        nvml_version="12.570.124.06",
+        kernel="6.8.0-1013-nvidia-64k",
+        os_name="Ubuntu 24.04.2 LTS",
+    )
+    domain = (number - 1) // NVL72_TRAYS
+    cluster_uuid = str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"nvl72-domain-{domain}"))
+    tree = _Tree(machine)
+    nics = [_mgmt_nic(tree, rng, number)]
+    for i in range(4):
+        numa = i // 2
+        root = 0x10 + 0x20 * i
+        gpu_pci = tree.add(
+            tree.root_port(root, numa),
+            f"0000:{root + 1:02x}:00.0",
+            "0x10de",
+            "0x2941",
+            "0x030200",
+            numa=numa,
+            driver="nvidia",
+        )
+        nic_pci = tree.add(
+            tree.root_port(root + 8, numa),
+            f"0000:{root + 9:02x}:00.0",
+            "0x15b3",
+            "0x1021",
+            "0x020700",
+            numa=numa,
+            driver="mlx5_core",
+        )
+        machine.gpus.append(
+            FakeGpu(
+                uuid=f"GPU-{rand_uuid(rng)}",
+                pci_bus_id=nvml_bus(gpu_pci),
+                name="NVIDIA GB200",
+                serial=_serial(rng, "1654124"),
+                board_part_number="699-2G548-1200-000",
+                architecture="Blackwell",
+                compute_capability=(10, 0),
+                memory_total_bytes=189471 * MIB,
+                power_limit_mw=1200000,
+                vbios_version="97.00.82.00.3A",
+                cpu_affinity=machine.node_cpus(numa),
+                # the NVSwitches sit in switch trays: NVML names no PCI address for them
+                nvlinks=[NvLinkInfo(link, True, None, "switch") for link in range(18)],
+                fabric=GpuFabricInfo(cluster_uuid, 1, "completed", "Success"),
+                unsupported=frozenset(),
+            )
+        )
+        nics.append(
+            FakeNic(
+                name=f"mlx5_{i}",
+                netdev=f"ibp{root + 9}s0",
+                pci_bus_id=nic_pci,
+                kind="infiniband",
+                mac=_ipoib_address(rng),
+                speed_mbps=400000,
+                rdma=True,
+                node_guid=_guid(rng),
+                lid=_lid(rng),
+                addresses=[f"192.168.{i}.{number % 250 + 1}/24"],
+            )
+        )
+    machine.nics = nics
+    machine.disks = _nvme_drives(tree, rng, os_root=0xB0, data=((0xC0, 0, 2), (0xD0, 1, 2)))
+    return machine
+
+
 Builder = Callable[..., FakeMachine]
 
 PROFILES: dict[str, Builder] = {
@@ -647,6 +797,7 @@ PROFILES: dict[str, Builder] = {
     "cpu-only": cpu_only,
     "kvm-host": kvm_host,
     "kvm-vm": kvm_vm,
+    "gb200": gb200,
 }
 
 

@@ -6,7 +6,9 @@ Kubernetes and Slurm snapshots are posted as `kubectl` and `scontrol` print them
 is declared before it is reconciled: the expected hardware first, then every report, then
 both clusters' snapshots with reconciliation held, then one reconcile. Reconciling the
 Kubernetes snapshot before the Slurm one arrived would raise, then resolve, "server in no
-scheduler" for every Slurm-only server: findings that were never true.
+scheduler" for every Slurm-only server: findings that were never true. The InfiniBand fabric
+is imported through the fabric service once the reports are in, so every adapter binds to
+its server by the GUIDs the agent reported.
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ from django.utils import timezone
 
 from clusters.models import ReconcileState
 from clusters.reconcile import ReconcileResult, reconcile_all
+from fabric.services import SnapshotResult, fabric_snapshot_ingest
 from inventory.choices import ReportStatus
 from inventory.models import AgentToken, HardwareProfile, Report, Server, UserToken
 from inventory.services import agent_token_create, user_token_create
-from simulator.demo import demo_machines, demo_snapshots
+from simulator.demo import DEMO_FABRIC, demo_fabric, demo_machines, demo_snapshots
 from simulator.fleet import PushResult, push_reports
 from simulator.keepalive import Plan, post_snapshot
 
@@ -94,6 +97,7 @@ class DemoLoad:
     reconciled: ReconcileResult
     plan: Plan = field(repr=False)
     admin_created: bool = False
+    fabric: SnapshotResult | None = None
 
     @property
     def sent(self) -> int:
@@ -142,8 +146,11 @@ def demo_load(*, seed: int | str = "0") -> DemoLoad:
                 Server.objects.filter(hostname=declared.hostname).update(
                     rack=declared.rack, rack_position=declared.rack_position
                 )
+        # After the reports: adapters bind by the GUIDs the servers' agents reported.
+        by_host = {r["host"]["hostname"]: r for r in reports}
+        fabric = fabric_snapshot_ingest(fabric_name=DEMO_FABRIC, raw=demo_fabric(by_host))
         with reconcile_held():
             answers = [post_snapshot(url, snapshot, api_key, timeout=60) for snapshot in snapshots]
             reconciled = reconcile_all()
     plan = Plan(agent_tokens=keys, reports=reports, api_token=api_key, snapshots=snapshots)
-    return DemoLoad(results, answers, reconciled, plan, admin_created)
+    return DemoLoad(results, answers, reconciled, plan, admin_created, fabric)

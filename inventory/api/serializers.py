@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 from core.api.errors import ErrorsField
 
-from ..models import ChangeEvent, Gpu, Guest, Link, MigDevice, Nic, Server
+from ..models import ChangeEvent, Disk, Gpu, Guest, Link, MigDevice, Nic, Server
 
 
 class MigDeviceSerializer(serializers.ModelSerializer):
@@ -69,6 +69,10 @@ GPU_FIELDS = [
     "remapped_rows_pending",
     "remapped_rows_failure",
     "nvlinks",
+    "fabric_cluster_uuid",
+    "fabric_clique_id",
+    "fabric_state",
+    "fabric_status",
     "first_seen",
     "last_seen",
 ]
@@ -113,7 +117,44 @@ class NicSerializer(serializers.ModelSerializer):
             "addresses",
             "switch",
             "switch_port",
+            "node_guid",
+            "port_number",
+            "port_guid",
+            "port_guids",
+            "lid",
+            "rate",
+            "phys_state",
+            "link_layer",
+            "lldp_neighbors",
         ]
+
+
+DISK_FIELDS = [
+    "id",
+    "name",
+    "model",
+    "serial",
+    "size_bytes",
+    "rotational",
+    "transport",
+    "pci_bus_id",
+    "pcie_link_speed",
+    "pcie_link_width",
+    "numa_node",
+]
+
+
+class DiskSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Disk
+        fields = DISK_FIELDS
+
+
+class DiskListSerializer(DiskSerializer):
+    server_hostname = serializers.CharField(source="server.hostname", read_only=True)
+
+    class Meta(DiskSerializer.Meta):
+        fields = [*DISK_FIELDS, "server", "server_hostname"]
 
 
 class LinkSerializer(serializers.ModelSerializer):
@@ -193,6 +234,7 @@ class ServerSerializer(serializers.ModelSerializer):
 class ServerDetailSerializer(ServerSerializer):
     gpus = GpuWithMigSerializer(many=True, read_only=True)
     nics = NicSerializer(many=True, read_only=True)
+    disks = DiskSerializer(many=True, read_only=True)
     links = LinkSerializer(many=True, read_only=True)
     guests = GuestSerializer(many=True, read_only=True)
     virtual_machines = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
@@ -221,6 +263,7 @@ class ServerDetailSerializer(ServerSerializer):
             "physical_host_manual",
             "gpus",
             "nics",
+            "disks",
             "links",
             "guests",
             "virtual_machines",

@@ -35,6 +35,7 @@ from ..identity import normalize_machine_id, normalize_uuid
 from ..models import (
     AgentToken,
     ChangeEvent,
+    Disk,
     Gpu,
     GpuClaim,
     Guest,
@@ -66,6 +67,9 @@ GPU_STRING_FIELDS = (
     "vbios_version",
     "cpu_affinity",
     "error",
+    "fabric_cluster_uuid",
+    "fabric_state",
+    "fabric_status",
 )
 GPU_VALUE_FIELDS = (
     "memory_total_bytes",
@@ -83,6 +87,7 @@ GPU_VALUE_FIELDS = (
     "remapped_rows_uncorrectable",
     "remapped_rows_pending",
     "remapped_rows_failure",
+    "fabric_clique_id",
 )
 GPU_UPDATE_FIELDS = [
     "server",
@@ -103,7 +108,22 @@ MIG_FIELDS = (
     "placement_start",
     "placement_size",
 )
-NIC_FIELDS = ("netdev", "kind", "mac", "numa_node", "speed_mbps", "state")
+NIC_TEXT_FIELDS = (
+    "netdev",
+    "kind",
+    "mac",
+    "state",
+    "node_guid",
+    "port_guid",
+    "rate",
+    "phys_state",
+    "link_layer",
+)
+NIC_VALUE_FIELDS = ("numa_node", "speed_mbps", "port_number", "lid")
+NIC_LIST_FIELDS = ("addresses", "port_guids", "lldp_neighbors")
+NIC_FIELDS = (*NIC_TEXT_FIELDS, *NIC_VALUE_FIELDS, *NIC_LIST_FIELDS)
+DISK_TEXT_FIELDS = ("model", "serial", "transport", "pcie_link_speed")
+DISK_VALUE_FIELDS = ("size_bytes", "rotational", "pcie_link_width", "numa_node")
 PASSTHROUGH_DRIVERS = frozenset({"vfio-pci", "pci-stub"})
 
 
@@ -174,6 +194,7 @@ def report_apply(*, report_id: int) -> ApplyResult:
         result.identity_changed = _apply_host(server, payload, created, events)
         gpu_ids, result.gpus_changed, claims = _apply_gpus(server, payload, created, now, events)
         nic_ids = _apply_nics(server, payload.get("nics", []))
+        _apply_disks(server, payload.get("disks", []))
         _apply_links(server, payload, gpu_ids, nic_ids)
         guests_changed = _apply_guests(server, payload["host"], now)
         claims_changed = _record_claims(server, claims, now)
@@ -645,6 +666,8 @@ def _apply_mig_devices(
 
 
 def _apply_nics(server: Server, nics: list[dict]) -> dict[str, int]:
+    """Replace the server's NICs by name: host facts, InfiniBand identity, LLDP neighbours.
+    Three queries whatever the count (delete the gone, upsert, read the ids)."""
     names = [n["name"] for n in nics]
     Nic.objects.filter(server=server).exclude(name__in=names).delete()
     if not nics:
@@ -654,11 +677,9 @@ def _apply_nics(server: Server, nics: list[dict]) -> dict[str, int]:
             server=server,
             name=n["name"],
             pci_bus_id=normalize_pci_bus_id(n.get("pci_bus_id")) or "",
-            addresses=list(n.get("addresses") or []),
-            **{
-                name: (n.get(name) if name in ("numa_node", "speed_mbps") else _text(n.get(name)))
-                for name in NIC_FIELDS
-            },
+            **{name: _text(n.get(name)) for name in NIC_TEXT_FIELDS},
+            **{name: n.get(name) for name in NIC_VALUE_FIELDS},
+            **{name: list(n.get(name) or []) for name in NIC_LIST_FIELDS},
         )
         for n in nics
     ]
@@ -666,9 +687,33 @@ def _apply_nics(server: Server, nics: list[dict]) -> dict[str, int]:
         rows,
         update_conflicts=True,
         unique_fields=["server", "name"],
-        update_fields=["pci_bus_id", "addresses", *NIC_FIELDS],
+        update_fields=["pci_bus_id", *NIC_FIELDS],
     )
     return dict(Nic.objects.filter(server=server).values_list("name", "id"))
+
+
+def _apply_disks(server: Server, disks: list[dict]) -> None:
+    """Replace the server's disks by kernel name; two queries whatever the count."""
+    names = [d["name"] for d in disks]
+    Disk.objects.filter(server=server).exclude(name__in=names).delete()
+    if not disks:
+        return
+    rows = [
+        Disk(
+            server=server,
+            name=d["name"],
+            pci_bus_id=normalize_pci_bus_id(d.get("pci_bus_id")) or "",
+            **{name: _text(d.get(name)) for name in DISK_TEXT_FIELDS},
+            **{name: d.get(name) for name in DISK_VALUE_FIELDS},
+        )
+        for d in disks
+    ]
+    Disk.objects.bulk_create(
+        rows,
+        update_conflicts=True,
+        unique_fields=["server", "name"],
+        update_fields=["pci_bus_id", *DISK_TEXT_FIELDS, *DISK_VALUE_FIELDS],
+    )
 
 
 def _apply_links(

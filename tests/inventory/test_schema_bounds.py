@@ -15,7 +15,7 @@ from django.db import models
 from django.db.backends.base.operations import BaseDatabaseOperations
 
 from agent.schema import load_schema
-from inventory.models import Gpu, Guest, Link, MigDevice, Nic, Server
+from inventory.models import Disk, Gpu, Guest, Link, MigDevice, Nic, Server
 
 # model -> (path of the schema object whose properties fill it, renamed fields, not from reports)
 SOURCES: dict[type[models.Model], tuple[tuple[str, ...], dict[str, tuple[str, ...]], set[str]]] = {
@@ -53,6 +53,7 @@ SOURCES: dict[type[models.Model], tuple[tuple[str, ...], dict[str, tuple[str, ..
     MigDevice: (("gpus", "*", "mig_devices", "*"), {}, {"id", "gpu"}),
     Nic: (("nics", "*"), {}, {"id", "server", "switch", "switch_port"}),
     Guest: (("host", "guests", "*"), {}, {"id", "host"}),
+    Disk: (("disks", "*"), {}, {"id", "server"}),
     Link: (
         ("links", "*"),
         {},

@@ -11,8 +11,9 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from clusters.models import Cluster, Finding, Node
+from fabric.models import Adapter, Fabric
 from inventory.models import Report, Server
-from simulator.demo import DEMO_FLEET
+from simulator.demo import DEMO_FABRIC, DEMO_FLEET
 from simulator.keepalive import beat_once
 from topology.demo import demo_load, local_server
 
@@ -59,8 +60,22 @@ def test_demo_loads_the_fleet_through_the_api_and_reconciles(capsys):
 @pytest.mark.django_db(transaction=True)
 def test_a_fresh_demo_shows_only_its_declared_findings_none_resolved():
     """Every report and both clusters' snapshots are in before the one reconcile: no
-    "server in no scheduler" raised for the Slurm servers while only Kubernetes was known."""
-    demo_load()
+    "server in no scheduler" raised for the Slurm servers while only Kubernetes was known.
+    Its InfiniBand fabric is a leaf per rail under two spines, and every adapter binds to
+    its server by the GUID the server's agent reported."""
+    load = demo_load()
+    assert load.fabric is not None and load.fabric.unbound == 0
+    fabric = Fabric.objects.get(name=DEMO_FABRIC)
+    assert fabric.summary["tiers"] == {"leaf": 8, "spine": 2}
+    assert fabric.summary["rail_optimised"] is True
+    adapters = Adapter.objects.filter(fabric=fabric)
+    assert set(adapters.values_list("binding_method", flat=True)) == {"guid"}
+    ib_servers = {d.hostname for d in DEMO_FLEET if d.profile in ("h100", "h100-lost", "a100-mig")}
+    assert set(adapters.values_list("server__hostname", flat=True)) == ib_servers
+    for server in Server.objects.filter(hostname__in=ib_servers):
+        assert sorted(adapters.filter(server=server).values_list("rail", flat=True)) == list(
+            range(1, 9)
+        ), server.hostname
     assert Finding.objects.filter(resolved_at__isnull=False).count() == 0
     assert findings(resolved_at__isnull=True) == EXPECTED_OPEN
     for server in DEMO_FLEET:

@@ -43,6 +43,11 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"snapshot {snapshot.cluster}: {answer.get('format')}, {answer.get('nodes')} nodes"
             )
+        if load.fabric is not None:
+            self.stdout.write(
+                f"fabric {load.fabric.fabric}: {load.fabric.switches} switches, "
+                f"{load.fabric.adapters} adapters, {load.fabric.unbound} unbound"
+            )
         done = load.reconciled
         self.stdout.write(
             self.style.SUCCESS(
