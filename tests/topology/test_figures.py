@@ -27,7 +27,7 @@ from topology.figures import (
     rack_figure,
     server_node_map_figure,
 )
-from topology.figures.fleet import chassis_height_u
+from topology.figures.racks import chassis_height_u
 from topology.interconnect import describe_link_class, interconnect_matrix, legend
 
 EVIL_HOST = "<img src=x onerror=alert(1)>"

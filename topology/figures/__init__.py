@@ -32,9 +32,9 @@ from .fleet import (
     NodeRow,
     ServerRow,
     fleet_hierarchy_figure,
-    rack_figure,
     server_node_map_figure,
 )
+from .racks import rack_figure
 from .server import (
     highlight_gpus,
     interconnect_matrix_figure,

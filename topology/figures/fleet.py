@@ -6,14 +6,11 @@ They aggregate above their detail limits (see `common.MAX_MARKS`).
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
-from urllib.parse import quote
 
 from agent.mig import mig_slices, parse_mig_profile
-from core.palette import CRITICAL, INFO, NEUTRAL, OK, WARNING, tone_colour
 
 from .common import (
     GROUP_COLOURS,
@@ -25,8 +22,6 @@ from .common import (
     MIG_SECTOR_COLOUR,
     NO_AGENT,
     NO_SCHEDULER,
-    RACK_DETAIL_LIMIT,
-    RACK_LABEL_LIMIT,
     SANKEY_DETAIL_LIMIT,
     UNKNOWN_COLOUR,
     Figure,
@@ -36,7 +31,6 @@ from .common import (
     _layout,
     _legend_swatch,
     _plural,
-    _side_legend,
     _title,
     esc,
     natural_key,
@@ -87,7 +81,7 @@ class FleetRows(TypedDict):
     nodes: list[NodeRow]
 
 
-class _Fleet:
+class FleetView:
     """The fleet rows indexed once, shared by the builders below."""
 
     def __init__(self, rows: FleetRows) -> None:
@@ -178,7 +172,7 @@ def fleet_hierarchy_figure(
     figure would still have more than `max_sectors` sectors, the node level goes, then the
     smallest groups merge.
     """
-    fleet = _Fleet(rows)
+    fleet = FleetView(rows)
     with_gpus = sorted(
         (sid for sid in fleet.gpus if fleet.gpu_total(sid)),
         key=lambda sid: natural_key(fleet.servers[sid]["hostname"]),
@@ -251,7 +245,7 @@ def fleet_hierarchy_figure(
 
 
 def _hierarchy_sectors(
-    fleet: _Fleet, groups: Mapping[str, list[int]], total: int, mode: str, node_limit: int
+    fleet: FleetView, groups: Mapping[str, list[int]], total: int, mode: str, node_limit: int
 ) -> list[dict[str, Any]]:
     """Sectors for one level of aggregation: "node", "model" (servers by model) or "group"."""
     sectors = [
@@ -413,7 +407,7 @@ def _member_label(server: ServerRow, nodes: Sequence[NodeRow]) -> str:
     return f"{esc(_short(', '.join(names)))}<br>on {hostname}"
 
 
-def _member_hover(fleet: _Fleet, server_id: int, nodes: Sequence[NodeRow]) -> str:
+def _member_hover(fleet: FleetView, server_id: int, nodes: Sequence[NodeRow]) -> str:
     lines = [f"server {fleet.server_text(server_id)}"]
     for node in nodes:
         lines.append(f"{esc(node['kind'])} node {esc(node['cluster'])}/{esc(node['name'])}")
@@ -463,7 +457,7 @@ def server_node_map_figure(
     grouped by model and nodes by cluster (link values count the bindings), so the figure
     never draws more than `max_links` links.
     """
-    fleet = _Fleet(rows)
+    fleet = FleetView(rows)
     if not fleet.servers and not fleet.orphans:
         return _empty("No servers or nodes yet.")
     sankey = _server_node_detail(fleet)
@@ -532,7 +526,7 @@ def server_node_map_figure(
     }
 
 
-def _unscheduled(fleet: _Fleet, server_id: int) -> bool:
+def _unscheduled(fleet: FleetView, server_id: int) -> bool:
     return not fleet.nodes_by_server.get(server_id)
 
 
@@ -545,7 +539,7 @@ def _binding_text(node: NodeRow) -> str:
     return f" (bound by {esc(method.replace('_', ' '))})" if method else ""
 
 
-def _server_node_detail(fleet: _Fleet) -> _Sankey:
+def _server_node_detail(fleet: FleetView) -> _Sankey:
     sankey = _Sankey()
 
     def server_node(sid: int) -> int:
@@ -631,7 +625,7 @@ def _server_node_detail(fleet: _Fleet) -> _Sankey:
     return sankey
 
 
-def _server_node_aggregate(fleet: _Fleet, *, by_model: bool) -> _Sankey:
+def _server_node_aggregate(fleet: FleetView, *, by_model: bool) -> _Sankey:
     """Servers grouped by model (VMs by their host's model), nodes by cluster."""
     sankey = _Sankey()
     values: Counter = Counter()  # (source key, target key, kind) -> bindings
@@ -704,240 +698,3 @@ def _server_node_aggregate(fleet: _Fleet, *, by_model: bool) -> _Sankey:
             kind,
         )
     return sankey
-
-
-def rack_figure(
-    rows: FleetRows,
-    *,
-    detail_limit: int = RACK_DETAIL_LIMIT,
-    max_marks: int = MAX_MARKS,
-    server_url: str = "/servers/{id}/",
-    rack_url: str = "/servers/?rack={rack}",
-) -> Figure:
-    """Rack elevations: each server at its position and chassis height (U), coloured by its
-    health (the worst open finding, in the state palette); a click opens the server.
-
-    Health rather than state: state moves with the clock and this figure is cached until the
-    inventory, the node sets or a reconciliation change, which is when findings change.
-    Above `detail_limit` racked servers, one bar per rack (GPUs), linking to its servers.
-    """
-    fleet = _Fleet(rows)
-    racked = [s for s in fleet.servers.values() if s["rack"]]
-    if not racked:
-        return _empty(
-            "No server has a rack position yet: set rack and position (U) on the servers."
-        )
-    racks = sorted({s["rack"] for s in racked}, key=natural_key)
-    if len(racked) <= detail_limit:
-        return _rack_detail(fleet, racked, racks, server_url)
-    return _rack_aggregate(fleet, racked, racks, max_marks, rack_url)
-
-
-CHASSIS_HEIGHT_U: tuple[tuple[str, int], ...] = (
-    ("dgxh100", 8),
-    ("dgxh200", 8),
-    ("dgxb200", 10),
-    ("dgxb300", 10),
-    ("dgxa100", 6),
-    ("dgx-2", 10),
-    ("dgx2", 10),
-    ("dgx-1", 3),
-    ("dgx1", 3),
-    ("xe9680", 6),
-    ("xe9640", 4),
-    ("xe8545", 4),
-    ("r760xa", 2),
-    ("r750xa", 2),
-)
-"""Known chassis heights by a fragment of the DMI product name (spaces removed, lower case)."""
-
-DEFAULT_HEIGHT_U = 2
-
-
-def chassis_height_u(model: str) -> tuple[int, bool]:
-    """(height in rack units, whether it is known) from the server's DMI product name.
-
-    Known DGX and PowerEdge XE/R models from the table; Dell's R6xx are 1U, R7xx 2U;
-    Supermicro's model numbers start with the height (`SYS-821GE` 8U, `AS -4125GS` 4U).
-    Anything else is drawn DEFAULT_HEIGHT_U high and says so in its hover.
-    """
-    key = (model or "").lower().replace(" ", "")
-    for fragment, units in CHASSIS_HEIGHT_U:
-        if fragment in key:
-            return units, True
-    dell = re.search(r"poweredger([67])\d\d", key)
-    if dell:
-        return (1 if dell.group(1) == "6" else 2), True
-    supermicro = re.match(r"(?:sys|as)-?([1-8])\d{2,3}", key)
-    if supermicro:
-        return int(supermicro.group(1)), True
-    return DEFAULT_HEIGHT_U, False
-
-
-HEALTH_TONES = {"critical": CRITICAL, "warning": WARNING, "info": INFO, "": OK}
-HEALTH_NAMES = {
-    CRITICAL: "critical finding open",
-    WARNING: "warning open",
-    INFO: "information only",
-    OK: "no open finding",
-}
-
-
-def _rack_detail(
-    fleet: _Fleet, racked: list[ServerRow], racks: list[str], server_url: str
-) -> Figure:
-    placed = sorted(racked, key=lambda s: (natural_key(s["rack"]), s["rack_position"] or 0))
-    heights = [chassis_height_u(s["model"]) for s in placed]
-    tones = [HEALTH_TONES.get(s.get("health") or "", NEUTRAL) for s in placed]
-    hovers = []
-    for s, (units, known), tone in zip(placed, heights, tones, strict=True):
-        models = ", ".join(
-            f"{n} × {esc(m or 'unknown GPU')}" for m, n in sorted(fleet.gpus[s["id"]].items())
-        )
-        nodes = ", ".join(
-            f"{esc(n['cluster'])}/{esc(n['name'])}" for n in fleet.nodes_by_server.get(s["id"], [])
-        )
-        position = f"U{s['rack_position']}" if s["rack_position"] else "position unknown"
-        size = f"{units}U" if known else f"height unknown, drawn {units}U"
-        hovers.append(
-            f"<b>{esc(s['hostname'])}</b> {esc(s['model'])}<br>{esc(s['rack'])} {position}"
-            f" · {size}<br>{models or 'no GPUs'}<br>health: {HEALTH_NAMES.get(tone, 'unknown')}"
-            f" · state: {esc(s['state'])}"
-            + (f"<br>nodes: {nodes}" if nodes else "<br>in no scheduler")
-        )
-    top = max(
-        [
-            42,
-            *((s["rack_position"] or 0) + h - 1 for s, (h, _) in zip(placed, heights, strict=True)),
-        ]
-    )
-    labelled = len(placed) <= RACK_LABEL_LIMIT
-    present = [t for t in (CRITICAL, WARNING, INFO, OK, NEUTRAL) if t in tones]
-    return {
-        "data": [
-            {
-                "type": "bar",
-                "name": "server",
-                "x": [esc(s["rack"]) for s in placed],
-                "y": [units for units, _ in heights],
-                "base": [s["rack_position"] or 0 for s in placed],
-                "text": [esc(s["hostname"]) for s in placed] if labelled else None,
-                "textposition": "inside" if labelled else "none",
-                "insidetextanchor": "middle",
-                "textangle": 0,
-                "textfont": {"color": "#ffffff"},
-                "customdata": [
-                    [server_url.format(id=s["id"]), t] for s, t in zip(placed, tones, strict=True)
-                ],
-                "hovertext": hovers,
-                "hovertemplate": "%{hovertext}<extra></extra>",
-                "marker": {
-                    "color": [tone_colour(t) for t in tones],
-                    "line": {"color": "#14283a", "width": 1},
-                },
-                "showlegend": False,
-            },
-            *(_legend_swatch(HEALTH_NAMES.get(t, "unknown"), tone_colour(t)) for t in present),
-        ],
-        "layout": _layout(
-            height=max(640, 14 * (top + 1) + 80),
-            margin={"l": 10, "r": 10, "t": 36, "b": 10},
-            title=_title(
-                f"{_plural(len(placed), 'server')} in {_plural(len(racks), 'rack')} · "
-                "height: the chassis in U · colour: worst open finding · click a server"
-            ),
-            barmode="overlay",
-            bargap=0.35,
-            xaxis={
-                "type": "category",
-                "categoryorder": "array",
-                "categoryarray": [esc(r) for r in racks],
-                "title": {"text": "rack"},
-                "automargin": True,
-            },
-            yaxis={
-                "title": {"text": "position (U)"},
-                "range": [0, top + 1],
-                "dtick": 6,
-                "zeroline": False,
-                "automargin": True,
-            },
-            showlegend=True,
-            legend=_side_legend("Health"),
-            meta={
-                "empty": False,
-                "aggregated": False,
-                "links": True,
-                "marks": len(placed),
-                "min_width": 480,
-            },
-        ),
-    }
-
-
-def _rack_aggregate(
-    fleet: _Fleet, racked: list[ServerRow], racks: list[str], max_marks: int, rack_url: str
-) -> Figure:
-    servers: Counter = Counter()
-    gpus: Counter = Counter()
-    models: dict[str, Counter] = defaultdict(Counter)
-    for s in racked:
-        servers[s["rack"]] += 1
-        gpus[s["rack"]] += fleet.gpu_total(s["id"])
-        models[s["rack"]].update(fleet.gpus[s["id"]])
-    shown = racks
-    other: list[str] = []
-    if len(racks) > max_marks:
-        biggest = set(sorted(racks, key=lambda r: (-gpus[r], natural_key(r)))[: max_marks - 1])
-        shown = [r for r in racks if r in biggest]
-        other = [r for r in racks if r not in biggest]
-    x = [esc(r) for r in shown]
-    y = [gpus[r] for r in shown]
-    hovers = [
-        f"<b>rack {esc(r)}</b>: {_plural(servers[r], 'server')}, {_plural(gpus[r], 'GPU')}<br>"
-        + ", ".join(f"{n:,} × {esc(m or 'unknown GPU')}" for m, n in models[r].most_common(5))
-        + "<br>click to list its servers"
-        for r in shown
-    ]
-    urls = [[rack_url.format(rack=quote(r, safe=""))] for r in shown]
-    if other:
-        x.append(f"other racks ({len(other):,})")
-        y.append(sum(gpus[r] for r in other))
-        hovers.append(
-            f"<b>{_plural(len(other), 'other rack')}</b>: "
-            f"{_plural(sum(servers[r] for r in other), 'server')}, {_plural(y[-1], 'GPU')}"
-        )
-        urls.append([""])
-    return {
-        "data": [
-            {
-                "type": "bar",
-                "name": "GPUs per rack",
-                "x": x,
-                "y": y,
-                "customdata": urls,
-                "hovertext": hovers,
-                "hovertemplate": "%{hovertext}<extra></extra>",
-                "marker": {"color": "#2f6f9f"},
-            }
-        ],
-        "layout": _layout(
-            height=480,
-            margin={"l": 10, "r": 10, "t": 36, "b": 10},
-            title=_title(
-                f"{_plural(len(racked), 'server')} in {_plural(len(racks), 'rack')}: GPUs per "
-                "rack · click a rack to list its servers"
-            ),
-            xaxis={
-                "type": "category",
-                "categoryorder": "array",
-                "categoryarray": x,
-                "title": {"text": "rack"},
-                "automargin": True,
-            },
-            yaxis={"title": {"text": "GPUs"}, "automargin": True},
-            showlegend=False,
-            bargap=0.1,
-            meta={"empty": False, "aggregated": True, "links": True, "marks": len(x)},
-        ),
-    }
