@@ -76,6 +76,11 @@ class ScriptedBackend:
     def bodies(self) -> list[dict[str, Any]]:
         return [json.loads(r["body"]) for r in self.requests]
 
+    def events_sent(self) -> list[int]:
+        """How many events each request carried. A heartbeat by digest (empty body, header
+        `X-Atlas-Report-Digest`) carries none: the agent sends one only when it has none."""
+        return [len(json.loads(r["body"])["events"]) if r["body"] else 0 for r in self.requests]
+
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
