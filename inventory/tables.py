@@ -39,7 +39,7 @@ def _server_gpus(s) -> SafeString:
 
 def _lost_gpus(s) -> SafeString:
     if s.lost_gpu_count:
-        return format_html('<span class="badge lost">{}</span>', s.lost_gpu_count)
+        return badge("lost", s.lost_gpu_count)
     return format_html("{}", 0)
 
 

@@ -6,7 +6,6 @@ dgx-h100-10), the others are healthy; each is a Slurm node, one drained.
 
 from __future__ import annotations
 
-import copy
 import csv
 import io
 
@@ -18,18 +17,9 @@ from clusters.reconcile import reconcile_all
 from clusters.services import snapshot_ingest
 from inventory.models import Gpu, MigDevice, Server
 from tests.nodes import scontrol_node, scontrol_text
-from tests.reports import apply_reports, make_report
+from tests.reports import apply_reports, lost_gpu_report, make_report
 
 pytestmark = pytest.mark.django_db
-
-
-def lost_report(hostname: str = "dgx-lost") -> dict:
-    """An 8-GPU server whose GPU in slot 5 is on the PCI bus, absent from NVML."""
-    full = make_report(hostname)
-    report = make_report(hostname, skip_gpus=(5,))
-    report["pci_gpus"] = copy.deepcopy(full["pci_gpus"])
-    report["pci_gpus"][5]["in_nvml"] = False
-    return report
 
 
 def fleet(healthy: int = 3, *, offset: int = 0, lost: bool = True) -> dict[str, Server]:
@@ -40,7 +30,7 @@ def fleet(healthy: int = 3, *, offset: int = 0, lost: bool = True) -> dict[str, 
         for i in range(healthy)
     ]
     if lost:
-        reports.append(lost_report())
+        reports.append(lost_gpu_report())
     servers = apply_reports(*reports)
     states = {"dgx-001": "IDLE+DRAIN"}
     snapshot_ingest(
