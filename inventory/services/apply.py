@@ -570,13 +570,13 @@ def _apply_off_nvml_gpus(
     NVML ever listed it, and lists must count and show it (its slot is its place in PCI
     order; serial and UUID are unknown). The row goes once NVML lists a GPU at that address
     or the address leaves the bus. Returns whether such rows changed."""
-    functions = [
-        p
-        for p in payload.get("pci_gpus") or []
-        if p.get("driver") not in PASSTHROUGH_DRIVERS and normalize_pci_bus_id(p.get("pci_bus_id"))
-    ]
-    slots = sorted(normalize_pci_bus_id(p["pci_bus_id"]) for p in functions)
-    unseen = {normalize_pci_bus_id(p["pci_bus_id"]) for p in functions if p.get("in_nvml") is False}
+    buses: dict[str, bool] = {}  # address -> in NVML
+    for p in payload.get("pci_gpus") or []:
+        bus = normalize_pci_bus_id(p.get("pci_bus_id"))
+        if bus and p.get("driver") not in PASSTHROUGH_DRIVERS:
+            buses[bus] = p.get("in_nvml") is not False
+    slots = sorted(buses)
+    unseen = {bus for bus, in_nvml in buses.items() if not in_nvml}
     placeholders = {off_nvml_uuid(server, bus): bus for bus in slots}
     known = {normalize_pci_bus_id(g.get("pci_bus_id")) for g in reported} | {
         g.pci_bus_id for g in existing.values() if g.uuid not in placeholders
