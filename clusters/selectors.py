@@ -5,11 +5,25 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Protocol, cast
 
-from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models import (
+    Case,
+    CharField,
+    Count,
+    Exists,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+    When,
+)
 from django.db.models.functions import Coalesce
 
 from inventory.choices import GpuStatus
 from inventory.models import Gpu, HardwareProfile, Server
+from inventory.selectors import SERVER_HEALTH_ORDER as SEVERITY_ORDER
 from inventory.selectors import hardware_profile_for
 
 from .choices import ClusterSource
@@ -28,19 +42,28 @@ def _agent_gpu_count() -> Coalesce:
     return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
 
 
+def _node_findings() -> QuerySet[Finding]:
+    """Open findings about a node (of `node_list()`) or about its bound server."""
+    about = Q(node=OuterRef("pk")) | Q(server__isnull=False, server=OuterRef("server_id"))
+    return Finding.objects.filter(about, resolved_at__isnull=True).order_by()
+
+
 def node_list(*, include_gone: bool = False) -> QuerySet[Node]:
-    """Nodes with their cluster and bound server, and the agent's GPU count beside them."""
+    """Nodes with their cluster and bound server, the agent's GPU count beside them, and the
+    open findings about the node or its server (`open_findings`, `worst_severity`)."""
     open_findings = (
-        Finding.objects.filter(node=OuterRef("pk"), resolved_at__isnull=True)
-        .order_by()
-        .values("node")
-        .annotate(n=Count("*"))
-        .values("n")
+        _node_findings().annotate(one=Value(1)).values("one").annotate(n=Count("*")).values("n")
+    )
+    worst = Case(
+        *(When(Exists(_node_findings().filter(severity=s)), then=Value(s)) for s in SEVERITY_ORDER),
+        default=Value(""),
+        output_field=CharField(),
     )
     # Subqueries, not joins: the page's COUNT(*) stays a plain count without a GROUP BY.
     nodes = Node.objects.select_related("cluster", "server").annotate(
         agent_gpu_count=_agent_gpu_count(),
         open_findings=Coalesce(Subquery(open_findings, output_field=IntegerField()), 0),
+        worst_severity=worst,
     )
     return nodes if include_gone else nodes.filter(gone_at__isnull=True)
 
@@ -139,6 +162,46 @@ def nodes_with_expected(nodes: list[Node]) -> list[Node]:
             expected_gpus=node.expected_gpus,
         )
     return nodes
+
+
+def node_states() -> list[str]:
+    """The node states and state flags present (`idle`, `mixed`, `drain`, ...), for the
+    state filter's dropdown: two small queries."""
+    live = Node.objects.filter(gone_at__isnull=True).order_by()
+    states = set(live.exclude(state="").values_list("state", flat=True).distinct())
+    for flags in live.exclude(state_flags=[]).values_list("state_flags", flat=True).distinct():
+        states.update(str(f).lower() for f in flags or ())
+    return sorted(states)
+
+
+def node_state_q(value: str) -> Q:
+    """Nodes in that state, or carrying that flag: `drain` finds an `IDLE+DRAIN` node."""
+    value = value.strip().lower()
+    # JSON list membership without JSON operators, portable to SQLite and PostgreSQL.
+    return Q(state__iexact=value) | Q(state_flags__icontains=f'"{value}"')
+
+
+def node_search_q(value: str) -> Q:
+    """Nodes whose name, hostname or an address contains `value`, or whose bound server's
+    hostname does: one definition for the nodes list, the API and the global search."""
+    value = value.strip()
+    return (
+        Q(name__icontains=value)
+        | Q(hostname__icontains=value)
+        | Q(addresses__icontains=value)
+        | Q(server__hostname__icontains=value)
+    )
+
+
+def node_search(value: str, *, limit: int) -> tuple[list[Node], int]:
+    """The first `limit` present nodes matching `node_search_q`, by cluster and name, and how
+    many match."""
+    found = (
+        Node.objects.select_related("cluster", "server")
+        .filter(node_search_q(value), gone_at__isnull=True)
+        .order_by("cluster__name", "name", "pk")
+    )
+    return list(found[:limit]), found.count()
 
 
 def cluster_names() -> list[str]:

@@ -55,9 +55,11 @@ def _kubernetes_allocatable(n) -> SafeString | str:
 
 
 def _open_findings(n) -> SafeString:
+    """How many open findings are about the node or its server, linked to them."""
     if not n.open_findings:
         return format_html("{}", 0)
-    url = f"{reverse('finding-list')}?{urlencode({'node': n.pk})}"
+    about = {"server": n.server_id} if n.server_id else {"node": n.pk}
+    url = f"{reverse('finding-list')}?{urlencode(about)}"
     return format_html('<a href="{}">{}</a>', url, n.open_findings)
 
 
@@ -131,13 +133,19 @@ NODE_TABLE = Table(
             cell=_open_findings,
             numeric=True,
         ),
+        Column(
+            "Worst finding",
+            lambda n: n.worst_severity,
+            "worst_severity",
+            cell=lambda n: badge(n.worst_severity) if n.worst_severity else "—",
+        ),
     ),
 )
 
 NODE_FILTERS = FilterForm(
     fields=("search", "cluster", "kind", "bound", "state"),
     labels={"kind": "Scheduler"},
-    placeholders={"search": "node or server name", "state": "idle, ready"},
+    placeholders={"search": "node or server name"},
     choices={"bound": (("true", "to a server"), ("false", "no server"))},
 )
 

@@ -20,7 +20,7 @@ def node_list(request: HttpRequest) -> HttpResponse:
         table=NODE_TABLE,
         filterset=NodeFilter(request.GET, queryset=selectors.node_list()),
         filters=NODE_FILTERS,
-        known=lambda: {"cluster": selectors.cluster_names()},
+        known=lambda: {"cluster": selectors.cluster_names(), "state": selectors.node_states()},
         template="clusters/node_list.html",
         prepare=selectors.nodes_with_expected,
     )

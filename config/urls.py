@@ -37,6 +37,7 @@ urlpatterns = [
     path("nodes/", cluster_views.node_list, name="node-list"),
     path("findings/", cluster_views.finding_list, name="finding-list"),
     path("topology/", topology_views.topology, name="topology"),
+    path("search/", topology_views.search, name="search"),
     path("placement/", placement_views.placement_page, name="placement"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

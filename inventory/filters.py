@@ -9,16 +9,30 @@ from core.filters import IdFilter
 
 from .choices import GpuStatus, ServerState
 from .models import Disk, Gpu, MigDevice, Server
+from .selectors import (
+    SERVER_HEALTH_CHOICES,
+    gpu_search_q,
+    server_health_expression,
+    server_search_q,
+)
 
 
 class ServerFilter(django_filters.FilterSet):
     search = django_filters.CharFilter(
         method="filter_search",
-        help_text="hostname, FQDN, GPU model, MIG profile, rack, cluster or node name, or a state",
+        help_text=(
+            "hostname, FQDN, serial, address, GPU serial/UUID/PCI address/model, MIG UUID or "
+            "profile, node name, rack, cluster, or a state"
+        ),
     )
     hostname = django_filters.CharFilter(field_name="hostname", lookup_expr="icontains")
     model = django_filters.CharFilter(method="filter_model", help_text="GPU model (substring)")
     state = django_filters.ChoiceFilter(field_name="state_value", choices=ServerState.choices)
+    health = django_filters.ChoiceFilter(
+        choices=SERVER_HEALTH_CHOICES,
+        method="filter_health",
+        help_text="the worst severity among the server's open findings (ok: none open)",
+    )
     mig = django_filters.BooleanFilter(field_name="mig_enabled", help_text="has a MIG-enabled GPU")
     rack = django_filters.CharFilter(field_name="rack")
     cluster = django_filters.CharFilter(method="filter_cluster", help_text="bound to a node of it")
@@ -27,7 +41,17 @@ class ServerFilter(django_filters.FilterSet):
 
     class Meta:
         model = Server
-        fields = ["search", "hostname", "model", "state", "mig", "rack", "cluster", "is_virtual"]
+        fields = [
+            "search",
+            "hostname",
+            "model",
+            "state",
+            "health",
+            "mig",
+            "rack",
+            "cluster",
+            "is_virtual",
+        ]
 
     def filter_model(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         gpus = Gpu.objects.filter(server=OuterRef("pk"), name__icontains=value).exclude(
@@ -41,31 +65,21 @@ class ServerFilter(django_filters.FilterSet):
     def filter_cluster(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         return queryset.filter(_cluster_q(value, exact=True))
 
+    def filter_health(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return queryset.alias(_health=server_health_expression()).filter(_health=value)
+
     def filter_search(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        value = value.strip()
-        if not value:
-            return queryset
-        lowered = value.lower()
-        q = Q(hostname__icontains=value) | Q(fqdn__icontains=value) | Q(rack__iexact=value)
-        q |= Q(Exists(Gpu.objects.filter(server=OuterRef("pk"), name__icontains=value)))
-        q |= Q(Exists(MigDevice.objects.filter(gpu__server=OuterRef("pk"), profile__iexact=value)))
-        q |= _cluster_q(value, exact=False)
-        if lowered in ServerState.values:
-            q |= Q(state_value=lowered)
-        if lowered == "mig":
-            q |= Q(mig_enabled=True)
-        return queryset.filter(q)
+        return queryset.filter(server_search_q(value)) if value.strip() else queryset
 
 
 def _cluster_q(value: str, *, exact: bool) -> Q:
-    """Servers bound to a scheduler node of that cluster (or with that node name).
+    """Servers bound to a scheduler node of that cluster (an EXISTS: one row per server).
 
     The node tables belong to the clusters app, a layer above; the lookup goes through the
     reverse relation by name, so this layer imports nothing from it.
     """
-    if exact:
-        return Q(nodes__cluster__name=value)
-    return Q(nodes__cluster__name__iexact=value) | Q(nodes__name__iexact=value)
+    lookup = "nodes__cluster__name" if exact else "nodes__cluster__name__iexact"
+    return Q(Exists(Server.objects.filter(pk=OuterRef("pk"), **{lookup: value})))
 
 
 GPU_HEALTH_CHOICES = (("healthy", "Healthy"), ("unhealthy", "Unhealthy"))
@@ -108,12 +122,7 @@ class GpuFilter(django_filters.FilterSet):
         return queryset.healthy() if value == "healthy" else queryset.unhealthy()
 
     def filter_search(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        return queryset.filter(
-            Q(name__icontains=value)
-            | Q(uuid__icontains=value)
-            | Q(serial__iexact=value)
-            | Q(server__hostname__icontains=value)
-        )
+        return queryset.filter(gpu_search_q(value)) if value.strip() else queryset
 
 
 class DiskFilter(django_filters.FilterSet):

@@ -16,13 +16,17 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
+    Sum,
     Value,
     When,
 )
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
+from core.palette import CRITICAL, INFO, OK, WARNING
+
 from .choices import GpuStatus, ServerState
+from .health import problem_q
 from .models import ChangeEvent, Disk, Gpu, HardwareProfile, Link, MigDevice, Server
 
 
@@ -55,15 +59,57 @@ def server_state_expression(now=None) -> Case:
     )
 
 
+SERVER_HEALTH_ORDER = (CRITICAL, WARNING, INFO)
+"""Worst first: a server's health is the first of these among its open findings, else ok."""
+SERVER_HEALTH_CHOICES = tuple((h, h) for h in (OK, INFO, WARNING, CRITICAL))
+
+
+def _open_finding_of(severity: str) -> Exists:
+    # Findings belong to the clusters app, a layer above: reached by the reverse relation's
+    # name, so this layer imports nothing from it.
+    return Exists(
+        Server.objects.filter(
+            pk=OuterRef("pk"),
+            findings__resolved_at__isnull=True,
+            findings__severity=severity,
+        )
+    )
+
+
+def server_health_expression() -> Case:
+    """SQL for a server's health: the worst severity among its open findings, else `ok`."""
+    return Case(
+        *(When(_open_finding_of(s), then=Value(s)) for s in SERVER_HEALTH_ORDER),
+        default=Value(OK),
+        output_field=CharField(),
+    )
+
+
+def lost_gpu_count_expression() -> Greatest:
+    """SQL for the GPUs a server has lost: its rows marked lost (`inventory.health`'s `lost`),
+    or, when more, the GPUs on its PCI bus beyond those NVML shows (fallen off the bus before
+    NVML ever listed them, so no row of theirs exists)."""
+    lost_rows = _count(Gpu.objects.filter(problem_q("lost")))
+    live = _count(Gpu.objects.exclude(problem_q("lost")))
+    off_nvml = Coalesce("pci_gpu_count", 0) - live
+    return Greatest(lost_rows, off_nvml, Value(0))
+
+
 def server_list() -> QuerySet[Server]:
-    """Servers with state, GPU count (lost GPUs excluded), MIG device count and MIG flag."""
+    """Servers with state, health (worst open finding), GPU count (lost GPUs excluded), lost
+    GPU count, MIG device count and MIG flag; their nodes prefetched (one query)."""
     live_gpus = Gpu.objects.exclude(status=GpuStatus.LOST)
-    return Server.objects.select_related("physical_host").annotate(
-        state_value=server_state_expression(),
-        gpu_count=_count(live_gpus),
-        lost_gpu_count=_count(Gpu.objects.filter(status=GpuStatus.LOST)),
-        mig_device_count=_count(MigDevice.objects.all(), "gpu__server"),
-        mig_enabled=Exists(live_gpus.filter(server=OuterRef("pk"), mig_mode_current=True)),
+    return (
+        Server.objects.select_related("physical_host")
+        .prefetch_related("nodes__cluster")
+        .annotate(
+            state_value=server_state_expression(),
+            health=server_health_expression(),
+            gpu_count=_count(live_gpus),
+            lost_gpu_count=lost_gpu_count_expression(),
+            mig_device_count=_count(MigDevice.objects.all(), "gpu__server"),
+            mig_enabled=Exists(live_gpus.filter(server=OuterRef("pk"), mig_mode_current=True)),
+        )
     )
 
 
@@ -130,7 +176,10 @@ def fleet_summary() -> dict:
         "servers_by_state": {state: by_state.get(state, 0) for state in ServerState.values},
         "virtual_servers": Server.objects.filter(is_virtual=True).count(),
         "gpus": gpu_total,
-        "lost_gpus": Gpu.objects.filter(status=GpuStatus.LOST).count(),
+        "lost_gpus": Server.objects.annotate(lost=lost_gpu_count_expression()).aggregate(
+            n=Coalesce(Sum("lost"), 0)
+        )["n"],
+        "online_by_health": online_by_health(),
         "gpus_by_model": gpus_by_model,
         "mig_gpus": mig_gpus,
         "mig_devices": sum(row["n"] for row in mig_by_profile),
@@ -141,6 +190,19 @@ def fleet_summary() -> dict:
             )[:10]
         ),
     }
+
+
+def online_by_health() -> dict[str, int]:
+    """Online servers counted by health, so "online 18" never paints a critical server green."""
+    rows = (
+        Server.objects.annotate(state_value=server_state_expression())
+        .filter(state_value=ServerState.ONLINE)
+        .annotate(health=server_health_expression())
+        .order_by()
+        .values_list("health")
+        .annotate(n=Count("id"))
+    )
+    return dict(rows)
 
 
 def recent_changes(limit: int = 10) -> QuerySet[ChangeEvent]:
@@ -185,5 +247,90 @@ def rack_names() -> list[str]:
     return list(racks.distinct())
 
 
+def bound_cluster_names() -> list[str]:
+    """The clusters servers are bound to, for a filter's dropdown (by the reverse relation's
+    name: the clusters app is a layer above)."""
+    names = (
+        Server.objects.filter(nodes__isnull=False)
+        .order_by("nodes__cluster__name")
+        .values_list("nodes__cluster__name", flat=True)
+        .distinct()
+    )
+    return list(names)
+
+
 def unhealthy_gpu_count() -> int:
     return Gpu.objects.unhealthy().count()
+
+
+# Searchable fields, one definition per model: the lists' `?search=` (pages and API) and the
+# global search (topology.search) match the same rows. Relations are matched with EXISTS, never
+# joins, so a server matching through two GPUs is still one row.
+
+
+def server_search_q(value: str) -> Q:
+    """Servers whose hostname, FQDN, serial or an address (a NIC IP) contains `value`, or whose
+    GPU (serial, UUID, PCI address, model), MIG device (UUID, profile) or scheduler node (name,
+    address) matches; a rack, a cluster or a state word by its exact name."""
+    value = value.strip()
+    lowered = value.lower()
+    q = (
+        Q(hostname__icontains=value)
+        | Q(fqdn__icontains=value)
+        | Q(serial__iexact=value)
+        | Q(rack__iexact=value)
+        | Q(addresses__icontains=value)
+        | Q(Exists(Gpu.objects.filter(server=OuterRef("pk")).filter(gpu_search_q(value, own=True))))
+        | Q(Exists(MigDevice.objects.filter(gpu__server=OuterRef("pk"), uuid__icontains=value)))
+        | Q(Exists(MigDevice.objects.filter(gpu__server=OuterRef("pk"), profile__iexact=value)))
+        # The node tables belong to the clusters app, a layer above: reached by the reverse
+        # relation's name.
+        | Q(Exists(Server.objects.filter(pk=OuterRef("pk"), nodes__name__iexact=value)))
+        | Q(Exists(Server.objects.filter(pk=OuterRef("pk"), nodes__cluster__name__iexact=value)))
+    )
+    if lowered in ServerState.values:
+        q |= Q(state_value=lowered)
+    if lowered == "mig":
+        q |= Q(mig_enabled=True)
+    return q
+
+
+def gpu_search_q(value: str, *, own: bool = False) -> Q:
+    """GPUs whose UUID, serial, PCI address or model contains `value`, or one of whose MIG
+    devices has that UUID; with its server's hostname unless `own` (the GPU's own fields)."""
+    value = value.strip()
+    q = (
+        Q(uuid__icontains=value)
+        | Q(serial__iexact=value)
+        | Q(pci_bus_id__icontains=value)
+        | Q(name__icontains=value)
+        | Q(Exists(MigDevice.objects.filter(gpu=OuterRef("pk"), uuid__icontains=value)))
+    )
+    return q if own else q | Q(server__hostname__icontains=value)
+
+
+def mig_device_search_q(value: str) -> Q:
+    """MIG devices whose UUID contains `value`."""
+    return Q(uuid__icontains=value.strip())
+
+
+def server_search(value: str, *, limit: int) -> tuple[list[Server], int]:
+    """The first `limit` servers `server_search_q` matches, by hostname, and how many match."""
+    found = server_list().filter(server_search_q(value)).order_by("hostname", "pk")
+    return list(found[:limit]), found.count()
+
+
+def gpu_search(value: str, *, limit: int) -> tuple[list[Gpu], int]:
+    """The first `limit` GPUs matching by their own fields (not their server's name: the
+    server itself is a result), and how many match."""
+    found = (
+        Gpu.objects.select_related("server")
+        .filter(gpu_search_q(value, own=True))
+        .order_by("server__hostname", "index", "pk")
+    )
+    return list(found[:limit]), found.count()
+
+
+def mig_device_search(value: str, *, limit: int) -> tuple[list[MigDevice], int]:
+    found = mig_device_list().filter(mig_device_search_q(value)).order_by("uuid", "pk")
+    return list(found[:limit]), found.count()

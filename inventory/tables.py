@@ -6,6 +6,8 @@ Each column serves the page and the CSV export alike (core.tables); rows come fr
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
@@ -37,7 +39,7 @@ def _server_gpus(s) -> SafeString:
 
 def _lost_gpus(s) -> SafeString:
     if s.lost_gpu_count:
-        return format_html('<span class="badge lost">{}</span>', s.lost_gpu_count)
+        return badge("lost", s.lost_gpu_count)
     return format_html("{}", 0)
 
 
@@ -46,6 +48,36 @@ def _virtual(s) -> SafeString | str:
         return "—"
     on = f" on {s.physical_host.hostname}" if s.physical_host else ""
     return format_html('<span class="badge neutral" title="virtual machine{}">VM</span>', on)
+
+
+def _live_nodes(s) -> list:
+    return [n for n in s.nodes.all() if n.gone_at is None]  # prefetched by server_list()
+
+
+def _nodes_text(s) -> str:
+    return " ".join(f"{n.cluster.name}/{n.name}" for n in _live_nodes(s))
+
+
+def _nodes_cell(s) -> SafeString | str:
+    nodes = _live_nodes(s)
+    if not nodes:
+        return "—"
+    return format_html_join(
+        ", ",
+        '{} <span class="muted">{}</span>',
+        ((n.name, n.cluster.name) for n in nodes),
+    )
+
+
+def _addresses(s) -> str:
+    return " ".join(s.addresses or [])
+
+
+def _health(s) -> SafeString:
+    if s.health == "ok":
+        return badge("ok")
+    url = f"{reverse('finding-list')}?{urlencode({'server': s.pk})}"
+    return format_html('<a href="{}">{}</a>', url, badge(s.health))
 
 
 def _last_seen(s) -> str:
@@ -63,6 +95,7 @@ SERVER_TABLE = Table(
         Column(
             "State", lambda s: s.state_value, "state_value", cell=lambda s: badge(s.state_value)
         ),
+        Column("Health", lambda s: s.health, "health", cell=_health),
         Column("GPUs", lambda s: s.gpu_count, "gpu_count", cell=_server_gpus, numeric=True),
         Column(
             "Lost GPUs", lambda s: s.lost_gpu_count, "lost_gpu_count", cell=_lost_gpus, numeric=True
@@ -72,6 +105,9 @@ SERVER_TABLE = Table(
         Column("Driver", lambda s: s.driver_version, "driver_version"),
         Column("Rack", lambda s: s.rack, "rack"),
         Column("U", lambda s: s.rack_position, "rack_position", numeric=True),
+        Column("Serial", lambda s: s.serial, "serial", mono=True),
+        Column("Nodes", _nodes_text, cell=_nodes_cell),
+        Column("Addresses", _addresses, mono=True),
         Column(
             "Last seen",
             lambda s: _iso(s.last_seen),
@@ -85,9 +121,9 @@ SERVER_TABLE = Table(
 )
 
 SERVER_FILTERS = FilterForm(
-    fields=("search", "model", "state", "mig", "rack", "cluster"),
+    fields=("search", "model", "state", "health", "mig", "rack", "cluster"),
     labels={"model": "GPU model", "mig": "MIG"},
-    placeholders={"search": "hostname, model, rack, cluster, state, MIG profile"},
+    placeholders={"search": "hostname, serial, IP, GPU UUID/serial/PCI, node"},
     choices={"mig": (("true", "MIG enabled"), ("false", "no MIG"))},
 )
 
@@ -144,6 +180,6 @@ GPU_TABLE = Table(
 GPU_FILTERS = FilterForm(
     fields=("search", "status", "health", "mig_enabled"),
     labels={"mig_enabled": "MIG"},
-    placeholders={"search": "model, UUID, serial, server"},
+    placeholders={"search": "UUID, serial, PCI address, model, server, MIG UUID"},
     choices={"mig_enabled": (("true", "enabled"), ("false", "disabled"))},
 )

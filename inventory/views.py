@@ -19,7 +19,11 @@ def server_list(request: HttpRequest) -> HttpResponse:
         table=SERVER_TABLE,
         filterset=ServerFilter(request.GET, queryset=selectors.server_list()),
         filters=SERVER_FILTERS,
-        known=lambda: {"model": selectors.gpu_model_names(), "rack": selectors.rack_names()},
+        known=lambda: {
+            "model": selectors.gpu_model_names(),
+            "rack": selectors.rack_names(),
+            "cluster": selectors.bound_cluster_names(),
+        },
         template="inventory/server_list.html",
     )
 

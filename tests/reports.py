@@ -141,3 +141,13 @@ def apply_reports(*reports: dict[str, Any]) -> dict:
         if result.status == "pending":
             report_apply(report_id=result.report_id)
     return {s.hostname: s for s in Server.objects.all()}
+
+
+def lost_gpu_report(hostname: str = "dgx-lost", *, slot: int = 5, **host: Any) -> dict[str, Any]:
+    """An 8-GPU server whose GPU in `slot` is on the PCI bus but absent from NVML (fallen off
+    the bus before NVML listed it: the demo's dgx-h100-10)."""
+    full = make_report(hostname, **host)
+    report = make_report(hostname, skip_gpus=(slot,), **host)
+    report["pci_gpus"] = copy.deepcopy(full["pci_gpus"])
+    report["pci_gpus"][slot]["in_nvml"] = False
+    return report

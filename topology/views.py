@@ -12,6 +12,7 @@ from inventory import selectors as inventory_selectors
 from .figures import highlight_gpus
 from .interconnect import server_interconnect
 from .render import server_figures
+from .search import search as global_search
 
 
 @login_required
@@ -51,6 +52,17 @@ def server_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "nodes": cluster_selectors.server_nodes(server.pk),
             "findings": cluster_selectors.open_findings(server_id=server.pk),
         },
+    )
+
+
+@login_required
+def search(request: HttpRequest) -> HttpResponse:
+    query = request.GET.get("q", "").strip()
+    groups = global_search(query)
+    return render(
+        request,
+        "topology/search.html",
+        {"query": query, "groups": groups, "found": sum(g.total for g in groups)},
     )
 
 

@@ -28,6 +28,7 @@ from django.db.models import Case, F, Q, Value, When
 from django.db.models.functions import Cast
 from django.utils import timezone
 
+from agent.collector import synthetic_uuid
 from agent.schema import normalize_pci_bus_id
 
 from ..choices import ChangeKind, GpuStatus, ReportStatus, ServerState
@@ -479,6 +480,7 @@ def _apply_gpus(
                     if fields["pci_bus_id"]
                     and g.pci_bus_id == fields["pci_bus_id"]
                     and g.uuid not in reported_uuids
+                    and g.uuid != off_nvml_uuid(server, g.pci_bus_id)
                 ),
                 None,
             )
@@ -542,10 +544,71 @@ def _apply_gpus(
                     before={"uuid": gpu.uuid, "serial": gpu.serial},
                 )
 
+    if _apply_off_nvml_gpus(server, payload, existing, reported, now, events):
+        changed = True
     moved_from = _hold_mig_devices(server, reported, moved_in, now, claims)
     _apply_mig_devices(server, reported, ids, skip=claims.mig_devices.keys())
     _release_holders(moved_in, moved_from)
     return index_to_id, changed, claims
+
+
+def off_nvml_uuid(server: Server, pci_bus_id: str) -> str:
+    """The stable id of the row kept for a GPU on `server`'s PCI bus that NVML never listed."""
+    return synthetic_uuid("GPU", server.identity, "off-nvml", pci_bus_id)
+
+
+def _apply_off_nvml_gpus(
+    server: Server,
+    payload: dict[str, Any],
+    existing: Mapping[str, Gpu],
+    reported: list[dict],
+    now,
+    events: _Events,
+) -> bool:
+    """Give a GPU on the PCI bus (bound to nvidia or to nothing) that NVML does not show, and
+    that no row of this server stands for, a row of its own, lost: it fell off the bus before
+    NVML ever listed it, and lists must count and show it (its slot is its place in PCI
+    order; serial and UUID are unknown). The row goes once NVML lists a GPU at that address
+    or the address leaves the bus. Returns whether such rows changed."""
+    buses: dict[str, bool] = {}  # address -> in NVML
+    for p in payload.get("pci_gpus") or []:
+        bus = normalize_pci_bus_id(p.get("pci_bus_id"))
+        if bus and p.get("driver") not in PASSTHROUGH_DRIVERS:
+            buses[bus] = p.get("in_nvml") is not False
+    slots = sorted(buses)
+    unseen = {bus for bus, in_nvml in buses.items() if not in_nvml}
+    placeholders = {off_nvml_uuid(server, bus): bus for bus in slots}
+    known = {normalize_pci_bus_id(g.get("pci_bus_id")) for g in reported} | {
+        g.pci_bus_id for g in existing.values() if g.uuid not in placeholders
+    }
+    wanted = {off_nvml_uuid(server, bus): bus for bus in unseen - known}
+    stale = [
+        g.pk
+        for g in existing.values()
+        if g.uuid == off_nvml_uuid(server, g.pci_bus_id) and g.uuid not in wanted
+    ]
+    if stale:
+        Gpu.objects.filter(pk__in=stale).delete()
+    new = [(uuid, bus) for uuid, bus in wanted.items() if uuid not in existing]
+    for uuid, bus in new:
+        gpu = Gpu.objects.create(
+            server=server,
+            index=slots.index(bus),
+            uuid=uuid,
+            uuid_synthetic=True,
+            status=GpuStatus.LOST,
+            pci_bus_id=bus,
+            first_seen=now,
+            last_seen=now,
+        )
+        events.add(
+            ChangeKind.GPU_NOT_IN_NVML,
+            f"GPU in slot {gpu.index} is on the PCI bus at {bus} but NVML does not show it "
+            "(fallen off the bus?)",
+            gpu_id=gpu.pk,
+            after={"status": "lost", "pci_bus_id": bus},
+        )
+    return bool(stale or new)
 
 
 def _hold_mig_devices(

@@ -30,11 +30,12 @@ def _form(filterset_class, spec: FilterForm, query: str, known=None):
 
 def test_the_form_shows_the_page_filters_in_order_with_page_words():
     form = _form(ServerFilter, SERVER_FILTERS, "")
-    assert list(form.fields) == ["search", "model", "state", "mig", "rack", "cluster"]
+    assert list(form.fields) == ["search", "model", "state", "health", "mig", "rack", "cluster"]
     assert [form[name].label for name in form.fields] == [
         "Search",
         "GPU model",
         "State",
+        "Health",
         "MIG",
         "Rack",
         "Cluster",

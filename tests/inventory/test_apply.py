@@ -105,6 +105,26 @@ def test_gpu_on_the_pci_bus_but_not_in_nvml_is_named_as_such():
     assert Server.objects.get().pci_gpu_count == 8
 
 
+def test_a_gpu_nvml_never_listed_is_a_lost_row_until_nvml_lists_one_at_its_address():
+    token = agent_token_create(name="t")[0]
+    full = make_report("dgx-01")
+    report = make_report("dgx-01", skip_gpus=(5,))
+    report["pci_gpus"] = copy.deepcopy(full["pci_gpus"])
+    report["pci_gpus"][5]["in_nvml"] = False
+    receive_and_apply(report, token)
+    lost = Gpu.objects.get(status=GpuStatus.LOST)
+    assert (lost.index, lost.pci_bus_id, lost.uuid_synthetic) == (5, "0000:68:00.0", True)
+    event = ChangeEvent.objects.get(kind=ChangeKind.GPU_NOT_IN_NVML)
+    assert event.gpu == lost and "slot 5" in event.summary
+    token.refresh_from_db()
+    receive_and_apply(report, token)  # the same again: still one row
+    assert Gpu.objects.filter(status=GpuStatus.LOST).count() == 1
+    receive_and_apply(full, token)  # NVML lists a GPU at that address: the row goes
+    assert not Gpu.objects.filter(status=GpuStatus.LOST).exists()
+    assert Gpu.objects.count() == 8
+    assert not ChangeEvent.objects.filter(kind=ChangeKind.GPU_REPLACED).exists()
+
+
 def test_replaced_gpu_at_the_same_pci_address():
     token = agent_token_create(name="t")[0]
     receive_and_apply(make_report("dgx-01"), token)

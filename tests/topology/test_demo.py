@@ -21,6 +21,7 @@ from topology.demo import demo_load, local_server
 EXPECTED_OPEN = {
     ("below_profile", "dgx-h100-10"),
     ("gpu_not_in_nvml", "dgx-h100-10"),
+    ("unhealthy_gpu", "dgx-h100-10"),  # its lost GPU has a row, and its Slurm node is idle
     ("mig_pending_reboot", "dgx-a100-01"),
     ("node_unavailable", "gpu-l40s-03"),
     ("node_without_server", "gpu-b02"),
