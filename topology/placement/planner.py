@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from clusters.choices import ClusterKind
 from inventory.gpu_models import gpu_model_matches, gpu_models_agree
@@ -304,6 +304,12 @@ class ClusterPlan:
     spare: list[Option]
     blocked: list[BlockedNode]
     reason: str | None
+    mixes_models: bool = False
+    """It fits only by mixing GPU models: the job runs at the slowest GPU's pace."""
+
+    @property
+    def models(self) -> list[str]:
+        return chosen_models(self.chosen)
 
     @property
     def fits(self) -> bool:
@@ -468,6 +474,40 @@ def _blocked_summary(blocked: Iterable[BlockedNode]) -> str:
     return "; nodes excluded: " + ", ".join(parts)
 
 
+def node_models(node: FleetNode) -> list[str]:
+    """The GPU models of a node: its agent's GPU names, else its scheduler's product labels."""
+    names = {g.name for g in node.gpus if g.name} if node.gpus else set(node.products)
+    return sorted(names)
+
+
+def chosen_models(options: Iterable[Option]) -> list[str]:
+    return sorted({m for o in options for m in node_models(o.node)})
+
+
+def plan_one_model(
+    planner: Planner, cluster: str, kind: str, shape: Shape, filters: Filters, *, mix: bool
+) -> ClusterPlan:
+    """The plan that keeps one GPU model per job where one fits (a mixed job runs at the
+    slowest GPU's pace); the mixed plan, marked `mixes_models`, only when none does or when
+    the request allows mixing (`mix`) or already names a model or a MIG profile."""
+    plan = planner.plan(cluster, kind, shape, filters)
+    if mix or filters.model or filters.mig_profile or not plan.fits or len(plan.models) <= 1:
+        return plan
+    offered = (o for o in planner.offers(filters) if isinstance(o, Offer))
+    models = sorted({m for o in offered if o.node.cluster == cluster for m in node_models(o.node)})
+    single = [
+        p
+        for p in (planner.plan(cluster, kind, shape, replace(filters, model=m)) for m in models)
+        if p.fits and len(p.models) == 1
+    ]
+    if single:
+        best = min(single, key=lambda p: p.rank())
+        best.blocked = plan.blocked  # what blocks it, not the other models' nodes
+        return best
+    plan.mixes_models = True
+    return plan
+
+
 def plan_request(planner: Planner, request: PlacementRequest) -> list[ClusterPlan]:
     """The request planned in every cluster it names (all, without a name), by name.
 
@@ -475,7 +515,9 @@ def plan_request(planner: Planner, request: PlacementRequest) -> list[ClusterPla
     """
     filters = Filters.of(request)
     return [
-        planner.plan(name, kind, request_shape(request, kind), filters)
+        plan_one_model(
+            planner, name, kind, request_shape(request, kind), filters, mix=request.mix_models
+        )
         for name, kind in sorted(planner.clusters().items())
         if not request.cluster or name == request.cluster
     ]
