@@ -304,12 +304,15 @@ class ClusterPlan:
     spare: list[Option]
     blocked: list[BlockedNode]
     reason: str | None
-    mixes_models: bool = False
-    """It fits only by mixing GPU models: the job runs at the slowest GPU's pace."""
 
     @property
     def models(self) -> list[str]:
         return chosen_models(self.chosen)
+
+    @property
+    def mixes_models(self) -> bool:
+        """The nodes chosen hold several GPU models: the job runs at the slowest GPU's pace."""
+        return len(self.models) > 1
 
     @property
     def fits(self) -> bool:
@@ -488,10 +491,10 @@ def plan_one_model(
     planner: Planner, cluster: str, kind: str, shape: Shape, filters: Filters, *, mix: bool
 ) -> ClusterPlan:
     """The plan that keeps one GPU model per job where one fits (a mixed job runs at the
-    slowest GPU's pace); the mixed plan, marked `mixes_models`, only when none does or when
+    slowest GPU's pace); a plan that mixes models (`mixes_models`) only when none does, or when
     the request allows mixing (`mix`) or already names a model or a MIG profile."""
     plan = planner.plan(cluster, kind, shape, filters)
-    if mix or filters.model or filters.mig_profile or not plan.fits or len(plan.models) <= 1:
+    if mix or filters.model or filters.mig_profile or not plan.fits or not plan.mixes_models:
         return plan
     offered = (o for o in planner.offers(filters) if isinstance(o, Offer))
     models = sorted({m for o in offered if o.node.cluster == cluster for m in node_models(o.node)})
@@ -504,7 +507,6 @@ def plan_one_model(
         best = min(single, key=lambda p: p.rank())
         best.blocked = plan.blocked  # what blocks it, not the other models' nodes
         return best
-    plan.mixes_models = True
     return plan
 
 

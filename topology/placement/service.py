@@ -135,11 +135,9 @@ def placement_find(
 
 
 def mixing_cost(models: list[str]) -> str:
-    """The words for a job that fits only by mixing GPU models."""
-    return (
-        f"fits only by mixing GPU models ({', '.join(models)}): the job runs at the slowest "
-        "GPU's pace"
-    )
+    """The words for a job placed over several GPU models (only when no one model fits, unless
+    the request allowed mixing)."""
+    return f"mixes GPU models ({', '.join(models)}): it runs at the slowest GPU's pace"
 
 
 def _requested_total(request: PlacementRequest) -> int:
