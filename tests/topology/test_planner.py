@@ -198,3 +198,14 @@ def test_blocked_reasons_read_as_words():
 
     assert reason_text("too_small") == "too few free GPUs on one node"
     assert all("_" not in text for text in REASON_TEXT.values())
+
+
+def test_a_node_with_a_critical_finding_is_ranked_last():
+    troubled = slurm("gpu000", 1, critical_findings=1)
+    fleet = nvlink_fleet(troubled, slurm("gpu001", 2), slurm("gpu002", 3))
+    (best,), _ = plan(fleet, cluster="hpc", gpus=16)
+    assert sorted(o.node.name for o in best.chosen) == ["gpu001", "gpu002"]
+    (pod,), _ = plan(fleet, cluster="hpc", nodes=1, gpus_per_node=8)
+    assert pod.chosen[0].node.name != "gpu000"
+    (all3,), _ = plan(fleet, cluster="hpc", gpus=24)
+    assert [o.node.name for o in all3.chosen][-1] == "gpu000"

@@ -93,6 +93,9 @@ class PlacementNodeSerializer(serializers.Serializer):
     in_use_known = serializers.BooleanField(
         help_text="false: the scheduler says how many GPUs are used, not which"
     )
+    critical_findings = serializers.IntegerField(
+        help_text="open critical findings on the node or its server: such nodes rank last"
+    )
 
 
 class BlockedNodeSerializer(serializers.Serializer):

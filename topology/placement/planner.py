@@ -358,7 +358,7 @@ class Planner:
                 blocked.append(result)
             else:
                 options.append(result)
-        options.sort(key=lambda o: o.rank)
+        options.sort(key=_option_key)
         if len(options) >= count:
             return ClusterPlan(
                 cluster, kind, shape, options[:count], options[count:], blocked, None
@@ -393,7 +393,7 @@ class Planner:
             else:
                 blocked.append(_shortfall(offer, 1, filters))
         full = {id(o): option_for(o, c, self.fleet, filters) for c, o in sized}
-        sized.sort(key=lambda co: (-co[0], _option_rank(full[id(co[1])])))
+        sized.sort(key=lambda co: (_troubled(co[1].node), -co[0], _option_rank(full[id(co[1])])))
         remaining, chosen = shape.total, []
         prefix = 0
         count = 0
@@ -423,12 +423,12 @@ class Planner:
                 option = option_for(offer, remaining, self.fleet, filters)
                 if isinstance(option, Option):
                     tail.append(option)
-        tail.sort(key=lambda o: o.rank)
+        tail.sort(key=_option_key)
         chosen.append(tail[0])
         used = {o.node.id for o in chosen}
         spare = [o for o in full.values() if isinstance(o, Option) and o.node.id not in used]
-        spare.sort(key=lambda o: (-o.m, o.rank))
-        chosen.sort(key=lambda o: (-o.m, o.rank))
+        spare.sort(key=lambda o: (_troubled(o.node), -o.m, o.rank))
+        chosen.sort(key=lambda o: (_troubled(o.node), -o.m, o.rank))
         return ClusterPlan(cluster, kind, shape, chosen, spare, blocked, None)
 
     def _fixed_reason(
@@ -459,6 +459,16 @@ class Planner:
         else:
             head = f"needs {count} nodes with {m} {unit} each{qualifier}; {len(options)} have"
         return head + most + _blocked_summary(blocked)
+
+
+def _troubled(node: FleetNode) -> bool:
+    """A node with an open critical finding (on it or its server) goes last, whatever its
+    rank: a job placed there may be lost."""
+    return node.critical_findings > 0
+
+
+def _option_key(option: Option) -> tuple[bool, Ranking]:
+    return _troubled(option.node), option.rank
 
 
 def _option_rank(option: Option | BlockedNode) -> Ranking:
@@ -573,6 +583,7 @@ def node_choice(option: Option, fleet: Fleet, filters: Filters) -> NodeChoice:
         numa_nodes=sorted({g.numa_node for g in members if g.numa_node is not None}),
         nics=nics,
         in_use_known=not option.rank.in_use_unknown,
+        critical_findings=node.critical_findings,
     )
 
 

@@ -182,6 +182,8 @@ class NodeChoice:
     numa_nodes: list[int] = field(default_factory=list)
     nics: list[str] = field(default_factory=list)
     in_use_known: bool = True
+    critical_findings: int = 0
+    """Open critical findings on the node or its server: why it was ranked last."""
 
 
 @dataclass(slots=True)
