@@ -6,6 +6,7 @@ to servers by identity (see `clusters.reconcile`); GPUs are resources of a node,
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -164,6 +165,21 @@ class Finding(models.Model):
     last_seen = models.DateTimeField(default=timezone.now)
     resolved_at = models.DateTimeField(null=True, blank=True)
     reopened_count = models.PositiveIntegerField(default=0)
+    # A person's acknowledgement holds for one occurrence (`ack_occurrence` is the
+    # `reopened_count` it was given at): resolving ends it, a reopened finding is new news.
+    ack_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    ack_at = models.DateTimeField(null=True, blank=True)
+    ack_reason = models.CharField(max_length=500, blank=True, default="")
+    ack_occurrence = models.PositiveIntegerField(null=True, blank=True)
+    # A silence hides the finding from the overview's counts and from alerting until it expires.
+    silenced_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    silenced_at = models.DateTimeField(null=True, blank=True)
+    silenced_until = models.DateTimeField(null=True, blank=True)
+    silence_reason = models.CharField(max_length=500, blank=True, default="")
 
     class Meta:
         ordering = ["resolved_at", "-last_seen", "id"]
@@ -181,6 +197,16 @@ class Finding(models.Model):
     @property
     def is_open(self) -> bool:
         return self.resolved_at is None
+
+    @property
+    def acknowledged(self) -> bool:
+        """Acknowledged in this occurrence: open, and not reopened since the acknowledgement."""
+        return (
+            self.is_open and self.ack_at is not None and self.ack_occurrence == self.reopened_count
+        )
+
+    def silenced(self, now=None) -> bool:
+        return self.silenced_until is not None and self.silenced_until > (now or timezone.now())
 
 
 class ClusterSnapshot(models.Model):

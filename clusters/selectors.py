@@ -20,13 +20,14 @@ from django.db.models import (
     When,
 )
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from inventory.choices import GpuStatus
 from inventory.models import Gpu, HardwareProfile, Server
 from inventory.selectors import SERVER_HEALTH_ORDER as SEVERITY_ORDER
 from inventory.selectors import hardware_profile_for
 
-from .choices import ClusterSource
+from .choices import ClusterSource, Severity
 from .models import Cluster, ClusterSnapshot, Finding, Node
 
 
@@ -83,13 +84,34 @@ def snapshot_list() -> QuerySet[ClusterSnapshot]:
     return ClusterSnapshot.objects.defer("raw")
 
 
+SEVERITY_RANK = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}
+
+
+def severity_rank() -> Case:
+    """Critical first: the severities' names do not sort by weight."""
+    return Case(
+        *(When(severity=sev, then=Value(rank)) for sev, rank in SEVERITY_RANK.items()),
+        default=Value(len(SEVERITY_RANK)),
+        output_field=IntegerField(),
+    )
+
+
+def silenced_q(now: datetime | None = None) -> Q:
+    """Findings under a silence that has not expired: kept out of counts and alerting."""
+    return Q(silenced_until__gt=now or timezone.now())
+
+
 def finding_list() -> QuerySet[Finding]:
-    return Finding.objects.select_related("server", "node", "node__cluster", "cluster")
+    return Finding.objects.select_related(
+        "server", "node", "node__cluster", "cluster", "ack_by", "silenced_by"
+    ).annotate(severity_rank=severity_rank())
 
 
 def open_findings_by_severity() -> dict[str, int]:
+    """Open findings per severity, silenced ones left out."""
     return dict(
         Finding.objects.filter(resolved_at__isnull=True)
+        .exclude(silenced_q())
         .order_by()
         .values_list("severity")
         .annotate(n=Count("id"))
@@ -204,6 +226,38 @@ def node_search(value: str, *, limit: int) -> tuple[list[Node], int]:
     return list(found[:limit]), found.count()
 
 
+def node_detail() -> QuerySet[Node]:
+    """One node's page: present or gone, with its cluster, server and finding count."""
+    return node_list(include_gone=True)
+
+
+# The node labels an operator reads first: what GPU, how many, how MIG and sharing are set.
+NODE_LABELS_THAT_MATTER = (
+    "nvidia.com/gpu.product",
+    "nvidia.com/gpu.count",
+    "nvidia.com/gpu.memory",
+    "nvidia.com/gpu.replicas",
+    "nvidia.com/gpu.sharing-strategy",
+    "nvidia.com/mig.strategy",
+    "nvidia.com/mig.config",
+    "nvidia.com/mig.config.state",
+    "nvidia.com/cuda.driver.major",
+    "nvidia.com/cuda.runtime.major",
+    "topology.kubernetes.io/zone",
+    "node.kubernetes.io/instance-type",
+)
+
+
+def node_labels_that_matter(labels: dict) -> list[tuple[str, str]]:
+    """The GPU, MIG and placement labels of a node, in a fixed order (absent ones left out)."""
+    return [(key, str(labels[key])) for key in NODE_LABELS_THAT_MATTER if key in labels]
+
+
+def server_picker() -> list[tuple[int, str]]:
+    """Every server as (id, hostname), for the node page's binding picker: one query."""
+    return list(Server.objects.order_by("hostname").values_list("id", "hostname"))
+
+
 def cluster_names() -> list[str]:
     return list(Cluster.objects.order_by("name").values_list("name", flat=True))
 
@@ -217,12 +271,35 @@ def server_nodes(server_id: int) -> QuerySet[Node]:
     )
 
 
-def open_findings(*, server_id: int | None = None, limit: int | None = None) -> QuerySet[Finding]:
-    """Open findings, the most severe and most recent first (of one server when given)."""
-    findings = finding_list().filter(resolved_at__isnull=True).order_by("severity", "-last_seen")
+def open_findings(
+    *,
+    server_id: int | None = None,
+    node_id: int | None = None,
+    limit: int | None = None,
+    include_silenced: bool = True,
+) -> QuerySet[Finding]:
+    """Open findings, the most severe and most recent first (of one server or node when
+    given)."""
+    findings = (
+        finding_list()
+        .filter(resolved_at__isnull=True)
+        .order_by("severity_rank", "-last_seen", "id")
+    )
+    if not include_silenced:
+        findings = findings.exclude(silenced_q())
     if server_id is not None:
         findings = findings.filter(server_id=server_id)
+    if node_id is not None:
+        findings = findings.filter(node_id=node_id)
     return findings[:limit] if limit is not None else findings
+
+
+def top_open_findings(*, limit: int = 8) -> dict:
+    """The overview's findings: the first `limit` open, unsilenced ones and how many more
+    there are (two queries)."""
+    findings = open_findings(include_silenced=False)
+    shown = list(findings[:limit])
+    return {"shown": shown, "more": findings.count() - len(shown)}
 
 
 def clusters_due_for_sync(*, now: datetime) -> list[int]:

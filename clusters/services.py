@@ -7,6 +7,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -21,7 +22,7 @@ from inventory.services import revision_bump
 
 from .choices import BindingMethod, ClusterKind, ClusterSource, SnapshotStatus
 from .kubeconfig import kubeconfig_for_pull
-from .models import Cluster, ClusterSnapshot, Node
+from .models import Cluster, ClusterSnapshot, Finding, Node
 from .parsers import (
     NodeRecord,
     PodRecord,
@@ -605,3 +606,61 @@ def pull_documents(cluster: Cluster) -> list[dict]:
             version=cluster.slurmrestd_api_version or "auto",
         )
     ]
+
+
+SILENCE_MAX = timedelta(days=90)
+
+
+class FindingActionRejected(Exception):
+    """A person's acknowledgement or silence that cannot be taken; `errors` maps fields."""
+
+    def __init__(self, errors: dict[str, list[str]]) -> None:
+        super().__init__(next(iter(errors.values()))[0])
+        self.errors = errors
+
+
+def silence_until_errors(*, until: datetime | None, now: datetime) -> list[str]:
+    """Why `until` cannot end a silence: it must lie ahead, and at most SILENCE_MAX ahead (a
+    silence nobody remembers must not hide a finding for ever)."""
+    if until is None:
+        return ["Say until when the finding stays silenced."]
+    if until <= now:
+        return ["A silence must end in the future."]
+    if until > now + SILENCE_MAX:
+        return [f"A silence lasts at most {SILENCE_MAX.days} days."]
+    return []
+
+
+def _reason(reason: str) -> str:
+    reason = (reason or "").strip()
+    if not reason:
+        raise FindingActionRejected({"reason": ["Say why."]})
+    if len(reason) > 500:
+        raise FindingActionRejected({"reason": ["At most 500 characters."]})
+    return reason
+
+
+def finding_acknowledge(*, finding: Finding, user, reason: str) -> Finding:
+    """A person says they are on it: recorded with who, why and when, for this occurrence
+    (resolving the finding ends the acknowledgement; a reopened finding is unacknowledged)."""
+    reason = _reason(reason)
+    if not finding.is_open:
+        raise FindingActionRejected({"finding": ["A resolved finding needs no acknowledgement."]})
+    finding.ack_by, finding.ack_at, finding.ack_reason = user, timezone.now(), reason
+    finding.ack_occurrence = finding.reopened_count
+    finding.save(update_fields=["ack_by", "ack_at", "ack_reason", "ack_occurrence"])
+    logger.info("finding %s acknowledged by %s", finding.pk, user.get_username())
+    return finding
+
+
+def finding_silence(*, finding: Finding, user, reason: str, until: datetime | None) -> Finding:
+    """Hide a finding from the overview's counts and from alerting until `until`."""
+    reason = _reason(reason)
+    errors = silence_until_errors(until=until, now=timezone.now())
+    if errors:
+        raise FindingActionRejected({"until": errors})
+    finding.silenced_by, finding.silenced_at = user, timezone.now()
+    finding.silenced_until, finding.silence_reason = until, reason
+    finding.save(update_fields=["silenced_by", "silenced_at", "silenced_until", "silence_reason"])
+    logger.info("finding %s silenced by %s until %s", finding.pk, user.get_username(), until)
+    return finding

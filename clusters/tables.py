@@ -79,7 +79,14 @@ NODE_TABLE = Table(
     noun="nodes",
     row_class=lambda n: "mismatch" if n.disagrees else "",
     columns=(
-        Column("Node", lambda n: n.name, "name"),
+        Column(
+            "Node",
+            lambda n: n.name,
+            "name",
+            cell=lambda n: format_html(
+                '<a href="{}">{}</a>', reverse("node-detail", args=[n.pk]), n.name
+            ),
+        ),
         Column(
             "Cluster",
             lambda n: n.cluster.name,
@@ -156,12 +163,10 @@ def _finding_about(f) -> SafeString:
         url = reverse("server-detail", args=[f.server_id])
         parts.append(format_html('<a href="{}">{}</a>', url, f.server.hostname))
     if f.node:
-        query = urlencode({"cluster": f.node.cluster.name, "search": f.node.name})
         parts.append(
             format_html(
-                '<a href="{}?{}">{}</a> <span class="muted">{}</span>',
-                reverse("node-list"),
-                query,
+                '<a href="{}">{}</a> <span class="muted">{}</span>',
+                reverse("node-detail", args=[f.node_id]),
                 f.node.name,
                 f.node.cluster.name,
             )
@@ -189,7 +194,22 @@ def _finding_type(f) -> SafeString:
         if f.reopened_count
         else ""
     )
-    return format_html("{}{}", f.get_type_display(), reopened)
+    marks = []
+    if f.acknowledged:
+        marks.append(badge("info", "acknowledged"))
+    if f.silenced():
+        marks.append(badge("neutral", "silenced"))
+    return format_html(
+        '<a href="{}">{}</a>{} {}',
+        reverse("finding-detail", args=[f.pk]),
+        f.get_type_display(),
+        reopened,
+        mark_safe(" ".join(marks)),  # noqa: S308 (badges escape their text)
+    )
+
+
+def _finding_message(f) -> SafeString:
+    return format_html('<a href="{}">{}</a>', reverse("finding-detail", args=[f.pk]), f.message)
 
 
 def _seen(attr: str):
@@ -203,10 +223,10 @@ def _seen(attr: str):
 
 
 _FINDING_COLUMNS = (
-    Column("Severity", lambda f: f.severity, "severity", cell=lambda f: badge(f.severity)),
+    Column("Severity", lambda f: f.severity, "severity_rank", cell=lambda f: badge(f.severity)),
     Column("Type", lambda f: f.get_type_display(), "type", cell=_finding_type),
     Column("About", _finding_about_text, cell=_finding_about),
-    Column("Message", lambda f: f.message),
+    Column("Message", lambda f: f.message, cell=_finding_message),
     _seen("first_seen"),
     _seen("last_seen"),
 )
@@ -214,7 +234,7 @@ _FINDING_COLUMNS = (
 OPEN_FINDING_TABLE = Table(
     id="findings",
     filename="findings.csv",
-    default_sort="-last_seen",
+    default_sort="severity_rank",
     empty="Nothing disagrees. Every node has its server and every count matches.",
     noun="open findings",
     clear="?open=true",

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
 
 from core.tables import table_page
 
 from . import selectors
 from .choices import Severity
 from .filters import FindingFilter, NodeFilter
+from .forms import AcknowledgeForm, NodeBindForm, SilenceForm
+from .runbook import runbook_html, runbook_url
+from .services import FindingActionRejected, finding_acknowledge, finding_silence, node_bind
 from .tables import FINDING_FILTERS, NODE_FILTERS, NODE_TABLE, finding_table
+from .tasks import reconcile_soon
 
 
 @login_required
@@ -41,5 +48,90 @@ def finding_list(request: HttpRequest) -> HttpResponse:
             "open": params["open"],
             "severities": Severity.choices,
             "by_severity": selectors.open_findings_by_severity(),
+        },
+    )
+
+
+@login_required
+def finding_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """One finding: what, where, since when, the runbook, and (staff) acknowledge or silence."""
+    finding = get_object_or_404(selectors.finding_list(), pk=pk)
+    ack_form, silence_form = AcknowledgeForm(prefix="ack"), SilenceForm(prefix="silence")
+    if request.method == "POST":
+        if not request.user.is_staff:
+            raise PermissionDenied
+        action = request.POST.get("action")
+        form = (
+            AcknowledgeForm(request.POST, prefix="ack")
+            if action == "acknowledge"
+            else SilenceForm(request.POST, prefix="silence")
+        )
+        if form.is_valid():
+            try:
+                if action == "acknowledge":
+                    finding_acknowledge(
+                        finding=finding, user=request.user, reason=form.cleaned_data["reason"]
+                    )
+                else:
+                    finding_silence(
+                        finding=finding,
+                        user=request.user,
+                        reason=form.cleaned_data["reason"],
+                        until=form.cleaned_data["until"],
+                    )
+                return redirect("finding-detail", pk=finding.pk)
+            except FindingActionRejected as exc:
+                for field, messages in exc.errors.items():
+                    for message in messages:
+                        form.add_error(field if field in form.fields else None, message)
+        if action == "acknowledge":
+            ack_form = form
+        else:
+            silence_form = form
+    return render(
+        request,
+        "clusters/finding_detail.html",
+        {
+            "finding": finding,
+            "runbook_url": runbook_url(finding.type),
+            "silenced": finding.silenced(),
+            "ack_form": ack_form,
+            "silence_form": silence_form,
+        },
+    )
+
+
+@login_required
+def runbook(request: HttpRequest) -> HttpResponse:
+    """docs/findings.md as a page: `#<type>` anchors what each finding means and what to do."""
+    return render(request, "clusters/runbook.html", {"runbook": runbook_html()})
+
+
+@login_required
+def node_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """What the scheduler says about one node, its server, its findings; staff bind it."""
+    node = get_object_or_404(selectors.node_detail(), pk=pk)
+    bind_form = NodeBindForm(initial={"server": node.server.hostname if node.server else ""})
+    if request.method == "POST":
+        if not request.user.is_staff:
+            raise PermissionDenied
+        if request.POST.get("action") == "unbind":
+            node_bind(node=node, server=None)
+            transaction.on_commit(reconcile_soon)
+            return redirect("node-detail", pk=node.pk)
+        bind_form = NodeBindForm(request.POST)
+        if bind_form.is_valid():
+            node_bind(node=node, server=bind_form.cleaned_data["server"])
+            transaction.on_commit(reconcile_soon)
+            return redirect("node-detail", pk=node.pk)
+    return render(
+        request,
+        "clusters/node_detail.html",
+        {
+            "node": node,
+            "labels": selectors.node_labels_that_matter(node.labels or {}),
+            "findings": selectors.open_findings(node_id=node.pk),
+            "bind_form": bind_form,
+            "servers": selectors.server_picker() if request.user.is_staff else [],
         },
     )

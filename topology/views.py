@@ -24,7 +24,7 @@ def overview(request: HttpRequest) -> HttpResponse:
             "fleet": inventory_selectors.fleet_summary(),
             "changes": inventory_selectors.recent_changes(),
             "nodes": cluster_selectors.scheduler_summary(),
-            "top_findings": cluster_selectors.open_findings(limit=8),
+            "top_findings": cluster_selectors.top_open_findings(limit=8),
         },
     )
 

@@ -23,6 +23,7 @@ from .failure_domains import (
     server_resolve,
 )
 from .placement import PlacementRequestError, placement_choices, placement_find
+from .placement.types import reason_text
 
 TABS = (
     ("placement", "Where a job fits"),
@@ -41,6 +42,7 @@ FIELD_LABELS = {
     "partition": "Partition",
     "nvlink_only": "NVLink only",
     "same_numa": "One NUMA node",
+    "mix_models": "Mix GPU models",
     "server": "Server",
     "rack": "Rack",
     "switch": "Switch",
@@ -90,6 +92,7 @@ def _placement(request: HttpRequest) -> dict[str, Any]:
         context["errors"] = [_error(exc.field, exc)]
         return context
     context["result"] = result
+    context["blocked_counts"] = [(reason_text(r), n) for r, n in result.blocked_counts.items()]
     context["alternatives"] = [
         {"alternative": a, "query": urlencode({"tab": "placement", **a.params})}
         for a in result.alternatives

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from django.urls import reverse
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from inventory.models import Server
 
 from ..choices import SnapshotStatus
 from ..models import Cluster, ClusterSnapshot, Finding, Node
-from ..services import cluster_name_valid
+from ..runbook import runbook_url
+from ..services import cluster_name_valid, silence_until_errors
 
 SECRET_FIELDS = ("slurmrestd_token",)
 MAX_SYNC_INTERVAL_S = 7 * 24 * 3600
@@ -139,6 +142,13 @@ class NodeBindingSerializer(serializers.Serializer):
     )
 
 
+class FindingActionSerializer(serializers.Serializer):
+    by = serializers.CharField(allow_null=True)
+    at = serializers.DateTimeField(allow_null=True)
+    reason = serializers.CharField()
+    until = serializers.DateTimeField(allow_null=True)
+
+
 class FindingSerializer(serializers.ModelSerializer):
     server_hostname = serializers.CharField(
         source="server.hostname", read_only=True, default=None, allow_null=True
@@ -150,6 +160,9 @@ class FindingSerializer(serializers.ModelSerializer):
         source="cluster.name", read_only=True, default=None, allow_null=True
     )
     open = serializers.BooleanField(source="is_open", read_only=True)
+    runbook_url = serializers.SerializerMethodField()
+    acknowledgement = serializers.SerializerMethodField()
+    silence = serializers.SerializerMethodField()
 
     class Meta:
         model = Finding
@@ -171,7 +184,54 @@ class FindingSerializer(serializers.ModelSerializer):
             "cluster",
             "cluster_name",
             "details",
+            "runbook_url",
+            "acknowledgement",
+            "silence",
         ]
+
+    def get_runbook_url(self, finding: Finding) -> str:
+        url = runbook_url(finding.type)
+        request = self.context.get("request")
+        return request.build_absolute_uri(url) if request is not None else url
+
+    @extend_schema_field(FindingActionSerializer(allow_null=True))
+    def get_acknowledgement(self, finding: Finding) -> dict | None:
+        """Who acknowledged this occurrence, when and why; null when nobody has (or it reopened)."""
+        if not finding.acknowledged:
+            return None
+        return {
+            "by": finding.ack_by.get_username() if finding.ack_by else None,
+            "at": finding.ack_at.isoformat(),
+            "reason": finding.ack_reason,
+            "until": None,
+        }
+
+    @extend_schema_field(FindingActionSerializer(allow_null=True))
+    def get_silence(self, finding: Finding) -> dict | None:
+        """The silence in force (null when none, or expired)."""
+        if not finding.silenced():
+            return None
+        return {
+            "by": finding.silenced_by.get_username() if finding.silenced_by else None,
+            "at": finding.silenced_at.isoformat() if finding.silenced_at else None,
+            "reason": finding.silence_reason,
+            "until": finding.silenced_until.isoformat(),
+        }
+
+
+class FindingAcknowledgeSerializer(serializers.Serializer):
+    reason = serializers.CharField(max_length=500, help_text="why: who is on it, a ticket")
+
+
+class FindingSilenceSerializer(serializers.Serializer):
+    reason = serializers.CharField(max_length=500, help_text="why it may stay quiet")
+    until = serializers.DateTimeField(help_text="when the silence ends (at most 90 days ahead)")
+
+    def validate_until(self, value):
+        errors = silence_until_errors(until=value, now=timezone.now())
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value
 
 
 class DetailSerializer(serializers.Serializer):

@@ -10,6 +10,7 @@ from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -20,12 +21,21 @@ from core.api.permissions import IsStaffOrReadOnly
 from .. import selectors
 from ..choices import SnapshotStatus
 from ..filters import FindingFilter, NodeFilter
-from ..services import SnapshotRejected, node_bind, snapshot_receive
+from ..services import (
+    FindingActionRejected,
+    SnapshotRejected,
+    finding_acknowledge,
+    finding_silence,
+    node_bind,
+    snapshot_receive,
+)
 from ..tasks import enqueue_snapshot, reconcile_soon
 from .serializers import (
     ClusterSerializer,
     DetailSerializer,
+    FindingAcknowledgeSerializer,
     FindingSerializer,
+    FindingSilenceSerializer,
     NodeBindingSerializer,
     NodeSerializer,
     SnapshotResultSerializer,
@@ -207,3 +217,36 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_queryset(self):
         return selectors.finding_list()
+
+    @extend_schema(request=FindingAcknowledgeSerializer, responses={200: FindingSerializer})
+    @action(
+        detail=True,
+        methods=["post"],
+        permission_classes=[permissions.IsAuthenticated, permissions.IsAdminUser],
+    )
+    def acknowledge(self, request, pk=None):
+        """Say someone is on it (who, why, when); resolving the finding ends it."""
+        body = FindingAcknowledgeSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return self._act(finding_acknowledge, reason=body.validated_data["reason"])
+
+    @extend_schema(request=FindingSilenceSerializer, responses={200: FindingSerializer})
+    @action(
+        detail=True,
+        methods=["post"],
+        permission_classes=[permissions.IsAuthenticated, permissions.IsAdminUser],
+    )
+    def silence(self, request, pk=None):
+        """Hide the finding from the overview's counts and from alerting until `until`."""
+        body = FindingSilenceSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return self._act(finding_silence, **body.validated_data)
+
+    def _act(self, service, **kwargs) -> Response:
+        finding = self.get_object()
+        try:
+            service(finding=finding, user=self.request.user, **kwargs)
+        except FindingActionRejected as exc:
+            raise ValidationError(exc.errors) from exc
+        fresh = self.get_queryset().get(pk=finding.pk)
+        return Response(FindingSerializer(fresh, context=self.get_serializer_context()).data)

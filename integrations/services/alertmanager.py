@@ -19,6 +19,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from clusters.models import Finding
+from clusters.selectors import silenced_q
 
 from ..alerts import FINDING_FIELDS, finding_alert
 from .watermarks import watermark_get, watermark_set
@@ -39,6 +40,7 @@ def alerts_due(*, now: datetime, since: datetime) -> list[dict]:
     """The alerts of every open finding and of those resolved at or after `since`."""
     rows = (
         Finding.objects.filter(Q(resolved_at__isnull=True) | Q(resolved_at__gte=since))
+        .exclude(silenced_q(now))  # a person silenced it: no alert until the silence ends
         .order_by("id")
         .values(*FINDING_FIELDS)
     )

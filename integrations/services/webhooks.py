@@ -21,6 +21,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from clusters.models import Finding
+from clusters.selectors import silenced_q
 
 from ..alerts import FINDING_FIELDS, finding_page_url, rfc3339
 from ..choices import DeliveryStatus, WebhookEvent
@@ -79,6 +80,7 @@ def webhook_outbox_scan(*, now: datetime | None = None) -> int:
         return 0
     rows = (
         Finding.objects.filter(Q(first_seen__gte=since) | Q(resolved_at__gte=since))
+        .exclude(silenced_q(now))  # a person silenced it: no event until the silence ends
         .order_by("id")
         .values(*FINDING_FIELDS)
     )

@@ -151,3 +151,61 @@ def test_best_gpu_set_same_numa_and_nvlink_only_may_find_nothing():
     assert best_gpu_set(gpus, 2, lambda a, b: "SYS", same_numa=True) is None
     assert best_gpu_set(gpus, 2, lambda a, b: "SYS", nvlink_only=True) is None
     assert best_gpu_set(gpus, 2, lambda a, b: "NV4", nvlink_only=True).link_class == "NV4"
+
+
+# One GPU model per job ------------------------------------------------------------------
+
+
+A100 = "NVIDIA A100-SXM4-80GB"
+
+
+def _a100(n):
+    for g in n.gpus:
+        g.name = A100
+    return n
+
+
+def test_a_job_keeps_to_one_gpu_model_where_one_fits():
+    fleet = nvlink_fleet(
+        slurm("h1", 1),
+        slurm("h2", 2, used=4, busy_indexes={0, 1, 2, 3}),
+        _a100(slurm("a1", 3)),
+        _a100(slurm("a2", 4)),
+    )
+    (best,), _ = plan(fleet, cluster="hpc", gpus=16)
+    assert best.models == [A100] and not best.mixes_models
+    assert sorted(o.node.name for o in best.chosen) == ["a1", "a2"]
+
+
+def test_a_job_that_fits_only_by_mixing_says_so():
+    fleet = nvlink_fleet(slurm("h1", 1), _a100(slurm("a1", 2)))
+    (best,), _ = plan(fleet, cluster="hpc", gpus=16)
+    assert best.mixes_models and len(best.models) == 2
+
+
+def test_mix_models_allows_the_mixed_plan():
+    fleet = nvlink_fleet(
+        slurm("h1", 1), _a100(slurm("a1", 2)), _a100(slurm("a2", 3)), slurm("h2", 4)
+    )
+    (kept,), _ = plan(fleet, cluster="hpc", gpus=16)
+    assert not kept.mixes_models
+    (mixed,), _ = plan(fleet, cluster="hpc", gpus=16, mix_models=True)
+    assert mixed.total == 16
+
+
+def test_blocked_reasons_read_as_words():
+    from topology.placement.types import REASON_TEXT, reason_text
+
+    assert reason_text("too_small") == "too few free GPUs on one node"
+    assert all("_" not in text for text in REASON_TEXT.values())
+
+
+def test_a_node_with_a_critical_finding_is_ranked_last():
+    troubled = slurm("gpu000", 1, critical_findings=1)
+    fleet = nvlink_fleet(troubled, slurm("gpu001", 2), slurm("gpu002", 3))
+    (best,), _ = plan(fleet, cluster="hpc", gpus=16)
+    assert sorted(o.node.name for o in best.chosen) == ["gpu001", "gpu002"]
+    (pod,), _ = plan(fleet, cluster="hpc", nodes=1, gpus_per_node=8)
+    assert pod.chosen[0].node.name != "gpu000"
+    (all3,), _ = plan(fleet, cluster="hpc", gpus=24)
+    assert [o.node.name for o in all3.chosen][-1] == "gpu000"

@@ -45,6 +45,10 @@ class PlacementQuerySerializer(serializers.Serializer):
     same_numa = serializers.BooleanField(
         default=False, help_text="the GPUs of a node on one NUMA node"
     )
+    mix_models = serializers.BooleanField(
+        default=False,
+        help_text="allow several GPU models in one job (off: one model where one fits)",
+    )
 
     def validate_min_gpu_memory(self, value: str) -> int | None:
         if not value:
@@ -89,6 +93,9 @@ class PlacementNodeSerializer(serializers.Serializer):
     in_use_known = serializers.BooleanField(
         help_text="false: the scheduler says how many GPUs are used, not which"
     )
+    critical_findings = serializers.IntegerField(
+        help_text="open critical findings on the node or its server: such nodes rank last"
+    )
 
 
 class BlockedNodeSerializer(serializers.Serializer):
@@ -101,6 +108,7 @@ class BlockedNodeSerializer(serializers.Serializer):
         help_text="not_ready, not_schedulable, unhealthy_gpu, mig_layout, in_use, too_small, "
         "nvlink, numa, memory, model"
     )
+    reason_text = serializers.CharField(help_text="the reason in words")
     detail = serializers.CharField()
 
 
@@ -123,6 +131,10 @@ class ClusterAnswerSerializer(serializers.Serializer):
     total_gpus = serializers.IntegerField()
     node_count = serializers.IntegerField()
     reason = serializers.CharField(allow_null=True)
+    models = serializers.ListField(child=serializers.CharField())
+    mixes_models = serializers.BooleanField(
+        help_text="fits only by mixing GPU models: the job runs at the slowest GPU's pace"
+    )
 
 
 class PlacementResultSerializer(serializers.Serializer):
@@ -141,6 +153,12 @@ class PlacementResultSerializer(serializers.Serializer):
     blocked_counts = serializers.DictField(child=serializers.IntegerField())
     clusters = ClusterAnswerSerializer(many=True)
     request = serializers.DictField()
+    models = serializers.ListField(
+        child=serializers.CharField(), help_text="the GPU models of the nodes chosen"
+    )
+    cost = serializers.CharField(
+        allow_null=True, help_text="what the answer costs, such as mixing GPU models"
+    )
 
 
 # Failure domains ------------------------------------------------------------------------

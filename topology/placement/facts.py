@@ -71,6 +71,8 @@ class FleetNode:
     shared_busy: set[int] = field(default_factory=set)
     shared_used: int = 0
     healthy_whole: int | None = None
+    critical_findings: int = 0
+    """Open critical findings on the node or its server: such a node is ranked last."""
 
     @property
     def whole_free(self) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from clusters.choices import ClusterKind
 from inventory.gpu_models import gpu_model_matches, gpu_models_agree
@@ -306,6 +306,15 @@ class ClusterPlan:
     reason: str | None
 
     @property
+    def models(self) -> list[str]:
+        return chosen_models(self.chosen)
+
+    @property
+    def mixes_models(self) -> bool:
+        """The nodes chosen hold several GPU models: the job runs at the slowest GPU's pace."""
+        return len(self.models) > 1
+
+    @property
     def fits(self) -> bool:
         return self.reason is None
 
@@ -349,7 +358,7 @@ class Planner:
                 blocked.append(result)
             else:
                 options.append(result)
-        options.sort(key=lambda o: o.rank)
+        options.sort(key=_option_key)
         if len(options) >= count:
             return ClusterPlan(
                 cluster, kind, shape, options[:count], options[count:], blocked, None
@@ -384,7 +393,7 @@ class Planner:
             else:
                 blocked.append(_shortfall(offer, 1, filters))
         full = {id(o): option_for(o, c, self.fleet, filters) for c, o in sized}
-        sized.sort(key=lambda co: (-co[0], _option_rank(full[id(co[1])])))
+        sized.sort(key=lambda co: (_troubled(co[1].node), -co[0], _option_rank(full[id(co[1])])))
         remaining, chosen = shape.total, []
         prefix = 0
         count = 0
@@ -414,12 +423,12 @@ class Planner:
                 option = option_for(offer, remaining, self.fleet, filters)
                 if isinstance(option, Option):
                     tail.append(option)
-        tail.sort(key=lambda o: o.rank)
+        tail.sort(key=_option_key)
         chosen.append(tail[0])
         used = {o.node.id for o in chosen}
         spare = [o for o in full.values() if isinstance(o, Option) and o.node.id not in used]
-        spare.sort(key=lambda o: (-o.m, o.rank))
-        chosen.sort(key=lambda o: (-o.m, o.rank))
+        spare.sort(key=lambda o: (_troubled(o.node), -o.m, o.rank))
+        chosen.sort(key=lambda o: (_troubled(o.node), -o.m, o.rank))
         return ClusterPlan(cluster, kind, shape, chosen, spare, blocked, None)
 
     def _fixed_reason(
@@ -452,6 +461,16 @@ class Planner:
         return head + most + _blocked_summary(blocked)
 
 
+def _troubled(node: FleetNode) -> bool:
+    """A node with an open critical finding (on it or its server) goes last, whatever its
+    rank: a job placed there may be lost."""
+    return node.critical_findings > 0
+
+
+def _option_key(option: Option) -> tuple[bool, Ranking]:
+    return _troubled(option.node), option.rank
+
+
 def _option_rank(option: Option | BlockedNode) -> Ranking:
     return option.rank if isinstance(option, Option) else BLOCKED_RANK
 
@@ -468,6 +487,39 @@ def _blocked_summary(blocked: Iterable[BlockedNode]) -> str:
     return "; nodes excluded: " + ", ".join(parts)
 
 
+def node_models(node: FleetNode) -> list[str]:
+    """The GPU models of a node: its agent's GPU names, else its scheduler's product labels."""
+    names = {g.name for g in node.gpus if g.name} if node.gpus else set(node.products)
+    return sorted(names)
+
+
+def chosen_models(options: Iterable[Option]) -> list[str]:
+    return sorted({m for o in options for m in node_models(o.node)})
+
+
+def plan_one_model(
+    planner: Planner, cluster: str, kind: str, shape: Shape, filters: Filters, *, mix: bool
+) -> ClusterPlan:
+    """The plan that keeps one GPU model per job where one fits (a mixed job runs at the
+    slowest GPU's pace); a plan that mixes models (`mixes_models`) only when none does, or when
+    the request allows mixing (`mix`) or already names a model or a MIG profile."""
+    plan = planner.plan(cluster, kind, shape, filters)
+    if mix or filters.model or filters.mig_profile or not plan.fits or not plan.mixes_models:
+        return plan
+    offered = (o for o in planner.offers(filters) if isinstance(o, Offer))
+    models = sorted({m for o in offered if o.node.cluster == cluster for m in node_models(o.node)})
+    single = [
+        p
+        for p in (planner.plan(cluster, kind, shape, replace(filters, model=m)) for m in models)
+        if p.fits and len(p.models) == 1
+    ]
+    if single:
+        best = min(single, key=lambda p: p.rank())
+        best.blocked = plan.blocked  # what blocks it, not the other models' nodes
+        return best
+    return plan
+
+
 def plan_request(planner: Planner, request: PlacementRequest) -> list[ClusterPlan]:
     """The request planned in every cluster it names (all, without a name), by name.
 
@@ -475,7 +527,9 @@ def plan_request(planner: Planner, request: PlacementRequest) -> list[ClusterPla
     """
     filters = Filters.of(request)
     return [
-        planner.plan(name, kind, request_shape(request, kind), filters)
+        plan_one_model(
+            planner, name, kind, request_shape(request, kind), filters, mix=request.mix_models
+        )
         for name, kind in sorted(planner.clusters().items())
         if not request.cluster or name == request.cluster
     ]
@@ -529,6 +583,7 @@ def node_choice(option: Option, fleet: Fleet, filters: Filters) -> NodeChoice:
         numa_nodes=sorted({g.numa_node for g in members if g.numa_node is not None}),
         nics=nics,
         in_use_known=not option.rank.in_use_unknown,
+        critical_findings=node.critical_findings,
     )
 
 

@@ -22,18 +22,20 @@ from django.db.models import (
     IntegerField,
     Max,
     Min,
+    OuterRef,
     Q,
     QuerySet,
+    Subquery,
     TextField,
     Value,
     When,
 )
 from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
+from django.db.models.functions import Cast, Coalesce
 
 from agent.mig import normalize_mig_profile
-from clusters.choices import ClusterKind
-from clusters.models import Cluster, Node
+from clusters.choices import ClusterKind, Severity
+from clusters.models import Cluster, Finding, Node
 from inventory.choices import GpuStatus
 from inventory.health import UNHEALTHY, gpu_problem_code, problem_of_code
 from inventory.models import Gpu, Link, MigDevice
@@ -151,6 +153,7 @@ def _node_facts(row: dict[str, Any]) -> FleetNode:
         mig_used=mig_used,
         products=[p for p in products if p],
         memory_label_bytes=int(memory_label) * 2**20 if str(memory_label).isdigit() else None,
+        critical_findings=row["critical_findings"] or 0,
     )
 
 
@@ -174,6 +177,22 @@ NODE_FIELDS = (
 NODE_JSON_FIELDS = ("state_flags", "partitions", "gres", "mig_resources", "mig_used")
 
 
+def _critical_findings() -> Coalesce:
+    """Open critical findings on the node or on its server, in the node rows' own query."""
+    found = (
+        Finding.objects.filter(
+            Q(node_id=OuterRef("pk")) | Q(server_id=OuterRef("server_id")),
+            resolved_at__isnull=True,
+            severity=Severity.CRITICAL,
+        )
+        .order_by()
+        .values("severity")
+        .annotate(n=Count("*"))
+        .values("n")
+    )
+    return Coalesce(Subquery(found, output_field=IntegerField()), 0)
+
+
 def _node_rows(scope: QuerySet[Node]) -> QuerySet:
     texts = {f"{name}_text": Cast(name, TextField()) for name in NODE_JSON_FIELDS}
     return (
@@ -182,8 +201,9 @@ def _node_rows(scope: QuerySet[Node]) -> QuerySet:
             **texts,
             product_label=KT("labels__nvidia.com/gpu.product"),
             memory_label=KT("labels__nvidia.com/gpu.memory"),
+            critical_findings=_critical_findings(),
         )
-        .values(*NODE_FIELDS, *texts, "product_label", "memory_label")
+        .values(*NODE_FIELDS, *texts, "product_label", "memory_label", "critical_findings")
     )
 
 

@@ -48,6 +48,7 @@ def placement_find(
     min_gpu_memory_bytes: int | None = None,
     partition: str | None = None,
     same_numa: bool = False,
+    mix_models: bool = False,
 ) -> PlacementResult:
     """Where the request fits now, best first; why not, what would fit instead, what blocks.
 
@@ -71,6 +72,7 @@ def placement_find(
         min_gpu_memory_bytes=min_gpu_memory_bytes,
         partition=partition or None,
         same_numa=same_numa,
+        mix_models=mix_models,
     )
     for kind in ClusterKind.values:
         request_shape(request, kind)  # validate before touching the database
@@ -110,7 +112,8 @@ def placement_find(
         candidates=[node_choice(o, answered, filters) for o in spare],
         alternatives=alternatives,
         blocked=_blocked_list(blocked),
-        blocked_counts=dict(Counter(b.reason for b in blocked)),
+        # "model" nodes are out of scope, not excluded: the blocked list leaves them out too
+        blocked_counts=dict(Counter(b.reason for b in blocked if b.reason != "model")),
         clusters=[
             ClusterAnswer(
                 cluster=p.cluster,
@@ -120,11 +123,21 @@ def placement_find(
                 total_gpus=p.total if p.fits else 0,
                 node_count=len(p.chosen) if p.fits else 0,
                 reason=p.reason,
+                models=p.models if p.fits else [],
+                mixes_models=p.mixes_models,
             )
             for p in plans
         ],
         request=request.as_params(),
+        models=best.models if best else [],
+        cost=mixing_cost(best.models) if best and best.mixes_models else None,
     )
+
+
+def mixing_cost(models: list[str]) -> str:
+    """The words for a job placed over several GPU models (only when no one model fits, unless
+    the request allowed mixing)."""
+    return f"mixes GPU models ({', '.join(models)}): it runs at the slowest GPU's pace"
 
 
 def _requested_total(request: PlacementRequest) -> int:

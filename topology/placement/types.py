@@ -45,6 +45,8 @@ class PlacementRequest(Filters):
     gpus: int | None = None
     nodes: int | None = None
     gpus_per_node: int | None = None
+    mix_models: bool = False
+    """Allow GPUs of several models in one job (off: one model per job where one fits)."""
 
     def as_params(self) -> dict[str, Any]:
         """The API query parameters that ask this request again."""
@@ -59,6 +61,7 @@ class PlacementRequest(Filters):
             "min_gpu_memory": self.min_gpu_memory_bytes,
             "partition": self.partition,
             "same_numa": self.same_numa or None,
+            "mix_models": self.mix_models or None,
         }
         return {k: v for k, v in params.items() if v not in (None, "")}
 
@@ -179,6 +182,8 @@ class NodeChoice:
     numa_nodes: list[int] = field(default_factory=list)
     nics: list[str] = field(default_factory=list)
     in_use_known: bool = True
+    critical_findings: int = 0
+    """Open critical findings on the node or its server: why it was ranked last."""
 
 
 @dataclass(slots=True)
@@ -190,6 +195,29 @@ class BlockedNode:
     server: int | None
     reason: str
     detail: str
+
+    @property
+    def reason_text(self) -> str:
+        return reason_text(self.reason)
+
+
+REASON_TEXT = {
+    "not_ready": "not ready",
+    "not_schedulable": "drained or cordoned",
+    "unhealthy_gpu": "unhealthy or lost GPUs",
+    "mig_layout": "another MIG layout",
+    "in_use": "GPUs busy",
+    "too_small": "too few free GPUs on one node",
+    "nvlink": "no NVLink-connected set of GPUs",
+    "numa": "too few GPUs on one NUMA node",
+    "memory": "too little GPU memory",
+    "model": "another GPU model",
+}
+"""Why a node is left out, in words: the one mapping from code to text (page and API)."""
+
+
+def reason_text(code: str) -> str:
+    return REASON_TEXT.get(code, code.replace("_", " "))
 
 
 @dataclass
@@ -215,6 +243,8 @@ class ClusterAnswer:
     total_gpus: int
     node_count: int
     reason: str | None
+    models: list[str] = field(default_factory=list)
+    mixes_models: bool = False
 
 
 @dataclass
@@ -232,3 +262,8 @@ class PlacementResult:
     blocked_counts: dict[str, int]
     clusters: list[ClusterAnswer]
     request: dict[str, Any]
+    models: list[str] = field(default_factory=list)
+    """The GPU models of the nodes chosen."""
+    cost: str | None = None
+    """What the answer costs in words: mixing GPU models (the job runs at the slowest GPU's
+    pace)."""

@@ -1,0 +1,96 @@
+"""Acting where one reads (issue 15 §2, §3, §5), at 1440 and 390 px: a finding clicked on the
+overview and acknowledged on its page; a node bound to a server through the picker; the demo's
+16-GPU Slurm placement keeping to one GPU model or saying it mixes. Screenshots go to
+test-artifacts/."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+
+from clusters.models import Finding, Node
+
+from .conftest import Watched
+from .test_responsive import OVERFLOWS, fleet
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+WIDTHS = (1440, 390)
+
+
+@pytest.fixture
+def staff_at(browser, live_server, django_user_model):
+    """A page signed in as staff at a given width."""
+    django_user_model.objects.create_user("oncall", password="oncall-password-1", is_staff=True)
+    contexts = []
+
+    def open_at(width: int) -> Watched:
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        contexts.append(context)
+        watched = Watched(context.new_page(), live_server.url)
+        watched.open("/login/")
+        watched.page.fill("#id_username", "oncall")
+        watched.page.fill("#id_password", "oncall-password-1")
+        watched.page.click("button[type=submit]")
+        watched.page.wait_for_url(live_server.url + "/")
+        return watched
+
+    yield open_at
+    for context in contexts:
+        context.close()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_finding_clicked_on_the_overview_is_acknowledged_on_its_page(staff_at, width):
+    fleet()
+    watched = staff_at(width)
+    watched.open("/")
+    first = watched.page.locator("main a[href^='/findings/'][href$='/']").first
+    first.click()
+    watched.page.wait_for_selector("#finding-actions")
+    assert (
+        watched.page.locator("#runbook-link").get_attribute("href").startswith("/docs/findings/#")
+    )
+    watched.page.fill("#id_ack-reason", "on it: ticket OPS-42")
+    watched.page.click("#acknowledge-form button[type=submit]")
+    watched.page.wait_for_selector("#finding-ack")
+    assert "OPS-42" in watched.page.inner_text("#finding-ack")
+    assert watched.page.evaluate(OVERFLOWS) == []
+    watched.screenshot(f"finding-acknowledged-{width}")
+    assert Finding.objects.filter(ack_reason="on it: ticket OPS-42").count() == 1
+    watched.assert_clean()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_node_is_bound_to_a_server_through_the_picker(staff_at, width):
+    fleet()
+    node = Node.objects.get(name="gpu-b02")
+    watched = staff_at(width)
+    watched.open("/nodes/")
+    watched.page.click(f"a[href='/nodes/{node.pk}/']")
+    watched.page.wait_for_selector("#bind-form")
+    assert "No server is bound" in watched.page.inner_text("#node-server")
+    options = watched.page.locator("#server-choices option")
+    assert "l40s-01" in [options.nth(i).get_attribute("value") for i in range(options.count())]
+    watched.page.fill("#id_server", "l40s-01")
+    watched.page.click("#bind-form button[type=submit]")
+    watched.page.wait_for_selector("#node-server a")
+    assert "l40s-01" in watched.page.inner_text("#node-server")
+    assert "set by a person" in watched.page.inner_text("#node-server")
+    assert watched.page.evaluate(OVERFLOWS) == []
+    watched.screenshot(f"node-bound-{width}")
+    watched.assert_clean()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_demo_16_gpu_slurm_answer_keeps_one_model_or_says_it_mixes(staff_at, width):
+    call_command("demo")
+    watched = staff_at(width)
+    path = "/placement/?tab=placement&cluster=hpc-slurm&gpus=16"
+    watched.open(path, wait_for="#placement-answer")
+    answer = watched.page.inner_text("#placement-answer")
+    assert "One GPU model" in answer or "slowest GPU's pace" in answer
+    assert "too_small" not in watched.page.inner_text("main")
+    assert watched.page.evaluate(OVERFLOWS) == []
+    watched.screenshot(f"placement-demo-16-slurm-{width}")
+    watched.assert_clean()

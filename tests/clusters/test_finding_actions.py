@@ -1,0 +1,193 @@
+"""Findings a person can act on: a page, a runbook link, acknowledge and silence (page, API)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from clusters.choices import FindingType, Severity
+from clusters.models import Finding
+from clusters.runbook import render_runbook, runbook_html
+from clusters.selectors import open_findings_by_severity, top_open_findings
+from clusters.services import SILENCE_MAX, silence_until_errors
+from integrations.services.alertmanager import alerts_due
+
+pytestmark = pytest.mark.django_db
+
+
+def finding(n: int = 0, severity: str = Severity.WARNING, **kw) -> Finding:
+    return Finding.objects.create(
+        type=FindingType.NODE_WITHOUT_SERVER,
+        severity=severity,
+        subject=f"node:prod/gpu-{n:03d}",
+        message=f"gpu-{n:03d} <b>has no server</b>",
+        **kw,
+    )
+
+
+@pytest.fixture
+def staff_api(staff):
+    client = APIClient()
+    client.force_authenticate(staff)
+    return client
+
+
+def test_silence_must_end_ahead_and_not_too_far():
+    now = timezone.now()
+    assert silence_until_errors(until=now + timedelta(hours=1), now=now) == []
+    assert silence_until_errors(until=now, now=now)
+    assert silence_until_errors(until=now + SILENCE_MAX + timedelta(seconds=1), now=now)
+    assert silence_until_errors(until=None, now=now)
+
+
+def test_the_runbook_renders_escaped_with_an_anchor_per_type():
+    source = "## gpu_lost\n\n**Lost.** Run `nvidia-smi` <script>x</script>\n\n- a\n  b"
+    html = render_runbook(source)
+    assert '<h2 id="gpu_lost">gpu_lost</h2>' in html
+    assert "<strong>Lost.</strong>" in html and "<code>nvidia-smi</code>" in html
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "<li>a b</li>" in html
+    assert 'id="node_without_server"' in runbook_html()
+
+
+def test_the_runbook_page_has_each_section(client, user):
+    client.force_login(user)
+    body = client.get("/docs/findings/").content.decode()
+    assert 'id="gpu_count_mismatch"' in body
+
+
+def test_the_finding_page_links_the_runbook_and_shows_absolute_times(client, user):
+    f = finding()
+    client.force_login(user)
+    body = client.get(f"/findings/{f.pk}/").content.decode()
+    assert "/docs/findings/#node_without_server" in body
+    assert f.first_seen.strftime("%Y-%m-%d %H:%M") in body
+    assert "&lt;b&gt;has no server" in body  # the message is escaped
+    assert 'id="acknowledge-form"' not in body  # a reader sees no action
+
+
+def test_a_reader_cannot_acknowledge(client, user):
+    f = finding()
+    client.force_login(user)
+    response = client.post(f"/findings/{f.pk}/", {"action": "acknowledge", "ack-reason": "x"})
+    assert response.status_code == 403
+    f.refresh_from_db()
+    assert f.ack_at is None
+
+
+def test_staff_acknowledge_on_the_page_and_resolving_ends_it(client, staff):
+    f = finding()
+    client.force_login(staff)
+    response = client.post(
+        f"/findings/{f.pk}/", {"action": "acknowledge", "ack-reason": "replacing the PSU"}
+    )
+    assert response.status_code == 302
+    f.refresh_from_db()
+    assert f.acknowledged and f.ack_by == staff and f.ack_reason == "replacing the PSU"
+    assert "replacing the PSU" in client.get(f"/findings/{f.pk}/").content.decode()
+    f.resolved_at = timezone.now()
+    f.save()
+    assert not f.acknowledged
+    f.resolved_at, f.reopened_count = None, 1  # reopened: news again
+    f.save()
+    assert not f.acknowledged
+
+
+def test_a_silence_form_error_names_the_field_and_keeps_the_input(client, staff):
+    f = finding()
+    client.force_login(staff)
+    past = (timezone.now() - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M")
+    response = client.post(
+        f"/findings/{f.pk}/",
+        {"action": "silence", "silence-reason": "maintenance", "silence-until": past},
+    )
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "A silence must end in the future." in body and 'value="maintenance"' in body
+
+
+def test_api_acknowledge_and_silence(staff_api):
+    f = finding()
+    response = staff_api.post(
+        f"/api/v1/findings/{f.pk}/acknowledge/", {"reason": "on it"}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    assert response.data["acknowledgement"]["by"] == "staff"
+    assert response.data["runbook_url"].endswith("/docs/findings/#node_without_server")
+    until = timezone.now() + timedelta(hours=4)
+    response = staff_api.post(
+        f"/api/v1/findings/{f.pk}/silence/",
+        {"reason": "rack maintenance", "until": until.isoformat()},
+        format="json",
+    )
+    assert response.status_code == 200, response.content
+    assert response.data["silence"]["reason"] == "rack maintenance"
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("acknowledge", {}, "reason"),
+        ("silence", {"reason": "x"}, "until"),
+        ("silence", {"reason": "x", "until": "yesterday"}, "until"),
+        ("silence", {"reason": "x", "until": "2001-01-01T00:00:00Z"}, "until"),
+    ],
+)
+def test_api_bad_input_is_a_field_level_400(staff_api, path, body, field):
+    f = finding()
+    response = staff_api.post(f"/api/v1/findings/{f.pk}/{path}/", body, format="json")
+    assert response.status_code == 400
+    assert field in str(response.data)
+
+
+def test_api_actions_are_for_staff(api):
+    f = finding()
+    response = api.post(f"/api/v1/findings/{f.pk}/acknowledge/", {"reason": "x"}, format="json")
+    assert response.status_code == 403
+
+
+def test_a_silenced_finding_leaves_the_counts_and_the_alerts(settings):
+    loud, quiet = finding(1), finding(2)
+    quiet.silenced_until = timezone.now() + timedelta(hours=1)
+    quiet.save()
+    assert open_findings_by_severity() == {"warning": 1}
+    assert [f.pk for f in top_open_findings()["shown"]] == [loud.pk]
+    now = timezone.now()
+    alerts = alerts_due(now=now, since=now - timedelta(minutes=5))
+    assert len(alerts) == 1
+    quiet.silenced_until = timezone.now() - timedelta(seconds=1)  # expired
+    quiet.save()
+    assert open_findings_by_severity() == {"warning": 2}
+
+
+def test_overview_findings_are_links_by_severity_with_more(client, user):
+    for n in range(10):
+        finding(n, severity=Severity.INFO)
+    critical = finding(99, severity=Severity.CRITICAL)
+    client.force_login(user)
+    body = client.get("/").content.decode()
+    assert f'href="/findings/{critical.pk}/"' in body
+    assert body.index(f"/findings/{critical.pk}/") < body.index("gpu-009")
+    assert "+3 more" in body
+    assert critical.first_seen.strftime("%Y-%m-%d %H:%M") in body
+
+
+def test_finding_pages_cost_the_same_queries_for_few_and_many(client, user):
+    client.force_login(user)
+
+    def count(path: str) -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert client.get(path).status_code == 200
+        return len(ctx.captured_queries)
+
+    finding(0)
+    first = Finding.objects.get()
+    small = (count("/findings/"), count(f"/findings/{first.pk}/"))
+    for n in range(1, 40):
+        finding(n)
+    assert (count("/findings/"), count(f"/findings/{first.pk}/")) == small
