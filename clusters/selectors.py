@@ -10,6 +10,7 @@ from django.db.models import (
     CharField,
     Count,
     Exists,
+    F,
     IntegerField,
     OuterRef,
     Q,
@@ -283,7 +284,7 @@ def open_findings(
     findings = (
         finding_list()
         .filter(resolved_at__isnull=True)
-        .order_by("severity_rank", "-last_seen", "id")
+        .order_by(F("severity_rank"), "-last_seen", "id")
     )
     if not include_silenced:
         findings = findings.exclude(silenced_q())

@@ -61,11 +61,11 @@ def finding_detail(request: HttpRequest, pk: int) -> HttpResponse:
         if not request.user.is_staff:
             raise PermissionDenied
         action = request.POST.get("action")
-        form = (
-            AcknowledgeForm(request.POST, prefix="ack")
-            if action == "acknowledge"
-            else SilenceForm(request.POST, prefix="silence")
-        )
+        form: AcknowledgeForm | SilenceForm
+        if action == "acknowledge":
+            form = ack_form = AcknowledgeForm(request.POST, prefix="ack")
+        else:
+            form = silence_form = SilenceForm(request.POST, prefix="silence")
         if form.is_valid():
             try:
                 if action == "acknowledge":
@@ -84,10 +84,6 @@ def finding_detail(request: HttpRequest, pk: int) -> HttpResponse:
                 for field, messages in exc.errors.items():
                     for message in messages:
                         form.add_error(field if field in form.fields else None, message)
-        if action == "acknowledge":
-            ack_form = form
-        else:
-            silence_form = form
     return render(
         request,
         "clusters/finding_detail.html",

@@ -201,7 +201,7 @@ class FindingSerializer(serializers.ModelSerializer):
             return None
         return {
             "by": finding.ack_by.get_username() if finding.ack_by else None,
-            "at": finding.ack_at.isoformat(),
+            "at": finding.ack_at.isoformat() if finding.ack_at else None,
             "reason": finding.ack_reason,
             "until": None,
         }
@@ -215,7 +215,7 @@ class FindingSerializer(serializers.ModelSerializer):
             "by": finding.silenced_by.get_username() if finding.silenced_by else None,
             "at": finding.silenced_at.isoformat() if finding.silenced_at else None,
             "reason": finding.silence_reason,
-            "until": finding.silenced_until.isoformat(),
+            "until": finding.silenced_until.isoformat() if finding.silenced_until else None,
         }
 
 
