@@ -161,6 +161,16 @@ class Finding(models.Model):
     cluster = models.ForeignKey(
         Cluster, null=True, blank=True, on_delete=models.CASCADE, related_name="findings"
     )
+    # The GPU a health finding is about (health/rules.py); SET_NULL: the finding outlives a
+    # pruned GPU row and says what it was in `subject` and `message`.
+    gpu = models.ForeignKey(
+        "inventory.Gpu",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="findings",
+    )
+    action = models.TextField(blank=True, default="", help_text="the next step to take, in words")
     first_seen = models.DateTimeField(default=timezone.now)
     last_seen = models.DateTimeField(default=timezone.now)
     resolved_at = models.DateTimeField(null=True, blank=True)

@@ -32,7 +32,7 @@ from inventory.models import Gpu, GpuClaim, HardwareProfile, MigDevice, Server
 from inventory.selectors import hardware_profile_for
 from inventory.services import revision_get
 
-from .choices import BindingMethod, ClusterKind
+from .choices import BindingMethod, ClusterKind, FindingType
 from .models import Cluster, Finding, Node, ReconcileState
 from .parsers.records import GresRecord
 from .rules.counts import SHARED_GPU_RESOURCE
@@ -81,7 +81,9 @@ def reconcile_all(*, now=None) -> ReconcileResult:
         result.bound = sum(1 for n in nodes if n.server_id)
         fleet = _fleet(nodes, servers, clusters, now, ambiguous=ambiguous)
         desired = evaluate(fleet)
-        raised, resolved, open_count = _write_findings(desired, now)
+        # The scheduler layer answers for its own types only: health and fabric write theirs.
+        scope = Q(type__in=FindingType.values)
+        raised, resolved, open_count = write_findings(desired, now, scope=scope)
         result.findings_raised, result.findings_resolved = raised, resolved
         result.findings_open = open_count
         result.duration_ms = int((time.monotonic() - started) * 1000)
@@ -129,7 +131,7 @@ def reconcile_servers(*, server_ids: Collection[int], now=None) -> ReconcileResu
             if finding.server_id in judged
         }
         scope = Q(type__in=SERVER_FINDING_TYPES, server_id__in=judged)
-        raised, resolved, open_count = _write_findings(desired, now, scope=scope)
+        raised, resolved, open_count = write_findings(desired, now, scope=scope)
         result.findings_raised, result.findings_resolved = raised, resolved
         result.findings_open = open_count
     result.duration_ms = int((time.monotonic() - started) * 1000)
@@ -506,7 +508,7 @@ def _write_bindings(rows: list[tuple[int, int | None, str, Any]]) -> None:
 # Writing ------------------------------------------------------------------------------
 
 
-def _write_findings(
+def write_findings(
     desired: dict[tuple[str, str], FindingFact], now, scope: Q | None = None
 ) -> tuple[int, int, int]:
     """Raise new findings, reopen returned ones, resolve the ones whose cause is gone.
@@ -522,12 +524,14 @@ def _write_findings(
             "subject",
             "id",
             "resolved_at",
+            "reopened_count",
             "message",
             "severity",
-            "reopened_count",
             "server_id",
             "node_id",
             "cluster_id",
+            "gpu_id",
+            "action",
         )
     }
     upserts, raised = [], 0
@@ -535,13 +539,15 @@ def _write_findings(
         old = existing.get(key)
         reopened = 0
         if old is not None:
-            _id, resolved_at, message, severity, reopened, server_id, node_id, cluster_id = old
-            unchanged = (message, severity, server_id, node_id, cluster_id) == (
+            _id, resolved_at, reopened, *current = old
+            unchanged = tuple(current) == (
                 d.message,
                 d.severity,
                 d.server_id,
                 d.node_id,
                 d.cluster_id,
+                d.gpu_id,
+                d.action,
             )
             if resolved_at is None and unchanged:
                 continue
@@ -560,6 +566,8 @@ def _write_findings(
                 server_id=d.server_id,
                 node_id=d.node_id,
                 cluster_id=d.cluster_id,
+                gpu_id=d.gpu_id,
+                action=d.action,
                 first_seen=now,
                 last_seen=now,
                 resolved_at=None,
@@ -577,6 +585,8 @@ def _write_findings(
             "server",
             "node",
             "cluster",
+            "gpu",
+            "action",
             "last_seen",
             "resolved_at",
             "reopened_count",

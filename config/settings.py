@@ -264,6 +264,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env_int("ATLAS_HEALTH_INTERVAL_S", 10),
     },
     "prune-health": {"task": "health.tasks.prune_health", "schedule": 3600},
+    # Health findings whose window passed resolve without a report.
+    "sync-health-findings": {
+        "task": "health.tasks.sync_health_findings",
+        "schedule": env_int("ATLAS_HEALTH_FINDINGS_INTERVAL_S", 60),
+    },
     # Returns at once when nothing changed since the last render.
     "render-fleet-figures": {
         "task": "topology.tasks.render_fleet_figures",

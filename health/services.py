@@ -27,16 +27,19 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from agent.schema import normalize_pci_bus_id
+from clusters.reconcile import write_findings
 from inventory.choices import ReportStatus
 from inventory.models import Gpu, Report, Server
 
 from .catalog import event_info
-from .choices import EventKind
+from .choices import EventKind, HealthFindingType
 from .models import GpuCounterSample, HealthCursor, HealthEvent, HealthEventReceipt
+from .selectors import health_findings
 
 CURSOR = "reports"
 IN_CHUNK = 1000  # ids per IN (...) list
@@ -542,3 +545,19 @@ def _record_counters(reports: list[ReportHealth], gpus: _GpuIndex, result: Recor
     if state_changed:
         GpuCounterSample.objects.bulk_update(list(state_changed.values()), list(STATE_FIELDS))
     result.samples += len(rows)
+
+
+# -- findings --------------------------------------------------------------------------------
+
+
+def health_findings_sync(*, now: datetime | None = None) -> tuple[int, int, int]:
+    """Write the health rules' findings as `clusters.Finding` rows: raise, reopen, resolve.
+
+    Scoped to the health finding types, so it never resolves the scheduler layer's or the
+    fabric's findings (and their writers never resolve these). A fixed number of queries
+    whatever the fleet. Returns (raised, resolved, open).
+    """
+    now = now or timezone.now()
+    desired = {fact.key: fact for fact in health_findings(now=now)}
+    with transaction.atomic():
+        return write_findings(desired, now, scope=Q(type__in=HealthFindingType.values))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.db import OperationalError
 
-from .services import health_prune, health_sweep
+from .services import health_findings_sync, health_prune, health_sweep
 
 
 @shared_task(
@@ -18,8 +18,26 @@ from .services import health_prune, health_sweep
 )
 def record_health() -> int:
     """Record the events and counters of reports applied since the last run (beat, every few
-    seconds; a run that finds nothing new costs three small queries)."""
-    return health_sweep()
+    seconds; a run that finds nothing new costs three small queries), then raise and resolve
+    the findings they change."""
+    done = health_sweep()
+    if done:
+        health_findings_sync()
+    return done
+
+
+@shared_task(
+    acks_late=True,
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    max_retries=5,
+    time_limit=120,
+    soft_time_limit=100,
+)
+def sync_health_findings() -> tuple[int, int, int]:
+    """Re-judge the health findings on a clock: a window that passes (a repeat offender
+    quiet for a day) resolves a finding with no new report."""
+    return health_findings_sync()
 
 
 @shared_task(acks_late=True, time_limit=600, soft_time_limit=570)

@@ -1,0 +1,111 @@
+"""Reads of the health pages: GPUs needing action, events by code over time, repeat offenders
+ranked, and totals by model and rack. Each is one aggregate query, whatever the fleet."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import Count, F, Max, QuerySet, Sum
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from clusters.models import Finding
+from core.palette import CRITICAL, WARNING, tone_colour
+from topology.figures.common import FONT, esc
+
+from .catalog import event_info, xid_info
+from .choices import EventKind, HealthFindingType
+from .models import HealthEvent
+
+OFFENDERS = 20  # rows of each ranking
+TIMELINE_DAYS = 30
+
+
+def gpus_needing_action() -> QuerySet[Finding]:
+    """Open health findings, the most serious first, with their GPU and server (one query)."""
+    return (
+        Finding.objects.filter(type__in=HealthFindingType.values, resolved_at__isnull=True)
+        .select_related("gpu", "server")
+        .order_by("severity", "-last_seen", "id")
+    )
+
+
+def _ranked(events: QuerySet[HealthEvent], *keys: str) -> list[dict[str, Any]]:
+    return list(
+        events.values(*keys)
+        .annotate(events=Sum("count"), episodes=Count("id"), last=Max("last_seen"))
+        .order_by("-episodes", "-events", *keys)[:OFFENDERS]
+    )
+
+
+def repeat_offenders(*, since: datetime) -> dict[str, list[dict[str, Any]]]:
+    """GPUs (by serial), slots (server and bus) and nodes ranked by failure episodes."""
+    recent = HealthEvent.objects.filter(last_seen__gte=since).exclude(severity="info")
+    return {
+        "gpus": _ranked(recent.exclude(gpu_serial=""), "gpu_serial", "gpu_id", "server__hostname"),
+        "slots": _ranked(
+            recent.exclude(pci_bus_id=""), "server_id", "server__hostname", "pci_bus_id"
+        ),
+        "servers": _ranked(recent, "server_id", "server__hostname"),
+    }
+
+
+def events_by(*, since: datetime, key: str) -> list[dict[str, Any]]:
+    """Events grouped by a GPU model or a rack (one query)."""
+    return list(
+        HealthEvent.objects.filter(last_seen__gte=since)
+        .values(group=F(key))
+        .annotate(events=Sum("count"), episodes=Count("id"))
+        .order_by("-episodes", "group")
+    )
+
+
+def code_label(kind: str, code: int | None) -> str:
+    return f"{EventKind(kind).label} {code}" if code is not None else EventKind(kind).label
+
+
+def events_figure(*, now: datetime | None = None, days: int = TIMELINE_DAYS) -> dict[str, Any]:
+    """Events per day by code as stacked bars; the catalog's meaning on hover (escaped)."""
+    now = now or timezone.now()
+    rows = (
+        HealthEvent.objects.filter(last_seen__gte=now - timedelta(days=days))
+        .annotate(day=TruncDate("last_seen"))
+        .values("day", "kind", "code")
+        .annotate(events=Sum("count"))
+        .order_by("kind", "code", "day")
+    )
+    traces: dict[tuple[str, int | None], dict[str, Any]] = {}
+    for row in rows:
+        key = (row["kind"], row["code"])
+        trace = traces.get(key)
+        if trace is None:
+            info = event_info(row["kind"], row["code"])
+            tone = CRITICAL if info.severity == "critical" else WARNING
+            trace = traces[key] = {
+                "type": "bar",
+                "name": esc(code_label(*key)),
+                "x": [],
+                "y": [],
+                "marker": {"color": tone_colour(tone), "line": {"color": "#ffffff", "width": 1}},
+                "hovertemplate": f"{esc(code_label(*key))}: {esc(info.meaning)}"
+                "<br>%{x}: %{y} events<extra></extra>",
+            }
+        trace["x"].append(row["day"].isoformat())
+        trace["y"].append(row["events"])
+    return {
+        "data": list(traces.values()),
+        "layout": {
+            "barmode": "stack",
+            "font": FONT,
+            "height": 320,
+            "margin": {"l": 50, "r": 20, "t": 10, "b": 40},
+            "yaxis": {"title": {"text": "events"}},
+            "showlegend": True,
+        },
+    }
+
+
+def xid_meaning(code: int | None) -> str:
+    """The catalog's meaning of an Xid, for a `title` on hover."""
+    return xid_info(code).meaning
