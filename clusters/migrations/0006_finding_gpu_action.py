@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("clusters", "0004_snapshots_held_and_async"),
+        ("clusters", "0005_finding_ack_silence"),
         ("inventory", "0004_fabric_facts_and_disks"),
     ]
 
