@@ -107,15 +107,49 @@ class Watched:
         assert self.csp_violations == [], self.csp_violations
 
 
+def sign_in(
+    browser, base_url: str, username: str, password: str, width: int = 1366, height: int = 900
+):
+    """A new browser context at `width` px, signed in through the login form: (context, page)."""
+    context = browser.new_context(
+        viewport={"width": width, "height": 900 if width != 1366 else 850}
+    )
+    watched = Watched(context.new_page(), base_url)
+    watched.open("/login/")
+    watched.page.fill("#id_username", username)
+    watched.page.fill("#id_password", password)
+    watched.page.click("button[type=submit]")
+    watched.page.wait_for_url(base_url + "/")
+    return context, watched
+
+
 @pytest.fixture
 def signed_in(browser, live_server, django_user_model):
     django_user_model.objects.create_user("viewer", password="viewer-password-1")
-    context = browser.new_context(viewport={"width": 1366, "height": 850})
-    watched = Watched(context.new_page(), live_server.url)
-    watched.open("/login/")
-    watched.page.fill("#id_username", "viewer")
-    watched.page.fill("#id_password", "viewer-password-1")
-    watched.page.click("button[type=submit]")
-    watched.page.wait_for_url(live_server.url + "/")
+    context, watched = sign_in(browser, live_server.url, "viewer", "viewer-password-1", height=850)
     yield watched
     context.close()
+
+
+@pytest.fixture
+def signed_in_at(browser, live_server, django_user_model):
+    """`open_at(width, staff=False)`: a page signed in at that width (a viewer, or staff)."""
+    contexts = []
+    made = set()
+
+    def open_at(width: int, *, staff: bool = False) -> Watched:
+        username = "oncall" if staff else "viewer"
+        if username not in made:
+            django_user_model.objects.create_user(
+                username, password=f"{username}-password-1", is_staff=staff
+            )
+            made.add(username)
+        context, watched = sign_in(
+            browser, live_server.url, username, f"{username}-password-1", width
+        )
+        contexts.append(context)
+        return watched
+
+    yield open_at
+    for context in contexts:
+        context.close()

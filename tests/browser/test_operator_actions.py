@@ -10,7 +10,6 @@ from django.core.management import call_command
 
 from clusters.models import Finding, Node
 
-from .conftest import Watched
 from .test_responsive import OVERFLOWS, fleet
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -19,25 +18,9 @@ WIDTHS = (1440, 390)
 
 
 @pytest.fixture
-def staff_at(browser, live_server, django_user_model):
-    """A page signed in as staff at a given width."""
-    django_user_model.objects.create_user("oncall", password="oncall-password-1", is_staff=True)
-    contexts = []
-
-    def open_at(width: int) -> Watched:
-        context = browser.new_context(viewport={"width": width, "height": 900})
-        contexts.append(context)
-        watched = Watched(context.new_page(), live_server.url)
-        watched.open("/login/")
-        watched.page.fill("#id_username", "oncall")
-        watched.page.fill("#id_password", "oncall-password-1")
-        watched.page.click("button[type=submit]")
-        watched.page.wait_for_url(live_server.url + "/")
-        return watched
-
-    yield open_at
-    for context in contexts:
-        context.close()
+def staff_at(signed_in_at):
+    """A signed-in page (staff) at a given width."""
+    return lambda width: signed_in_at(width, staff=True)
 
 
 @pytest.mark.parametrize("width", WIDTHS)

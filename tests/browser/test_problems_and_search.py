@@ -35,24 +35,9 @@ def fleet():
 
 
 @pytest.fixture
-def sized(browser, live_server, django_user_model):
-    django_user_model.objects.create_user("viewer", password="viewer-password-1")
-    contexts = []
-
-    def open_at(width: int) -> Watched:
-        context = browser.new_context(viewport={"width": width, "height": 900})
-        contexts.append(context)
-        watched = Watched(context.new_page(), live_server.url)
-        watched.open("/login/")
-        watched.page.fill("#id_username", "viewer")
-        watched.page.fill("#id_password", "viewer-password-1")
-        watched.page.click("button[type=submit]")
-        watched.page.wait_for_url(live_server.url + "/")
-        return watched
-
-    yield open_at
-    for context in contexts:
-        context.close()
+def sized(signed_in_at):
+    """A signed-in page (a viewer) at a given width."""
+    return signed_in_at
 
 
 def search_from_the_top_bar(watched: Watched, query: str) -> None:

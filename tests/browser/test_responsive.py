@@ -16,8 +16,6 @@ from inventory.models import Server
 from tests.nodes import k8s_node, k8s_node_list
 from tests.reports import apply_reports, make_report
 
-from .conftest import Watched
-
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 WIDTHS = (1440, 1024, 390)
@@ -75,25 +73,9 @@ def fleet() -> dict[str, Server]:
 
 
 @pytest.fixture
-def sized(browser, live_server, django_user_model, request):
-    """A signed-in page at the width given by `request.param`."""
-    django_user_model.objects.create_user("viewer", password="viewer-password-1")
-    contexts = []
-
-    def open_at(width: int) -> Watched:
-        context = browser.new_context(viewport={"width": width, "height": 900})
-        contexts.append(context)
-        watched = Watched(context.new_page(), live_server.url)
-        watched.open("/login/")
-        watched.page.fill("#id_username", "viewer")
-        watched.page.fill("#id_password", "viewer-password-1")
-        watched.page.click("button[type=submit]")
-        watched.page.wait_for_url(live_server.url + "/")
-        return watched
-
-    yield open_at
-    for context in contexts:
-        context.close()
+def sized(signed_in_at):
+    """A signed-in page (a viewer) at a given width."""
+    return signed_in_at
 
 
 @pytest.mark.parametrize("width", WIDTHS)
