@@ -32,7 +32,7 @@ from inventory.models import Gpu, GpuClaim, HardwareProfile, MigDevice, Server
 from inventory.selectors import hardware_profile_for
 from inventory.services import revision_get
 
-from .choices import BindingMethod, ClusterKind
+from .choices import BindingMethod, ClusterKind, FindingType
 from .models import Cluster, Finding, Node, ReconcileState
 from .parsers.records import GresRecord
 from .rules.counts import SHARED_GPU_RESOURCE
@@ -81,7 +81,9 @@ def reconcile_all(*, now=None) -> ReconcileResult:
         result.bound = sum(1 for n in nodes if n.server_id)
         fleet = _fleet(nodes, servers, clusters, now, ambiguous=ambiguous)
         desired = evaluate(fleet)
-        raised, resolved, open_count = _write_findings(desired, now)
+        # Its own types only: fabric and health keep theirs through the same writer.
+        scope = Q(type__in=FindingType.values)
+        raised, resolved, open_count = _write_findings(desired, now, scope=scope)
         result.findings_raised, result.findings_resolved = raised, resolved
         result.findings_open = open_count
         result.duration_ms = int((time.monotonic() - started) * 1000)
