@@ -135,7 +135,8 @@ def fabric_figure(facts: FabricFigureFacts) -> Figure:
     if level == DETAIL:
         return _detail(facts)
     loads = facts.leaf_loads if facts.leaf_loads is not None else _fold_hosts(facts)
-    trunks = [c for c in facts.cables if c.b in _switch_keys(facts)]
+    switches = _switch_keys(facts)
+    trunks = [c for c in facts.cables if c.b in switches]
     if level == SWITCHES:
         return _switch_level(facts, trunks, loads)
     return _group_level(facts, trunks, loads)
