@@ -7,7 +7,7 @@ its own findings and nothing else.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.db import transaction
 from django.db.models import Q
@@ -61,3 +61,18 @@ def fabric_findings_sync_all(*, now=None) -> list[FindingsResult]:
         orphans &= ~Q(subject__startswith=f"fabric:{name}/")
     _write_findings({}, now, scope=orphans)
     return results
+
+
+def scheduler_topology_findings_sync(
+    *, cluster_name: str, cluster_id: int | None, found: list[rules.FabricFinding], now=None
+) -> FindingsResult:
+    """Keep what comparing a cluster's pushed topology.conf with the fabric found: raised
+    until a later push agrees. Scoped to that cluster's topology findings."""
+    now = now or timezone.now()
+    desired = {
+        f.key: replace(f, cluster_id=cluster_id) for f in found if f.type == rules.TOPOLOGY_MISMATCH
+    }
+    scope = Q(type=rules.TOPOLOGY_MISMATCH, subject__startswith=f"cluster:{cluster_name}/topology")
+    with transaction.atomic():
+        raised, resolved, open_count = _write_findings(desired, now, scope=scope)
+    return FindingsResult(fabric=cluster_name, open=open_count, raised=raised, resolved=resolved)

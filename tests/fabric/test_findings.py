@@ -124,3 +124,31 @@ def test_the_findings_pass_costs_the_same_queries_whatever_the_fabric():
         return len(captured)
 
     assert queries(16) == queries(64)
+
+
+def test_a_pushed_topology_conf_that_disagrees_stays_a_finding_until_one_agrees(staff):
+    from rest_framework.test import APIClient
+
+    from clusters.models import Cluster, Node
+    from inventory.models import Server
+
+    built = synthetic_fabric(servers=8, rails=2, servers_per_leaf=4, spines_per_pod=2)
+    cluster = Cluster.objects.create(name="hpc", kind="slurm")
+    for number, host in enumerate(built.servers, start=1):
+        server = Server.objects.create(identity=f"hostname:{host}", hostname=host)
+        Node.objects.create(cluster=cluster, name=f"n{number:03d}", kind="slurm", server=server)
+    fabric_snapshot_ingest(fabric_name="f", raw=built.text)
+    client = APIClient()
+    client.force_authenticate(staff)
+    url = "/api/v1/clusters/hpc/topology/"
+    wrong = "SwitchName=s1 Nodes=n[001-003],n005\nSwitchName=s2 Nodes=n[006-008],n004\n"
+    good = "SwitchName=s1 Nodes=n[001-004]\nSwitchName=s2 Nodes=n[005-008]\n"
+
+    client.generic("POST", url, wrong, content_type="text/plain")
+    raised = _open(rules.TOPOLOGY_MISMATCH)
+    assert raised and all(f.cluster_id == cluster.pk for f in raised)
+    _sync()  # the fabric's own pass leaves the cluster's topology findings alone
+    assert len(_open(rules.TOPOLOGY_MISMATCH)) == len(raised)
+
+    client.generic("POST", url, good, content_type="text/plain")
+    assert not _open(rules.TOPOLOGY_MISMATCH)
