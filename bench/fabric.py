@@ -5,7 +5,8 @@ The fabric is `fabric.synthetic`'s: 32 servers a leaf, 8 rail leaves per unit, 8
 the floor (parsing the same text, nothing else), tier and rail inference on the parsed facts
 (pure), the first import through `fabric_snapshot_ingest` (parse, bulk writes, bindings,
 tiers, rails, in one transaction), the re-import of the same text (idempotent: nothing
-written but `last_seen`), and the queries each import made.
+written but `last_seen`), and the queries each import made; then the findings pass a worker
+runs after the import, and the `/fabric/` page beside its floor (reading the figure's facts).
 
     .venv/bin/python bench/fabric.py                  # 2,500 and 25,000 on SQLite
     DATABASE_URL=postgres://... .venv/bin/python bench/fabric.py 25000
@@ -55,6 +56,9 @@ def run_one(n: int) -> None:
     from django.db import connection, reset_queries
     from django.test.utils import CaptureQueriesContext
 
+    from fabric import tasks
+    from fabric.findings import fabric_findings_sync
+    from fabric.models import Fabric
     from fabric.parsers import parse_fabric
     from fabric.services import fabric_snapshot_ingest
     from fabric.synthetic import synthetic_fabric
@@ -75,6 +79,8 @@ def run_one(n: int) -> None:
     assert len(layout.rails) == LAYOUT["rails"] and layout.rail_optimised
 
     with bench_database() as (vendor, _name):
+        # The findings pass runs on a worker after the import commits; timed on its own below.
+        tasks.findings_soon = lambda fabric_id: None
         start = time.perf_counter()
         with CaptureQueriesContext(connection) as first_queries:
             result = fabric_snapshot_ingest(fabric_name="bench", raw=text)
@@ -85,6 +91,12 @@ def run_one(n: int) -> None:
             again = fabric_snapshot_ingest(fabric_name="bench", raw=text)
         second = time.perf_counter() - start
         assert (again.added, again.gone) == (0, 0)
+        fabric = Fabric.objects.get(name="bench")
+        start = time.perf_counter()
+        with CaptureQueriesContext(connection) as findings_queries:
+            findings = fabric_findings_sync(fabric=fabric)
+        findings_s = time.perf_counter() - start
+        page = page_times(fabric)
 
     print(
         f"fabric {n:>6} servers ({vendor}): {len(text) / 1e6:6.1f} MB, "
@@ -95,6 +107,53 @@ def run_one(n: int) -> None:
     print(f"  tiers + rails (pure, parsed facts)  {inferred:7.2f} s")
     print(f"  import, first                       {first:7.2f} s  {len(first_queries):5d} queries")
     print(f"  import, same text again             {second:7.2f} s  {len(again_queries):5d} queries")
+    print(
+        f"  findings pass (a worker's)          {findings_s:7.2f} s  {len(findings_queries):5d} "
+        f"queries, {findings.open} open"
+    )
+    print(f"  floor: the figure's reads alone     {page['reads']:7.2f} s")
+    print(f"  figure from those facts (pure)      {page['figure']:7.2f} s  ({page['level']} level)")
+    print(
+        f"  GET /fabric/ (median of 3)          {page['page']:7.2f} s  {page['queries']:5d} "
+        f"queries, {page['bytes'] / 1e6:.1f} MB"
+    )
+
+
+def page_times(fabric) -> dict:
+    """The /fabric/ page at this size, beside its floor: reading the figure's facts."""
+    from statistics import median
+
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    from fabric.figures import fabric_figure
+    from fabric.pages import fabric_figure_facts
+
+    start = time.perf_counter()
+    facts = fabric_figure_facts(fabric)
+    reads = time.perf_counter() - start
+    start = time.perf_counter()
+    figure = fabric_figure(facts)
+    drawn = time.perf_counter() - start
+    client = Client()
+    client.force_login(get_user_model().objects.create_user("bench"))
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        with CaptureQueriesContext(connection) as queries:
+            response = client.get("/fabric/")
+        times.append(time.perf_counter() - start)
+        assert response.status_code == 200
+    return {
+        "reads": reads,
+        "figure": drawn,
+        "level": figure["layout"]["meta"].get("level", "empty"),
+        "page": median(times),
+        "queries": len(queries),
+        "bytes": len(response.content),
+    }
 
 
 if __name__ == "__main__":

@@ -279,6 +279,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "fabric.tasks.rebind_fabrics",
         "schedule": env_int("ATLAS_FABRIC_REBIND_INTERVAL_S", 300),
     },
+    # Fabric findings follow servers that came, went or changed GPUs between snapshots.
+    "fabric-findings": {
+        "task": "fabric.tasks.sync_all_fabric_findings",
+        "schedule": env_int("ATLAS_FABRIC_FINDINGS_INTERVAL_S", 300),
+    },
     # Open findings to Alertmanager (re-sent while open), resolved ones with their endsAt;
     # returns at once while ATLAS_ALERTMANAGER_URL is unset.
     "push-alerts": {

@@ -13,6 +13,7 @@ from django.urls import include, path
 from clusters import views as cluster_views
 from core.api.schema_views import SchemaView, api_docs
 from core.not_found import page_not_found
+from fabric import views as fabric_views
 from health import views as health_views
 from integrations import views as integrations_views
 from inventory import views as inventory_views
@@ -45,6 +46,8 @@ urlpatterns = [
     path("placement/", placement_views.placement_page, name="placement"),
     path("health/", health_views.health_page, name="health"),
     path("gpus/<int:pk>/", health_views.gpu_page, name="gpu-detail"),
+    path("fabric/", fabric_views.fabric_page, name="fabric"),
+    path("fabric/switches/<int:pk>/", fabric_views.switch_detail, name="fabric-switch-detail"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

@@ -27,6 +27,15 @@ WRONG_RAIL = "fabric_wrong_rail"
 TOPOLOGY_MISMATCH = "fabric_topology_mismatch"
 SERVER_ABSENT = "fabric_server_absent"
 SERVER_UNBALANCED = "fabric_server_unbalanced"
+FABRIC_TYPES = (
+    LINK_DEGRADED,
+    PORT_GONE,
+    WRONG_RAIL,
+    TOPOLOGY_MISMATCH,
+    SERVER_ABSENT,
+    SERVER_UNBALANCED,
+)
+"""Every finding type fabric raises: its findings writer answers for these only."""
 
 
 FabricFinding = FindingFact

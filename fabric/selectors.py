@@ -174,24 +174,48 @@ def fabric_host_bandwidth(fabric: Fabric) -> list[ServerBandwidth]:
     ]
 
 
-def _link_facts(rows) -> list[rules.LinkFact]:
+LINK_FACT_FIELDS = (
+    "key",
+    "a_switch__name",
+    "a_switch__guid",
+    "a_adapter__description",
+    "a_adapter__guid",
+    "a_port",
+    "b_switch_id",
+    "b_switch__name",
+    "b_switch__guid",
+    "b_adapter__description",
+    "b_adapter__guid",
+    "b_port",
+    "width",
+    "lane_speed",
+    "gbps",
+    "a_switch_id",
+    "b_adapter__server_id",
+)
+
+
+def _link_facts(rows: QuerySet[FabricLink]) -> list[rules.LinkFact]:
+    """Cables as the rules see them, read as plain values (no model instances: a fabric has
+    hundreds of thousands of cables). An end is named as its model's str() names it."""
     facts = []
-    for link in rows:
-        a = link.a_switch or link.a_adapter
-        b = link.b_switch or link.b_adapter
-        server = link.b_adapter.server_id if link.b_adapter else None
+    for row in rows.values_list(*LINK_FACT_FIELDS).iterator(chunk_size=5000):
+        key, a_sw, a_sw_guid, a_ad, a_ad_guid, a_port, b_switch_id, b_sw, b_sw_guid = row[:9]
+        b_ad, b_ad_guid, b_port, width, speed, gbps, a_switch_id, server_id = row[9:]
+        a = (a_sw or a_sw_guid) if a_switch_id is not None else (a_ad or a_ad_guid)
+        b = (b_sw or b_sw_guid) if b_switch_id is not None else (b_ad or b_ad_guid or "")
         facts.append(
             rules.LinkFact(
-                key=link.key,
-                a_name=str(a),
-                a_port=link.a_port,
-                b_name=str(b) if b else "",
-                b_port=link.b_port,
-                width=link.width,
-                speed=link.lane_speed,
-                gbps=link.gbps,
-                between_switches=link.b_switch_id is not None and link.a_switch_id is not None,
-                server_id=server,
+                key=key,
+                a_name=a or "",
+                a_port=a_port,
+                b_name=b,
+                b_port=b_port,
+                width=width,
+                speed=speed,
+                gbps=gbps,
+                between_switches=b_switch_id is not None and a_switch_id is not None,
+                server_id=server_id,
             )
         )
     return facts
@@ -204,10 +228,10 @@ def _peer_group(product: str, gpu_model: str, gpus: int) -> str:
 def fabric_findings(fabric: Fabric) -> list[rules.FabricFinding]:
     """Every fabric rule run on the fabric as it is now (nothing stored)."""
     found: list[rules.FabricFinding] = []
-    up = link_list().filter(fabric=fabric, state=LinkState.UP)
+    up = FabricLink.objects.filter(fabric=fabric, gone_at__isnull=True, state=LinkState.UP)
     found += rules.degraded_links(fabric.name, _link_facts(up))
     if fabric.applied_at is not None:
-        gone = link_list(include_gone=True).filter(
+        gone = FabricLink.objects.filter(
             fabric=fabric, state=LinkState.UP, gone_at=fabric.applied_at
         )
         found += rules.ports_gone(fabric.name, _link_facts(gone))

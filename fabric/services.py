@@ -122,6 +122,7 @@ def fabric_snapshot_ingest(*, fabric_name: str, raw: bytes | str) -> SnapshotRes
         Fabric.objects.filter(pk=fabric.pk).update(last_snapshot=snapshot, applied_at=now)
         _keep_recent_raw(fabric)
         revision_bump(name="fabric")
+        _findings_after_commit(fabric)
     return SnapshotResult(
         fabric=fabric.name,
         snapshot=snapshot.pk,
@@ -134,6 +135,14 @@ def fabric_snapshot_ingest(*, fabric_name: str, raw: bytes | str) -> SnapshotRes
         gone=gone,
         unbound=unbound,
     )
+
+
+def _findings_after_commit(fabric: Fabric) -> None:
+    """The fabric's findings follow what was just written, once it is committed."""
+    from .tasks import findings_soon  # tasks import this module
+
+    fabric_id = fabric.pk
+    transaction.on_commit(lambda: findings_soon(fabric_id))
 
 
 def _record_rejection(fabric_name: str, data: bytes, error: str) -> None:
@@ -308,6 +317,7 @@ def fabric_rebind(*, fabric: Fabric) -> int:
         if changed:
             _derive(fabric)
             revision_bump(name="fabric")
+            _findings_after_commit(fabric)
     return unbound
 
 
@@ -337,6 +347,7 @@ def node_name_map_set(*, fabric_name: str, raw: bytes | str) -> NameMapResult:
         _derive(fabric)
         bound = Adapter.objects.filter(fabric=fabric, server__isnull=False).count()
         revision_bump(name="fabric")
+        _findings_after_commit(fabric)
     return NameMapResult(
         fabric=fabric.name, entries=len(names), renamed=len(renamed), bound=bound, unbound=unbound
     )
@@ -346,8 +357,10 @@ def switch_tier_set(*, switch: Switch, tier: int | None) -> Switch:
     """A person's tier for a switch (None: back to the inferred one); tiers are derived again."""
     with transaction.atomic():
         Switch.objects.filter(pk=switch.pk).update(tier_override=tier)
-        _derive(Fabric.objects.select_for_update().get(pk=switch.fabric_id))
+        fabric = Fabric.objects.select_for_update().get(pk=switch.fabric_id)
+        _derive(fabric)
         revision_bump(name="fabric")
+        _findings_after_commit(fabric)
     return Switch.objects.get(pk=switch.pk)
 
 

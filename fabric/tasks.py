@@ -1,9 +1,14 @@
 """Celery adapters over fabric services: thin, idempotent, ids in."""
 
+import logging
+
 from celery import shared_task
 
+from .findings import fabric_findings_sync, fabric_findings_sync_all
 from .models import Fabric
 from .services import fabric_rebind
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(acks_late=True, ignore_result=True, time_limit=600)
@@ -12,3 +17,26 @@ def rebind_fabrics() -> None:
     bind by name without waiting for the next one."""
     for fabric in Fabric.objects.only("id", "name", "node_names"):
         fabric_rebind(fabric=fabric)
+
+
+@shared_task(acks_late=True, ignore_result=True, time_limit=600)
+def sync_fabric_findings(fabric_id: int) -> None:
+    """One fabric's findings, after a snapshot, a name map or a tier changed it."""
+    fabric = Fabric.objects.defer("node_name_map").filter(pk=fabric_id).first()
+    if fabric is not None:
+        fabric_findings_sync(fabric=fabric)
+
+
+@shared_task(acks_late=True, ignore_result=True, time_limit=900)
+def sync_all_fabric_findings() -> None:
+    """Every fabric's findings, periodically: servers come, go and change GPUs in between."""
+    fabric_findings_sync_all()
+
+
+def findings_soon(fabric_id: int) -> None:
+    """Enqueue a fabric's findings after the commit; with the broker away the periodic pass
+    catches up."""
+    try:
+        sync_fabric_findings.delay(fabric_id)
+    except Exception as exc:
+        logger.warning("could not enqueue fabric findings (%s)", type(exc).__name__)

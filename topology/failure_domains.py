@@ -13,6 +13,8 @@ fleet's size.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Count, Q, QuerySet
@@ -47,6 +49,7 @@ def failure_domain(
         raise FailureDomainError("server", "give exactly one of server, rack or switch")
     kind, name = given[0]
     degraded: list[dict[str, Any]] = []
+    fabric: dict[str, Any] | None = None
     if kind == "server":
         rows = list(
             Server.objects.filter(Q(pk=server) | Q(physical_host_id=server)).values(*SERVER_FIELDS)
@@ -55,7 +58,9 @@ def failure_domain(
         rows = list(
             Server.objects.filter(Q(rack=rack) | Q(physical_host__rack=rack)).values(*SERVER_FIELDS)
         )
-    else:
+    elif str(switch).strip().isdigit():  # a discovered fabric switch, by id
+        rows, degraded, fabric = _fabric_switch_servers(int(str(switch).strip()))
+    else:  # a switch by the name agents' LLDP and people's locations give
         rows, degraded = _switch_servers(str(switch))
     lost_ids = {r["id"] for r in rows}
     gpus = list(
@@ -77,6 +82,8 @@ def failure_domain(
     target = {"kind": kind, "name": str(name), "id": None}
     if kind == "server":
         target.update(id=server, name=hostnames.get(int(server or 0), f"server {server}"))
+    if fabric is not None:
+        target.update(id=fabric["switch_id"], name=fabric["switch"])
     return {
         "target": target,
         "servers": len(rows),
@@ -132,6 +139,7 @@ def failure_domain(
             for m in migs
         ],
         "degraded_servers": degraded,
+        "fabric": fabric,
         **capacity_after(fleet, {n.id for n in lost_nodes}),
     }
 
@@ -239,8 +247,20 @@ def failure_domain_ranking(*, by: str = "rack", limit: int = 50) -> dict[str, An
     Four queries: servers, GPU, MIG and node counts per server. Servers without a rack are
     counted in `unracked_servers`, not ranked as a rack.
     """
-    if by not in ("rack", "server"):
-        raise FailureDomainError("by", "rack or server")
+    if by not in ("rack", "server", "switch"):
+        raise FailureDomainError("by", "rack, server or switch")
+    if by == "switch":
+        items = fabric_switch_ranking(limit)
+        fleet_gpus = Gpu.objects.exclude(status=GpuStatus.LOST).count()
+        for item in items:
+            item["share_of_fleet_gpus"] = _share(item["gpus"], fleet_gpus)
+        return {
+            "by": by,
+            "fleet_gpus": fleet_gpus,
+            "count": len(items),
+            "unracked_servers": 0,
+            "items": items,
+        }
     servers = list(Server.objects.values("id", "hostname", "rack", "physical_host_id"))
     gpus = _count_by_server(Gpu.objects.exclude(status=GpuStatus.LOST), "server_id")
     migs = _count_by_server(MigDevice.objects.exclude(gpu__status=GpuStatus.LOST), "gpu__server_id")
@@ -323,3 +343,218 @@ def _count_by_server(queryset: QuerySet, field: str) -> dict[int, int]:
     return dict(
         queryset.order_by().values_list(field).annotate(n=Count("*")).values_list(field, "n")
     )
+
+
+# -- the discovered fabric ----------------------------------------------------------------
+# A fabric switch (`?switch=<id>`) takes bandwidth before it takes servers: a leaf takes
+# rail k of each server under it (the NIC on it), and the servers stay up on their other
+# rails; a spine takes its share of the bandwidth between the leaves. Pure arithmetic below,
+# the reads after it.
+
+ServerCables = dict[int, list[tuple[int, float | None, int | None]]]
+"""server id -> its live fabric cables: (switch id, Gb/s, rail of the NIC)."""
+
+
+@dataclass(frozen=True)
+class LeafLoss:
+    cut: set[int]
+    """servers whose every fabric cable is on the switch: off the fabric."""
+    degraded: dict[int, tuple[float, float, list[int]]]
+    """server id -> (Gb/s lost, Gb/s it had, rails lost), for servers that keep a path."""
+
+    @property
+    def gbps_lost(self) -> float:
+        return sum(lost for lost, _total, _rails in self.degraded.values())
+
+
+def leaf_loss(cables: ServerCables, switch_id: int) -> LeafLoss:
+    """What a switch with servers under it takes: their NICs on it, and with them the rails."""
+    cut: set[int] = set()
+    degraded: dict[int, tuple[float, float, list[int]]] = {}
+    for server_id, ends in cables.items():
+        mine = [(gbps or 0.0, rail) for switch, gbps, rail in ends if switch == switch_id]
+        if not mine:
+            continue
+        if len(mine) == len(ends):
+            cut.add(server_id)
+            continue
+        lost = sum(g for g, _ in mine)
+        total = sum(gbps or 0.0 for _, gbps, _ in ends)
+        degraded[server_id] = (lost, total, sorted({r for _, r in mine if r is not None}))
+    return LeafLoss(cut, degraded)
+
+
+@dataclass(frozen=True)
+class SpineLoss:
+    gbps_lost: float
+    """Gb/s of the switch's cables to the tier below."""
+    tier_gbps: float
+    """Gb/s of every switch of its tier to the tier below: the bisection it shares."""
+    isolated_switches: list[int]
+    """Lower switches whose every uplink is on it: cut off from the rest of the fabric."""
+
+    @property
+    def share(self) -> float:
+        return round(self.gbps_lost / self.tier_gbps, 4) if self.tier_gbps else 0.0
+
+
+def spine_loss(
+    trunks: Iterable[tuple[int, int, float | None]], tiers: Mapping[int, int | None], switch_id: int
+) -> SpineLoss:
+    """A switch above the leaves: its share of the bandwidth its tier carries downwards."""
+    level = tiers.get(switch_id) or 2
+    down: dict[int, float] = defaultdict(float)
+    uplinks: dict[int, set[int]] = defaultdict(set)
+    for a, b, gbps in trunks:
+        ta, tb = tiers.get(a) or 0, tiers.get(b) or 0
+        if ta == tb:
+            continue
+        upper, lower = (a, b) if ta > tb else (b, a)
+        if tiers.get(upper) == level:
+            down[upper] += gbps or 0.0
+        if tiers.get(lower) == level - 1:
+            uplinks[lower].add(upper)
+    isolated = sorted(s for s, ups in uplinks.items() if ups == {switch_id})
+    return SpineLoss(down.get(switch_id, 0.0), sum(down.values()), isolated)
+
+
+def fabric_loss_words(
+    name: str, tier: int | None, leaf: LeafLoss | None, spine: SpineLoss | None
+) -> str:
+    """The answer in a sentence or two."""
+    if leaf is not None:
+        rails = sorted({r for _, _, rs in leaf.degraded.values() for r in rs})
+        rail_words = f"rail {', '.join(map(str, rails))}" if rails else "one NIC"
+        words = (
+            f"{name} takes {rail_words} of {len(leaf.degraded):,} server(s) under it: "
+            f"{leaf.gbps_lost:,.0f} Gb/s of network lost; those servers and their nodes stay up "
+            f"on their other NICs."
+        )
+        if leaf.cut:
+            words += f" {len(leaf.cut):,} server(s) have no other fabric cable and are cut off."
+        return words
+    if spine is not None:
+        words = (
+            f"{name} carries {spine.gbps_lost:,.0f} of the {spine.tier_gbps:,.0f} Gb/s its tier "
+            f"carries downwards: {spine.share:.1%} of the bisection bandwidth is lost; no server "
+            f"goes down."
+        )
+        if spine.isolated_switches:
+            words += (
+                f" {len(spine.isolated_switches):,} switch(es) below have no other uplink and "
+                f"are cut off from the rest of the fabric."
+            )
+        return words
+    return f"{name} carries no cable: nothing is lost."
+
+
+def _fabric_switch_servers(
+    switch_id: int,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """The servers a discovered fabric switch cuts off and degrades, and what it takes, in
+    words and numbers (four queries at most)."""
+    from fabric.models import FabricLink, Switch
+
+    switch = (
+        Switch.objects.filter(pk=switch_id, gone_at__isnull=True)
+        .select_related("fabric")
+        .only("id", "name", "guid", "tier_override", "tier_inferred", "fabric__name")
+        .first()
+    )
+    if switch is None:
+        raise FailureDomainError("switch", f"no fabric switch {switch_id}")
+    live = FabricLink.objects.filter(fabric_id=switch.fabric_id, gone_at__isnull=True, state="up")
+    name = str(switch)
+    tier = switch.tier
+    leaf = spine = None
+    rows: list[dict[str, Any]] = []
+    degraded: list[dict[str, Any]] = []
+    if tier is None or tier == 1:
+        under = live.filter(a_switch_id=switch_id, b_adapter__server__isnull=False).values(
+            "b_adapter__server_id"
+        )
+        cables: ServerCables = defaultdict(list)
+        for server_id, a_switch, gbps, rail in live.filter(
+            b_adapter__server_id__in=under, a_switch__isnull=False
+        ).values_list("b_adapter__server_id", "a_switch_id", "gbps", "b_adapter__rail"):
+            cables[server_id].append((a_switch, gbps, rail))
+        leaf = leaf_loss(cables, switch_id)
+        servers = {
+            r["id"]: r
+            for r in Server.objects.filter(
+                Q(pk__in=cables) | Q(physical_host_id__in=leaf.cut)
+            ).values(*SERVER_FIELDS)
+        }
+        rows = [
+            r for r in servers.values() if r["id"] in leaf.cut or r["physical_host_id"] in leaf.cut
+        ]
+        degraded = sorted(
+            (
+                {
+                    "id": sid,
+                    "hostname": servers[sid]["hostname"],
+                    "other_switches": [],
+                    "gbps_lost": lost,
+                    "gbps_before": total,
+                    "rails_lost": rails,
+                }
+                for sid, (lost, total, rails) in leaf.degraded.items()
+                if sid in servers
+            ),
+            key=lambda d: d["hostname"],
+        )
+    else:
+        tiers = {
+            sid: override or inferred
+            for sid, override, inferred in Switch.objects.filter(
+                fabric_id=switch.fabric_id, gone_at__isnull=True
+            ).values_list("id", "tier_override", "tier_inferred")
+        }
+        trunks = live.filter(a_switch__isnull=False, b_switch__isnull=False).values_list(
+            "a_switch_id", "b_switch_id", "gbps"
+        )
+        spine = spine_loss(trunks, tiers, switch_id)
+    fabric = {
+        "fabric": switch.fabric.name,
+        "switch": name,
+        "switch_id": switch_id,
+        "tier": tier,
+        "gbps_lost": leaf.gbps_lost if leaf else spine.gbps_lost if spine else 0.0,
+        "bisection_share_lost": spine.share if spine else None,
+        "servers_degraded": len(degraded),
+        "isolated_switches": spine.isolated_switches if spine else [],
+        "message": fabric_loss_words(name, tier, leaf, spine),
+    }
+    return rows, degraded, fabric
+
+
+def fabric_switch_ranking(limit: int = 50) -> list[dict[str, Any]]:
+    """Discovered fabric switches ranked by the Gb/s they carry (two queries): a leaf by its
+    servers' cables (and the GPUs behind them), a spine by its cables to the tier below."""
+    from fabric.models import FabricLink, Switch
+
+    switches = list(
+        Switch.objects.filter(gone_at__isnull=True).values_list(
+            "id", "name", "guid", "down_gbps", "fabric__name"
+        )
+    )
+    behind: dict[int, set[int]] = defaultdict(set)
+    for switch_id, server_id in FabricLink.objects.filter(
+        gone_at__isnull=True, state="up", a_switch__isnull=False, b_adapter__server__isnull=False
+    ).values_list("a_switch_id", "b_adapter__server_id"):
+        behind[switch_id].add(server_id)
+    gpus = _count_by_server(Gpu.objects.exclude(status=GpuStatus.LOST), "server_id")
+    items = [
+        {
+            "name": f"{fabric}/{name or guid}",
+            "id": sid,
+            "servers": len(behind[sid]),
+            "nodes": 0,
+            "gpus": sum(gpus.get(s, 0) for s in behind[sid]),
+            "mig_devices": 0,
+            "gbps_lost": down,
+        }
+        for sid, name, guid, down, fabric in switches
+    ]
+    items.sort(key=lambda i: (-i["gbps_lost"], -i["gpus"], i["name"]))
+    return items[:limit]

@@ -211,3 +211,67 @@ def test_the_form_choices_cost_two_queries(django_assert_num_queries):
     Nic.objects.filter(server__hostname="dgx-02").update(switch="leaf-1")
     with django_assert_num_queries(2):
         assert failure_domain_choices() == {"racks": ["r1"], "switches": ["leaf-1"]}
+
+
+# -- the discovered fabric: pure arithmetic ------------------------------------------------
+
+
+def test_a_leaf_takes_rail_k_of_each_server_under_it_and_the_servers_stay_up():
+    from topology.failure_domains import fabric_loss_words, leaf_loss
+
+    cables = {
+        1: [(10, 400.0, 1), (20, 400.0, 2)],  # two rails: leaf 10 takes rail 1
+        2: [(10, 400.0, 1), (20, 400.0, 2)],
+        3: [(10, 200.0, 1)],  # single-homed on leaf 10: cut off
+        4: [(30, 400.0, 1), (20, 400.0, 2)],  # not under leaf 10
+    }
+    loss = leaf_loss(cables, 10)
+    assert loss.cut == {3}
+    assert loss.degraded == {1: (400.0, 800.0, [1]), 2: (400.0, 800.0, [1])}
+    assert loss.gbps_lost == 800.0
+    words = fabric_loss_words("leaf-1", 1, loss, None)
+    assert "rail 1 of 2 server(s)" in words and "800 Gb/s" in words and "stay up" in words
+    assert "1 server(s) have no other fabric cable" in words
+
+
+def test_a_spine_takes_its_share_of_the_bisection_and_cuts_off_leaves_it_alone_serves():
+    from topology.failure_domains import fabric_loss_words, spine_loss
+
+    tiers = {1: 1, 2: 1, 3: 1, 10: 2, 11: 2, 12: 2, 13: 2}
+    trunks = [(1, s, 400.0) for s in (10, 11, 12, 13)] + [(2, s, 400.0) for s in (10, 11, 12, 13)]
+    trunks.append((3, 10, 400.0))  # leaf 3 hangs off spine 10 alone
+    loss = spine_loss(trunks, tiers, 10)
+    assert loss.gbps_lost == 1200.0 and loss.tier_gbps == 3600.0
+    assert loss.share == pytest.approx(0.3333)
+    assert loss.isolated_switches == [3]
+    words = fabric_loss_words("spine-1", 2, None, loss)
+    assert "33.3% of the bisection bandwidth" in words and "no server goes down" in words
+    assert "1 switch(es) below have no other uplink" in words
+    assert spine_loss(trunks, tiers, 11).isolated_switches == []
+
+
+def test_a_fabric_leaf_and_spine_through_the_api(api):
+    from fabric.models import Switch
+    from fabric.services import fabric_rebind, fabric_snapshot_ingest
+    from fabric.synthetic import synthetic_fabric
+
+    built = synthetic_fabric(servers=4, rails=2, servers_per_leaf=2)
+    fabric_snapshot_ingest(fabric_name="ib", raw=built.text)
+    apply_reports(*(make_report(host, gpus=8) for host in built.servers))
+    fabric_rebind(fabric=Switch.objects.first().fabric)
+    leaf = Switch.objects.get(name="leaf-su0001-r1")
+    answer = api.get(f"/api/v1/failure-domains/?switch={leaf.pk}").json()
+    assert answer["servers"] == 0 and answer["target"]["name"] == "leaf-su0001-r1"
+    assert sorted(d["hostname"] for d in answer["degraded_servers"]) == ["gpu00001", "gpu00002"]
+    assert answer["degraded_servers"][0]["rails_lost"] == [1]
+    assert answer["fabric"]["gbps_lost"] == 800.0 and "stay up" in answer["fabric"]["message"]
+
+    spine = Switch.objects.get(name="spine-p001-01")
+    answer = api.get(f"/api/v1/failure-domains/?switch={spine.pk}").json()
+    assert answer["fabric"]["bisection_share_lost"] == 0.5 and answer["servers"] == 0
+    assert api.get("/api/v1/failure-domains/?switch=999999").status_code == 400
+
+    ranking = api.get("/api/v1/failure-domains/ranking/?by=switch").json()
+    assert ranking["by"] == "switch" and ranking["items"][0]["gbps_lost"] > 0
+    leaf_item = next(i for i in ranking["items"] if i["id"] == leaf.pk)
+    assert leaf_item["servers"] == 2 and leaf_item["gpus"] == 16

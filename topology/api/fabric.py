@@ -18,6 +18,7 @@ from clusters.choices import ClusterKind
 from clusters.models import Cluster
 from fabric.api.serializers import FabricFindingSerializer
 from fabric.exports import parse_topology_conf, slurm_topology_conf, slurm_topology_yaml
+from fabric.findings import scheduler_topology_findings_sync
 from fabric.models import Fabric
 from fabric.parsers import FabricFormatError, decode
 from fabric.rules import scheduler_topology_mismatch
@@ -118,6 +119,9 @@ class ClusterTopologyView(APIView):
             _invalid(exc)
         discovered, _ = fabric_scheduler_tree(fabric, names)
         findings = scheduler_topology_mismatch(cluster.name, pushed, discovered)
+        scheduler_topology_findings_sync(
+            cluster_name=cluster.name, cluster_id=cluster.pk, found=findings
+        )
         body = {
             "cluster": cluster.name,
             "fabric": fabric.name,

@@ -227,6 +227,8 @@ class DegradedServerSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     hostname = serializers.CharField()
     other_switches = serializers.ListField(child=serializers.CharField())
+    gbps_lost = serializers.FloatField(required=False, help_text="fabric switch: Gb/s lost")
+    rails_lost = serializers.ListField(child=serializers.IntegerField(), required=False)
 
 
 class ClusterCapacitySerializer(serializers.Serializer):
@@ -269,10 +271,13 @@ class FailureDomainSerializer(serializers.Serializer):
     )
     clusters = ClusterCapacitySerializer(many=True)
     partitions = PartitionCapacitySerializer(many=True)
+    fabric = serializers.DictField(
+        allow_null=True, help_text="a fabric switch (switch=ID): bandwidth lost, in words too"
+    )
 
 
 class RankingQuerySerializer(serializers.Serializer):
-    by = serializers.ChoiceField(choices=["rack", "server"], default="rack")
+    by = serializers.ChoiceField(choices=["rack", "server", "switch"], default="rack")
     limit = serializers.IntegerField(default=50, min_value=1, max_value=1000)
 
 
@@ -284,6 +289,7 @@ class RankingItemSerializer(serializers.Serializer):
     gpus = serializers.IntegerField(help_text="GPUs it takes down")
     mig_devices = serializers.IntegerField()
     share_of_fleet_gpus = serializers.FloatField()
+    gbps_lost = serializers.FloatField(required=False, help_text="by=switch: Gb/s it carries")
 
 
 class RankingSerializer(serializers.Serializer):

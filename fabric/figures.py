@@ -1,0 +1,512 @@
+"""The fabric figure: spines above leaves above servers (grouped by rack), cables coloured by
+rail, down and degraded cables marked, bandwidth on hover. Pure: plain facts in, a Plotly
+figure dict out (the shape of topology.figures, whose escaping and limits it follows).
+
+Scale: a figure draws at most MAX_MARKS marks (switches, servers, cables). Above that it is
+drawn at switch level (servers folded into their leaf, switch-to-switch cables bundled per
+pair); above that again, at group level (each tier's switches folded by rail, bundles
+between groups). The title says which, and `layout.meta.aggregated` tells the page.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from core.palette import CRITICAL, WARNING, tone_colour
+from topology.figures.common import (
+    GROUP_COLOURS,
+    LINE,
+    MAX_MARKS,
+    MUTED,
+    Figure,
+    _bottom_legend,
+    _empty,
+    _hidden_axes,
+    _layout,
+    _legend_swatch,
+    _title,
+    esc,
+    natural_key,
+)
+
+from .graph import tier_name
+
+UP, DOWN, DEGRADED, GONE = "up", "down", "degraded", "gone"
+DOWN_COLOUR = tone_colour(CRITICAL)
+DEGRADED_COLOUR = tone_colour(WARNING)
+SWITCH_COLOUR = "#1f2933"
+SERVER_COLOUR = "#6b7280"
+TRUNK_COLOUR = LINE
+DETAIL, SWITCHES, GROUPS = "detail", "switches", "groups"
+
+
+def rail_colour(rail: int | None) -> str:
+    """A rail's categorical colour (never a state colour): rail 1 the first, and so on."""
+    return GROUP_COLOURS[(rail - 1) % len(GROUP_COLOURS)] if rail else TRUNK_COLOUR
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchMark:
+    key: str
+    name: str
+    tier: int | None
+    rail: int | None = None
+    group: int | None = None
+    url: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HostMark:
+    key: str
+    name: str
+    rack: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CableMark:
+    """A cable: `a` a switch key; `b` a switch or host key, "" for a port with nothing up."""
+
+    a: str
+    b: str
+    speed: str
+    gbps: float | None
+    state: str = UP
+    rail: int | None = None
+    label: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LeafLoad:
+    """What a leaf carries when its servers are folded into it (switch level and above)."""
+
+    servers: int
+    cables: int
+    gbps: float
+    down: int = 0
+    degraded: int = 0
+
+
+@dataclass(frozen=True)
+class FabricFigureFacts:
+    name: str
+    switches: Sequence[SwitchMark]
+    hosts: Sequence[HostMark] = ()
+    cables: Sequence[CableMark] = ()
+    leaf_loads: dict[str, LeafLoad] | None = None
+    """Given instead of hosts and their cables when the reader already chose switch level."""
+
+
+def level_for(switches: int, hosts: int, cables: int) -> str:
+    """How much the figure can show within MAX_MARKS: every server, every switch, or groups."""
+    if switches + hosts + cables <= MAX_MARKS:
+        return DETAIL
+    if switches * 2 <= MAX_MARKS:  # switches and at least as many bundles
+        return SWITCHES
+    return GROUPS
+
+
+def _spread(keys: Sequence[str]) -> dict[str, float]:
+    n = len(keys)
+    return {k: (i + 0.5) / n for i, k in enumerate(keys)}
+
+
+def _hover_gbps(gbps: float | None) -> str:
+    return "rate unknown" if gbps is None else f"{gbps:,.0f} Gb/s"
+
+
+def _cable_colour(state: str, rail: int | None) -> str:
+    if state in (DOWN, GONE):
+        return DOWN_COLOUR
+    if state == DEGRADED:
+        return DEGRADED_COLOUR
+    return rail_colour(rail)
+
+
+def fabric_figure(facts: FabricFigureFacts) -> Figure:
+    """The figure of one fabric at the most detail MAX_MARKS allows (see the module)."""
+    if not facts.switches:
+        return _empty(f"Fabric {esc(facts.name)} has no switch yet.")
+    if facts.leaf_loads is not None:
+        level = SWITCHES if len(facts.switches) * 2 <= MAX_MARKS else GROUPS
+    else:
+        level = level_for(len(facts.switches), len(facts.hosts), len(facts.cables))
+    if level == DETAIL:
+        return _detail(facts)
+    loads = facts.leaf_loads if facts.leaf_loads is not None else _fold_hosts(facts)
+    switches = _switch_keys(facts)
+    trunks = [c for c in facts.cables if c.b in switches]
+    if level == SWITCHES:
+        return _switch_level(facts, trunks, loads)
+    return _group_level(facts, trunks, loads)
+
+
+def _switch_keys(facts: FabricFigureFacts) -> set[str]:
+    return {s.key for s in facts.switches}
+
+
+def _fold_hosts(facts: FabricFigureFacts) -> dict[str, LeafLoad]:
+    switches = _switch_keys(facts)
+    hosts: dict[str, set[str]] = defaultdict(set)
+    cables: Counter[str] = Counter()
+    gbps: Counter[str] = Counter()
+    down: Counter[str] = Counter()
+    degraded: Counter[str] = Counter()
+    for cable in facts.cables:
+        if cable.b in switches:
+            continue
+        if cable.state in (DOWN, GONE):
+            down[cable.a] += 1
+            continue
+        hosts[cable.a].add(cable.b)
+        cables[cable.a] += 1
+        gbps[cable.a] += cable.gbps or 0
+        degraded[cable.a] += cable.state == DEGRADED
+    keys = set(hosts) | set(down)
+    return {k: LeafLoad(len(hosts[k]), cables[k], gbps[k], down[k], degraded[k]) for k in keys}
+
+
+def _tiers(switches: Iterable[SwitchMark]) -> dict[int, list[SwitchMark]]:
+    rows: dict[int, list[SwitchMark]] = defaultdict(list)
+    for switch in switches:
+        rows[switch.tier or 1].append(switch)
+    for members in rows.values():  # a unit's leaves side by side, rails in order within it
+        members.sort(key=lambda s: (s.group or 0, s.rail or 0, natural_key(s.name)))
+    return rows
+
+
+def _line_trace(
+    segments: list[tuple[float, float, float, float]], colour: str, name: str, dash: str = "solid"
+) -> dict:
+    xs: list[float | None] = []
+    ys: list[float | None] = []
+    for x0, y0, x1, y1 in segments:
+        xs += [x0, x1, None]
+        ys += [y0, y1, None]
+    return {
+        "type": "scatter",
+        "mode": "lines",
+        "x": xs,
+        "y": ys,
+        "line": {"color": colour, "width": 1.2 if dash == "solid" else 1.6, "dash": dash},
+        "name": name,
+        "hoverinfo": "skip",
+        "showlegend": False,
+    }
+
+
+def _hover_points(points: list[tuple[float, float, str]], name: str) -> dict:
+    """Invisible markers at each cable's middle, carrying its hover text."""
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "x": [p[0] for p in points],
+        "y": [p[1] for p in points],
+        "text": [p[2] for p in points],
+        "hovertemplate": "%{text}<extra></extra>",
+        "marker": {"size": 6, "opacity": 0},
+        "name": name,
+        "showlegend": False,
+    }
+
+
+def _marker_trace(
+    marks: list[tuple[float, float, str, str]], colour: str, name: str, symbol: str, size: int
+) -> dict:
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "x": [m[0] for m in marks],
+        "y": [m[1] for m in marks],
+        "text": [m[2] for m in marks],
+        "customdata": [m[3] for m in marks],
+        "hovertemplate": "%{text}<extra></extra>",
+        "marker": {"symbol": symbol, "size": size, "color": colour, "line": {"width": 0}},
+        "name": name,
+        "showlegend": False,
+    }
+
+
+def _cable_traces(
+    cables: Iterable[CableMark], at: dict[str, tuple[float, float]], hover, stub_y: float
+) -> list[dict]:
+    """Cables grouped by colour and dash into line traces, and one trace of hover points."""
+    groups: dict[tuple[str, str], list[tuple[float, float, float, float]]] = defaultdict(list)
+    points = []
+    for cable in cables:
+        if cable.a not in at:
+            continue
+        x0, y0 = at[cable.a]
+        if cable.b in at:
+            x1, y1 = at[cable.b]
+        else:  # a port with nothing up: a short stub below its switch
+            x1, y1 = x0, y0 - stub_y
+        dash = "dot" if cable.state in (DOWN, GONE) else "solid"
+        groups[(_cable_colour(cable.state, cable.rail), dash)].append((x0, y0, x1, y1))
+        points.append(((x0 + x1) / 2, (y0 + y1) / 2, hover(cable)))
+    traces = [
+        _line_trace(segments, colour, "cables", dash)
+        for (colour, dash), segments in sorted(groups.items())
+    ]
+    if points:
+        traces.append(_hover_points(points, "cable details"))
+    return traces
+
+
+def _legend(rails: Iterable[int | None], states: set[str]) -> list[dict]:
+    swatches = [
+        _legend_swatch(f"rail {rail}", rail_colour(rail), "line-ew-open")
+        for rail in sorted(r for r in set(rails) if r)
+    ]
+    swatches.append(_legend_swatch("switch-to-switch", TRUNK_COLOUR, "line-ew-open"))
+    if DEGRADED in states:
+        swatches.append(_legend_swatch("slower or narrower than its peers", DEGRADED_COLOUR))
+    if states & {DOWN, GONE}:
+        swatches.append(_legend_swatch("down, or gone since the last snapshot", DOWN_COLOUR))
+    return swatches
+
+
+def _figure(
+    name: str, traces: list[dict], tiers: int, level: str, subtitle: str, ticks: dict
+) -> Figure:
+    return {
+        "data": traces,
+        "layout": _layout(
+            title=_title(f"Fabric {esc(name)}: {subtitle}"),
+            height=200 + 90 * tiers,
+            xaxis=_hidden_axes(range=[-0.02, 1.02]),
+            yaxis={
+                "showgrid": False,
+                "zeroline": False,
+                "fixedrange": True,
+                "tickvals": list(ticks),
+                "ticktext": list(ticks.values()),
+                "tickfont": {"color": MUTED},
+            },
+            showlegend=True,
+            legend=_bottom_legend("Cables"),
+            margin={"l": 70, "r": 10, "t": 30, "b": 10},
+            meta={"empty": False, "aggregated": level != DETAIL, "level": level},
+        ),
+    }
+
+
+def _tier_ticks(tiers: Iterable[int], servers: bool) -> dict[float, str]:
+    ticks: dict[float, str] = {float(t): tier_name(t) for t in sorted(tiers)}
+    if servers:
+        ticks[0.0] = "servers"
+    return ticks
+
+
+def _switch_hover(switch: SwitchMark, extra: str = "") -> str:
+    parts = [f"<b>{esc(switch.name)}</b>", tier_name(switch.tier)]
+    if switch.rail:
+        parts.append(f"rail {switch.rail}")
+    return "<br>".join(parts) + (f"<br>{extra}" if extra else "")
+
+
+def _cable_hover(names: dict[str, str]):
+    def hover(cable: CableMark) -> str:
+        far = esc(names.get(cable.b, "nothing up"))
+        state = {DOWN: " (down)", GONE: " (gone)", DEGRADED: " (degraded)"}.get(cable.state, "")
+        rail = f"<br>rail {cable.rail}" if cable.rail else ""
+        label = f"<br>{esc(cable.label)}" if cable.label else ""
+        return (
+            f"{esc(names.get(cable.a, cable.a))} to {far}{state}<br>"
+            f"{esc(cable.speed)}, {_hover_gbps(cable.gbps)}{rail}{label}"
+        )
+
+    return hover
+
+
+def _detail(facts: FabricFigureFacts) -> Figure:
+    rows = _tiers(facts.switches)
+    at: dict[str, tuple[float, float]] = {}
+    for tier, members in rows.items():
+        for key, x in _spread([s.key for s in members]).items():
+            at[key] = (x, float(tier))
+    hosts = sorted(facts.hosts, key=lambda h: (natural_key(h.rack or "~"), natural_key(h.name)))
+    for key, x in _spread([h.key for h in hosts]).items():
+        at[key] = (x, 0.0)
+    names = {s.key: s.name for s in facts.switches} | {h.key: h.name for h in facts.hosts}
+    traces = _cable_traces(facts.cables, at, _cable_hover(names), 0.35)
+    traces.append(
+        _marker_trace(
+            [
+                (*at[h.key], f"<b>{esc(h.name)}</b><br>rack {esc(h.rack or '—')}", h.key)
+                for h in hosts
+            ],
+            SERVER_COLOUR,
+            "servers",
+            "circle",
+            7,
+        )
+    )
+    traces.append(
+        _marker_trace(
+            [(*at[s.key], _switch_hover(s), s.url) for s in facts.switches],
+            SWITCH_COLOUR,
+            "switches",
+            "square",
+            11,
+        )
+    )
+    traces += _legend((c.rail for c in facts.cables), {c.state for c in facts.cables})
+    subtitle = f"{len(facts.switches):,} switches, {len(hosts):,} servers by rack"
+    return _figure(facts.name, traces, len(rows), DETAIL, subtitle, _tier_ticks(rows, True))
+
+
+def _load_text(load: LeafLoad | None) -> str:
+    if load is None:
+        return "no server"
+    text = f"{load.servers:,} servers, {load.cables:,} cables, {load.gbps:,.0f} Gb/s down"
+    if load.degraded:
+        text += f"<br>{load.degraded:,} degraded"
+    if load.down:
+        text += f"<br>{load.down:,} ports down"
+    return text
+
+
+def _switch_level(
+    facts: FabricFigureFacts, trunks: list[CableMark], loads: dict[str, LeafLoad]
+) -> Figure:
+    rows = _tiers(facts.switches)
+    at = {
+        key: (x, float(tier))
+        for tier, members in rows.items()
+        for key, x in _spread([s.key for s in members]).items()
+    }
+    bundles = _bundle(trunks, lambda k: k)
+    names = {s.key: s.name for s in facts.switches}
+    traces = _bundle_traces(bundles, at, names)
+    marked_down = {k for k, load in loads.items() if load.down}
+    marked_degraded = {k for k, load in loads.items() if load.degraded} - marked_down
+    for keys, colour, name in (
+        (marked_degraded, DEGRADED_COLOUR, "leaves with degraded cables"),
+        (marked_down, DOWN_COLOUR, "leaves with ports down"),
+    ):
+        if keys:
+            traces.append(
+                _marker_trace(
+                    [(at[k][0], at[k][1] - 0.18, "", "") for k in sorted(keys) if k in at],
+                    colour,
+                    name,
+                    "triangle-up",
+                    7,
+                )
+            )
+    traces.append(
+        _marker_trace(
+            [
+                (*at[s.key], _switch_hover(s, _load_text(loads.get(s.key))), s.url)
+                for s in facts.switches
+            ],
+            SWITCH_COLOUR,
+            "switches",
+            "square",
+            8,
+        )
+    )
+    states = {DOWN} if marked_down else set()
+    states |= {DEGRADED} if marked_degraded or any(b.degraded for b in bundles.values()) else set()
+    traces += _legend((s.rail for s in facts.switches), states)
+    servers = sum(load.servers for load in loads.values())
+    subtitle = (
+        f"{len(facts.switches):,} switches; {servers:,} servers folded into their leaves "
+        f"(over {MAX_MARKS:,} marks)"
+    )
+    return _figure(facts.name, traces, len(rows), SWITCHES, subtitle, _tier_ticks(rows, False))
+
+
+@dataclass
+class _Bundle:
+    cables: int = 0
+    gbps: float = 0.0
+    down: int = 0
+    degraded: int = 0
+    rail: int | None = None
+
+
+def _bundle(trunks: Iterable[CableMark], group_of) -> dict[tuple[str, str], _Bundle]:
+    bundles: dict[tuple[str, str], _Bundle] = {}
+    for cable in trunks:
+        a, b = group_of(cable.a), group_of(cable.b)
+        if a is None or b is None or a == b:
+            continue
+        bundle = bundles.setdefault((a, b) if a <= b else (b, a), _Bundle(rail=cable.rail))
+        if cable.state in (DOWN, GONE):
+            bundle.down += 1
+            continue
+        bundle.cables += 1
+        bundle.gbps += cable.gbps or 0
+        bundle.degraded += cable.state == DEGRADED
+    return bundles
+
+
+def _bundle_traces(
+    bundles: dict[tuple[str, str], _Bundle], at: dict[str, tuple[float, float]], names
+) -> list[dict]:
+    cables = [
+        CableMark(
+            a=a,
+            b=b,
+            speed=f"{bundle.cables:,} cables",
+            gbps=bundle.gbps,
+            state=DOWN if bundle.down else DEGRADED if bundle.degraded else UP,
+            label=(f"{bundle.down:,} gone or down" if bundle.down else "")
+            + (f" {bundle.degraded:,} degraded" if bundle.degraded else ""),
+        )
+        for (a, b), bundle in sorted(bundles.items())
+    ]
+    return _cable_traces(cables, at, _cable_hover(names), 0.0)
+
+
+def _group_level(
+    facts: FabricFigureFacts, trunks: list[CableMark], loads: dict[str, LeafLoad]
+) -> Figure:
+    def group_key(switch: SwitchMark) -> str:
+        return f"t{switch.tier or 1}r{switch.rail or 0}"
+
+    groups: dict[str, list[SwitchMark]] = defaultdict(list)
+    for switch in facts.switches:
+        groups[group_key(switch)].append(switch)
+    of = {s.key: group_key(s) for s in facts.switches}
+    tiers: dict[int, list[str]] = defaultdict(list)
+    for key, members in groups.items():
+        tiers[members[0].tier or 1].append(key)
+    at = {
+        key: (x, float(tier))
+        for tier, keys in tiers.items()
+        for key, x in _spread(sorted(keys, key=lambda k: groups[k][0].rail or 0)).items()
+    }
+    names = {}
+    marks = []
+    for key, members in groups.items():
+        first = members[0]
+        label = tier_name(first.tier) + (f" rail {first.rail}" if first.rail else "")
+        names[key] = f"{label}s"
+        folded = [loads[m.key] for m in members if m.key in loads]
+        text = f"<b>{len(members):,} {esc(label)} switches</b>"
+        if folded:
+            text += "<br>" + _load_text(
+                LeafLoad(
+                    sum(f.servers for f in folded),
+                    sum(f.cables for f in folded),
+                    sum(f.gbps for f in folded),
+                    sum(f.down for f in folded),
+                    sum(f.degraded for f in folded),
+                )
+            )
+        marks.append((*at[key], text, ""))
+    traces = _bundle_traces(_bundle(trunks, of.get), at, names)
+    traces.append(_marker_trace(marks, SWITCH_COLOUR, "switch groups", "square", 14))
+    states = {DOWN} if any(load.down for load in loads.values()) else set()
+    states |= {DEGRADED} if any(load.degraded for load in loads.values()) else set()
+    traces += _legend((), states)
+    servers = sum(load.servers for load in loads.values())
+    subtitle = (
+        f"{len(facts.switches):,} switches folded by tier and rail, {servers:,} servers "
+        f"(over {MAX_MARKS:,} marks even at switch level)"
+    )
+    return _figure(facts.name, traces, len(tiers), GROUPS, subtitle, _tier_ticks(tiers, False))

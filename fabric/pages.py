@@ -1,0 +1,366 @@
+"""Reads for the fabric pages: the figure's facts, a switch's ports, a server's cables and
+labels, the overview's card. A fixed number of queries per fabric whatever its size; at
+switch level and above the figure reads aggregates, never every server cable.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from django.db.models import Count, Q, Subquery, Sum
+from django.urls import reverse
+
+from clusters.models import Finding
+from inventory.models import Server
+
+from . import binding, graph, rules
+from .choices import LinkState
+from .exports import kubernetes_labels
+from .figures import (
+    DEGRADED,
+    DETAIL,
+    DOWN,
+    GONE,
+    UP,
+    CableMark,
+    FabricFigureFacts,
+    HostMark,
+    LeafLoad,
+    SwitchMark,
+    level_for,
+)
+from .models import Fabric, FabricLink, Switch
+from .services import host_key
+
+
+def degraded_link_keys(fabric: Fabric) -> set[str]:
+    """Cables with an open "slower or narrower than its peers" finding (one query): the
+    figure marks what the findings say, so the two never disagree."""
+    prefix = f"fabric:{fabric.name}/link:"
+    return {
+        subject[len(prefix) :]
+        for subject in Finding.objects.filter(
+            type=rules.LINK_DEGRADED, subject__startswith=prefix, resolved_at__isnull=True
+        ).values_list("subject", flat=True)
+    }
+
+
+def _state(state: str, key: str, degraded: set[str]) -> str:
+    if state != LinkState.UP:
+        return DOWN
+    return DEGRADED if key in degraded else UP
+
+
+def _cables(fabric: Fabric):
+    """Live cables, and those gone with the last snapshot whose ends are both still there."""
+    live = Q(gone_at__isnull=True)
+    if fabric.applied_at is not None:
+        live |= Q(gone_at=fabric.applied_at, state=LinkState.UP) & (
+            Q(b_switch__gone_at__isnull=True, b_switch__isnull=False)
+            | Q(b_adapter__gone_at__isnull=True, b_adapter__isnull=False)
+        )
+    return FabricLink.objects.filter(live, fabric=fabric, a_switch__isnull=False)
+
+
+def fabric_figure_facts(fabric: Fabric) -> FabricFigureFacts:
+    """What the fabric figure draws, read at the detail the figure will show (5-6 queries)."""
+    switches = [
+        SwitchMark(
+            key=f"s{sid}",
+            name=name or guid,
+            tier=override or inferred,
+            rail=rail,
+            group=group,
+            url=reverse("fabric-switch-detail", args=[sid]),
+        )
+        for sid, name, guid, override, inferred, rail, group in Switch.objects.filter(
+            fabric=fabric, gone_at__isnull=True
+        ).values_list("id", "name", "guid", "tier_override", "tier_inferred", "rail", "leaf_group")
+    ]
+    degraded = degraded_link_keys(fabric)
+    cables = _cables(fabric)
+    trunk_rows = cables.filter(b_switch__isnull=False).values_list(
+        "a_switch_id", "b_switch_id", "key", "width", "lane_speed", "gbps", "state", "gone_at"
+    )
+    trunks = [
+        CableMark(
+            a=f"s{a}",
+            b=f"s{b}",
+            speed=f"{width}{speed}",
+            gbps=gbps,
+            state=GONE if gone else _state(state, key, degraded),
+        )
+        for a, b, key, width, speed, gbps, state, gone in trunk_rows
+    ]
+    edge = cables.filter(b_switch__isnull=True)
+    host_cables = edge.count()
+    if level_for(len(switches), host_cables, host_cables + len(trunks)) != DETAIL:
+        return FabricFigureFacts(
+            fabric.name, switches, cables=trunks, leaf_loads=_leaf_loads(edge, degraded)
+        )
+    hosts: dict[str, HostMark] = {}
+    marks = []
+    for row in edge.filter(Q(b_adapter__isnull=True) | Q(b_adapter__role=binding.HOST)).values_list(
+        "a_switch_id",
+        "b_adapter_id",
+        "b_adapter__server_id",
+        "b_adapter__server__hostname",
+        "b_adapter__server__rack",
+        "b_adapter__host_name",
+        "b_adapter__nic",
+        "b_adapter__rail",
+        "key",
+        "width",
+        "lane_speed",
+        "gbps",
+        "state",
+        "gone_at",
+    ):
+        a, adapter, server_id, hostname, rack, host_name, nic, rail, key, width, speed = row[:11]
+        gbps, state, gone = row[11:]
+        b = ""
+        if adapter is not None:
+            b = f"h{host_key(server_id, host_name) or f'a{adapter}'}"
+            hosts.setdefault(
+                b, HostMark(b, hostname or host_name or f"adapter {adapter}", rack or "")
+            )
+        marks.append(
+            CableMark(
+                a=f"s{a}",
+                b=b,
+                speed=f"{width}{speed}",
+                gbps=gbps,
+                state=GONE if gone else _state(state, key, degraded),
+                rail=rail,
+                label=nic,
+            )
+        )
+    return FabricFigureFacts(fabric.name, switches, list(hosts.values()), trunks + marks)
+
+
+def _leaf_loads(edge, degraded: set[str]) -> dict[str, LeafLoad]:
+    """Per switch: servers, cables and Gb/s down to servers, ports down (two queries)."""
+    up = Q(state=LinkState.UP, gone_at__isnull=True, b_adapter__isnull=False)
+    rows = edge.values("a_switch_id").annotate(
+        servers=Count("b_adapter__host_name", filter=up, distinct=True),
+        cables=Count("id", filter=up),
+        gbps=Sum("gbps", filter=up),
+        down=Count("id", filter=~up),
+    )
+    slow: dict[int, int] = defaultdict(int)
+    if degraded:
+        for switch_id in edge.filter(key__in=degraded).values_list("a_switch_id", flat=True):
+            slow[switch_id] += 1
+    return {
+        f"s{r['a_switch_id']}": LeafLoad(
+            r["servers"], r["cables"], r["gbps"] or 0.0, r["down"], slow[r["a_switch_id"]]
+        )
+        for r in rows
+    }
+
+
+# -- a switch ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PortRow:
+    port: int
+    peer: str
+    peer_port: int | None
+    peer_url: str
+    speed: str
+    gbps: float | None
+    state: str
+    rail: int | None
+
+
+def switch_ports(switch: Switch) -> list[PortRow]:
+    """Every live port of a switch, both ends' sides of the cable (one query)."""
+    rows = (
+        FabricLink.objects.filter(Q(a_switch=switch) | Q(b_switch=switch), gone_at__isnull=True)
+        .select_related("a_switch", "b_switch", "b_adapter__server")
+        .order_by("a_port")
+    )
+    ports = []
+    for link in rows:
+        if link.a_switch_id == switch.pk:
+            port, peer_port = link.a_port, link.b_port
+            if link.b_switch is not None:
+                peer = str(link.b_switch)
+                url = reverse("fabric-switch-detail", args=[link.b_switch_id])
+            elif link.b_adapter is not None:
+                server = link.b_adapter.server
+                nic = f" {link.b_adapter.nic}" if link.b_adapter.nic else ""
+                peer = (server.hostname if server else str(link.b_adapter)) + nic
+                url = reverse("server-detail", args=[server.pk]) if server else ""
+            else:
+                peer, url = "", ""
+            rail = link.b_adapter.rail if link.b_adapter else None
+        else:
+            port, peer_port = link.b_port or 0, link.a_port
+            peer = str(link.a_switch)
+            url = reverse("fabric-switch-detail", args=[link.a_switch_id])
+            rail = None
+        ports.append(PortRow(port, peer, peer_port, url, link.speed, link.gbps, link.state, rail))
+    return sorted(ports, key=lambda p: p.port)
+
+
+# -- a server ---------------------------------------------------------------------------
+
+
+@dataclass
+class ServerFabric:
+    fabric: str
+    nics: list[dict] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+def server_fabric(server_id: int) -> list[ServerFabric]:
+    """Each NIC of a server on each fabric: switch, port, rail, speed; and the node labels a
+    Kubernetes scheduler could use for the switch tiers (one query, two more per fabric)."""
+    rows = (
+        FabricLink.objects.filter(
+            b_adapter__server_id=server_id,
+            b_adapter__gone_at__isnull=True,
+            gone_at__isnull=True,
+            a_switch__isnull=False,
+        )
+        .select_related("fabric", "a_switch", "b_adapter")
+        .only(
+            "fabric__name",
+            "a_switch__name",
+            "a_switch__guid",
+            "a_switch__tier_override",
+            "a_switch__tier_inferred",
+            "a_switch__leaf_group",
+            "a_port",
+            "b_adapter__nic",
+            "b_adapter__guid",
+            "b_adapter__rail",
+            "width",
+            "lane_speed",
+            "gbps",
+            "state",
+        )
+        .order_by("fabric__name", "b_adapter__nic", "b_adapter__guid")
+    )
+    found: dict[int, ServerFabric] = {}
+    leaves: dict[int, list[Switch]] = defaultdict(list)
+    for link in rows:
+        entry = found.setdefault(link.fabric_id, ServerFabric(link.fabric.name))
+        entry.nics.append(
+            {
+                "nic": link.b_adapter.nic or link.b_adapter.guid,
+                "switch": str(link.a_switch),
+                "switch_id": link.a_switch_id,
+                "port": link.a_port,
+                "rail": link.b_adapter.rail,
+                "speed": link.speed,
+                "gbps": link.gbps,
+                "state": link.state,
+            }
+        )
+        if link.a_switch.tier == 1:
+            leaves[link.fabric_id].append(link.a_switch)
+    for fabric_id, entry in found.items():
+        if leaves[fabric_id]:
+            entry.labels = _labels(fabric_id, leaves[fabric_id])
+    return list(found.values())
+
+
+def _labels(fabric_id: int, leaves: list[Switch]) -> dict[str, str]:
+    """Suggested labels for the server's leaf, spine and core domains (two queries)."""
+    tiers = {
+        str(sid): override or inferred
+        for sid, override, inferred in Switch.objects.filter(
+            fabric_id=fabric_id, gone_at__isnull=True
+        ).values_list("id", "tier_override", "tier_inferred")
+    }
+    pairs = [
+        (str(a), str(b))
+        for a, b in FabricLink.objects.filter(
+            fabric_id=fabric_id,
+            gone_at__isnull=True,
+            state=LinkState.UP,
+            a_switch__isnull=False,
+            b_switch__isnull=False,
+        ).values_list("a_switch_id", "b_switch_id")
+    ]
+    leaf = min(leaves, key=lambda s: str(s))
+    group = leaf.leaf_group or 0
+    domains = graph.tier_domains(tiers, pairs, {str(leaf.pk): group})
+    names = dict(
+        Switch.objects.filter(
+            id__in=[int(d[group]) for d in domains.values() if group in d]
+        ).values_list("id", "name")
+    )
+    host_domains = {
+        level: names.get(int(by_group[group]), by_group[group])
+        for level, by_group in domains.items()
+        if group in by_group
+    }
+    return kubernetes_labels({"host": str(leaf)}, {"host": host_domains})["host"]
+
+
+# -- the overview's card ---------------------------------------------------------------
+
+
+@dataclass
+class FabricCard:
+    name: str
+    switches: int
+    cables: int
+    ports_down: int
+    by_model: list[tuple[str, int, float | None]]
+    """(server model, servers, Gb/s per GPU) for the bound servers on the fabric."""
+
+
+def fabric_cards() -> list[FabricCard]:
+    """Per fabric: switch, cable and down-port counts of its last snapshot, and network
+    bandwidth per GPU by server model (one query, and two per fabric)."""
+    cards = []
+    for fabric in Fabric.objects.select_related("last_snapshot").only(
+        "name",
+        "last_snapshot__switch_count",
+        "last_snapshot__link_count",
+        "last_snapshot__ports_down",
+    ):
+        snapshot = fabric.last_snapshot
+        host_cables = FabricLink.objects.filter(
+            fabric=fabric,
+            gone_at__isnull=True,
+            state=LinkState.UP,
+            b_adapter__server__isnull=False,
+            b_adapter__gone_at__isnull=True,
+        )
+        gbps = {
+            row["b_adapter__server__product"]: (row["servers"], row["gbps"] or 0.0)
+            for row in host_cables.values("b_adapter__server__product").annotate(
+                servers=Count("b_adapter__server", distinct=True), gbps=Sum("gbps")
+            )
+        }
+        gpus = dict(
+            Server.objects.filter(id__in=Subquery(host_cables.values("b_adapter__server_id")))
+            .values("product")
+            .annotate(n=Count("gpus"))
+            .values_list("product", "n")
+        )
+        by_model = [
+            (
+                product or "unknown model",
+                servers,
+                total / gpus[product] if gpus.get(product) else None,
+            )
+            for product, (servers, total) in sorted(gbps.items())
+        ]
+        cards.append(
+            FabricCard(
+                fabric.name,
+                snapshot.switch_count if snapshot else 0,
+                snapshot.link_count if snapshot else 0,
+                snapshot.ports_down if snapshot else 0,
+                by_model,
+            )
+        )
+    return cards

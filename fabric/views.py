@@ -1,0 +1,48 @@
+"""Fabric pages: thin, each reads through fabric.pages / fabric.tables and renders."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from core.tables import table_page
+
+from .figures import fabric_figure
+from .filters import SwitchFilter
+from .models import Fabric
+from .pages import fabric_figure_facts, switch_ports
+from .tables import SWITCH_FILTERS, SWITCH_TABLE, switch_rows
+
+
+def _figures() -> list[dict]:
+    return [
+        {
+            "name": fabric.name,
+            "summary": fabric.summary,
+            "figure": fabric_figure(fabric_figure_facts(fabric)),
+        }
+        for fabric in Fabric.objects.defer("node_name_map", "node_names")
+    ]
+
+
+@login_required
+def fabric_page(request: HttpRequest) -> HttpResponse:
+    """Every fabric's figure, and the switch list (sortable, filterable, CSV)."""
+    return table_page(
+        request,
+        table=SWITCH_TABLE,
+        filterset=SwitchFilter(request.GET, queryset=switch_rows()),
+        filters=SWITCH_FILTERS,
+        template="fabric/fabric.html",
+        known=lambda: {"fabric": list(Fabric.objects.values_list("name", flat=True))},
+        context=lambda: {"fabrics": _figures()},
+    )
+
+
+@login_required
+def switch_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    switch = get_object_or_404(switch_rows(), pk=pk)
+    return render(
+        request, "fabric/switch_detail.html", {"switch": switch, "ports": switch_ports(switch)}
+    )

@@ -1,0 +1,105 @@
+"""Fabric pages: the fabric page (figures and switch list), a switch's ports, the server
+page's fabric part and the overview's card; sign-in required, queries that do not grow."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from fabric.findings import fabric_findings_sync
+from fabric.models import Fabric, Switch
+from fabric.services import fabric_rebind, fabric_snapshot_ingest
+from fabric.synthetic import synthetic_fabric
+from tests.reports import apply_reports, make_report
+
+pytestmark = pytest.mark.django_db
+
+
+def _fabric(servers: int, name: str = "ib", **kwargs) -> dict:
+    built = synthetic_fabric(servers=servers, rails=2, servers_per_leaf=4, **kwargs)
+    fabric_snapshot_ingest(fabric_name=name, raw=built.text)
+    found = apply_reports(*(make_report(host, gpus=4, nics=1) for host in built.servers))
+    fabric = Fabric.objects.get(name=name)
+    fabric_rebind(fabric=fabric)
+    fabric_findings_sync(fabric=fabric)
+    return found
+
+
+@pytest.fixture
+def signed_in(client, user):
+    client.force_login(user)
+    return client
+
+
+def test_fabric_pages_need_sign_in(client):
+    _fabric(4)
+    switch = Switch.objects.first()
+    for url in ("/fabric/", f"/fabric/switches/{switch.pk}/"):
+        assert client.get(url).status_code == 302
+
+
+def test_the_fabric_page_draws_each_fabric_and_lists_its_switches(signed_in):
+    _fabric(8, slow={("gpu00002", 1): "4xHDR"})
+    page = signed_in.get("/fabric/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert 'href="/fabric/"' in text and 'aria-current="page">Fabric<' in text
+    assert "leaf-su0001-r1" in text and 'id="switches"' in text
+    figure = json.loads(re.search(r'id="figure-ib-data"[^>]*>(.*?)</script>', text, re.S)[1])
+    assert figure["layout"]["meta"]["level"] == "detail"
+    hovers = " ".join(t for trace in figure["data"] for t in trace.get("text", []))
+    assert "4xHDR" in hovers and "(degraded)" in hovers  # the open finding, marked
+
+
+def test_the_switch_page_lists_its_ports_with_links_to_servers(signed_in):
+    found = _fabric(8)
+    leaf = Switch.objects.get(name="leaf-su0001-r1")
+    page = signed_in.get(f"/fabric/switches/{leaf.pk}/")
+    text = page.content.decode()
+    assert page.status_code == 200
+    assert f'href="/servers/{found["gpu00001"].pk}/"' in text
+    assert "spine-p001-01" in text and "4xNDR" in text
+    assert signed_in.get("/fabric/switches/999999/").status_code == 404
+
+
+def test_the_server_page_shows_each_nic_switch_port_rail_and_labels(signed_in):
+    found = _fabric(8)
+    text = signed_in.get(f"/servers/{found['gpu00005'].pk}/").content.decode()
+    assert 'id="server-fabric-ib"' in text
+    assert "leaf-su0002-r1" in text and "leaf-su0002-r2" in text
+    assert "network.topology.nvidia.com/leaf=leaf-su0002-r1" in text
+    assert "network.topology.nvidia.com/spine=" in text
+
+
+def test_the_overview_card_counts_switches_cables_and_network_per_gpu(signed_in):
+    _fabric(8)
+    text = signed_in.get("/").content.decode()
+    card = text.split('id="fabric-card"')[1].split("</section>")[0]
+    # 2 NDR NICs (400 Gb/s each) for 4 GPUs: 200 Gb/s per GPU.
+    assert "200 Gb/s per GPU" in card and ">ib<" in card
+
+
+def test_page_queries_do_not_grow_with_the_fabric(signed_in):
+    def queries(url_of, servers: int, name: str) -> int:
+        found = _fabric(servers, name=name, host_format=name + "-gpu{:05d}")
+        with CaptureQueriesContext(connection) as captured:
+            assert signed_in.get(url_of(found, name)).status_code == 200
+        return len(captured)
+
+    pages = {
+        "fabric": lambda found, name: f"/fabric/?fabric={name}",
+        "switch": lambda found, name: (
+            f"/fabric/switches/{Switch.objects.get(fabric__name=name, name='leaf-su0001-r1').pk}/"
+        ),
+        "server": lambda found, name: f"/servers/{next(iter(found.values())).pk}/",
+    }
+    for page, url_of in pages.items():
+        Fabric.objects.all().delete()
+        small = queries(url_of, 4, f"{page}-a")
+        Fabric.objects.all().delete()
+        large = queries(url_of, 16, f"{page}-b")
+        assert small == large, page
