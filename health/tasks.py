@@ -7,15 +7,18 @@ from django.db import OperationalError
 
 from .services import health_findings_sync, health_prune, health_sweep
 
+DATABASE_RETRIES = {
+    "acks_late": True,
+    "autoretry_for": (OperationalError,),
+    "retry_backoff": True,
+    "max_retries": 5,
+    "time_limit": 120,
+    "soft_time_limit": 100,
+}
+"""A lost database connection is retried with backoff; anything else is a bug to see."""
 
-@shared_task(
-    acks_late=True,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    max_retries=5,
-    time_limit=120,
-    soft_time_limit=100,
-)
+
+@shared_task(**DATABASE_RETRIES)
 def record_health() -> int:
     """Record the events and counters of reports applied since the last run (beat, every few
     seconds; a run that finds nothing new costs three small queries), then raise and resolve
@@ -26,14 +29,7 @@ def record_health() -> int:
     return done
 
 
-@shared_task(
-    acks_late=True,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    max_retries=5,
-    time_limit=120,
-    soft_time_limit=100,
-)
+@shared_task(**DATABASE_RETRIES)
 def sync_health_findings() -> tuple[int, int, int]:
     """Re-judge the health findings on a clock: a window that passes (a repeat offender
     quiet for a day) resolves a finding with no new report."""
