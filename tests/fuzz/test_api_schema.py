@@ -46,7 +46,7 @@ def _wsgi_app():
 
 schema = schemathesis.openapi.from_dict(_openapi())
 schema.app = _wsgi_app()
-schema.config.generation.update(max_examples=examples(10))
+schema.config.generation.update(max_examples=examples(5))
 
 
 @pytest.fixture

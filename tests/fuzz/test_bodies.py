@@ -30,7 +30,7 @@ from .conftest import TALLY, examples
 pytestmark = [pytest.mark.django_db, pytest.mark.fuzz]
 
 FUZZ = hypothesis_settings(
-    max_examples=examples(150),
+    max_examples=examples(100),
     deadline=None,
     database=None,
     suppress_health_check=[
