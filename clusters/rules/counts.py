@@ -9,6 +9,7 @@ strategy counts them (single: MIG devices; mixed: GPUs outside MIG mode, the MIG
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from agent.mig import normalize_mig_profile
@@ -21,31 +22,29 @@ from .words import agent_gpus, plural, profile_text
 SHARED_GPU_RESOURCE = "nvidia.com/gpu.shared"
 
 
-def gpu_count_mismatch(fleet: Fleet) -> list[FindingFact]:
-    """A bound node whose scheduler offers another number of GPUs than the agent counts."""
+Judge = Callable[[NodeFacts, ServerFacts], FindingFact | None]
+
+
+def _per_kind(fleet: Fleet, kubernetes: Judge, slurm: Judge) -> list[FindingFact]:
+    """Each bound (node, server) pair judged by its scheduler's own rule."""
     found = []
     for node, server in fleet.bound:
-        if node.kind == ClusterKind.KUBERNETES:
-            finding = _kubernetes_count(node, server)
-        else:
-            finding = _slurm_count(node, server)
+        judge = kubernetes if node.kind == ClusterKind.KUBERNETES else slurm
+        finding = judge(node, server)
         if finding is not None:
             found.append(finding)
     return found
+
+
+def gpu_count_mismatch(fleet: Fleet) -> list[FindingFact]:
+    """A bound node whose scheduler offers another number of GPUs than the agent counts."""
+    return _per_kind(fleet, _kubernetes_count, _slurm_count)
 
 
 def mig_mismatch(fleet: Fleet) -> list[FindingFact]:
     """A bound node whose scheduler offers another MIG layout than the agent reports (or,
     in Slurm, counts MIG-enabled GPUs as whole GPUs)."""
-    found = []
-    for node, server in fleet.bound:
-        if node.kind == ClusterKind.KUBERNETES:
-            finding = _kubernetes_mig(node, server)
-        else:
-            finding = _slurm_mig(node, server)
-        if finding is not None:
-            found.append(finding)
-    return found
+    return _per_kind(fleet, _kubernetes_mig, _slurm_mig)
 
 
 # Kubernetes ----------------------------------------------------------------------------

@@ -122,7 +122,6 @@ NIC_TEXT_FIELDS = (
 )
 NIC_VALUE_FIELDS = ("numa_node", "speed_mbps", "port_number", "lid")
 NIC_LIST_FIELDS = ("addresses", "port_guids", "lldp_neighbors")
-NIC_FIELDS = (*NIC_TEXT_FIELDS, *NIC_VALUE_FIELDS, *NIC_LIST_FIELDS)
 DISK_TEXT_FIELDS = ("model", "serial", "transport", "pcie_link_speed")
 DISK_VALUE_FIELDS = ("size_bytes", "rotational", "pcie_link_width", "numa_node")
 PASSTHROUGH_DRIVERS = frozenset({"vfio-pci", "pci-stub"})
@@ -728,55 +727,51 @@ def _apply_mig_devices(
         )
 
 
+def _replace_by_name(model, server: Server, items: list[dict], fields: dict) -> bool:
+    """Make `model`'s rows of the server exactly `items`, by name: delete the gone, upsert the
+    rest (two queries whatever the count). `fields` maps each column to how it is read from an
+    item. Returns whether anything is left to upsert."""
+    model.objects.filter(server=server).exclude(name__in=[i["name"] for i in items]).delete()
+    if not items:
+        return False
+    model.objects.bulk_create(
+        [
+            model(server=server, name=item["name"], **{f: read(item) for f, read in fields.items()})
+            for item in items
+        ],
+        update_conflicts=True,
+        unique_fields=["server", "name"],
+        update_fields=list(fields),
+    )
+    return True
+
+
+def _pci(item: dict) -> str:
+    return normalize_pci_bus_id(item.get("pci_bus_id")) or ""
+
+
+def _columns(text: tuple, value: tuple = (), lists: tuple = ()) -> dict:
+    """How each column is read from a reported item: text cleaned, values kept, lists copied."""
+    return {
+        "pci_bus_id": _pci,
+        **{f: (lambda item, f=f: _text(item.get(f))) for f in text},
+        **{f: (lambda item, f=f: item.get(f)) for f in value},
+        **{f: (lambda item, f=f: list(item.get(f) or [])) for f in lists},
+    }
+
+
 def _apply_nics(server: Server, nics: list[dict]) -> dict[str, int]:
     """Replace the server's NICs by name: host facts, InfiniBand identity, LLDP neighbours.
     Three queries whatever the count (delete the gone, upsert, read the ids)."""
-    names = [n["name"] for n in nics]
-    Nic.objects.filter(server=server).exclude(name__in=names).delete()
-    if not nics:
+    columns = _columns(NIC_TEXT_FIELDS, NIC_VALUE_FIELDS, NIC_LIST_FIELDS)
+    if not _replace_by_name(Nic, server, nics, columns):
         return {}
-    rows = [
-        Nic(
-            server=server,
-            name=n["name"],
-            pci_bus_id=normalize_pci_bus_id(n.get("pci_bus_id")) or "",
-            **{name: _text(n.get(name)) for name in NIC_TEXT_FIELDS},
-            **{name: n.get(name) for name in NIC_VALUE_FIELDS},
-            **{name: list(n.get(name) or []) for name in NIC_LIST_FIELDS},
-        )
-        for n in nics
-    ]
-    Nic.objects.bulk_create(
-        rows,
-        update_conflicts=True,
-        unique_fields=["server", "name"],
-        update_fields=["pci_bus_id", *NIC_FIELDS],
-    )
     return dict(Nic.objects.filter(server=server).values_list("name", "id"))
 
 
 def _apply_disks(server: Server, disks: list[dict]) -> None:
     """Replace the server's disks by kernel name; two queries whatever the count."""
-    names = [d["name"] for d in disks]
-    Disk.objects.filter(server=server).exclude(name__in=names).delete()
-    if not disks:
-        return
-    rows = [
-        Disk(
-            server=server,
-            name=d["name"],
-            pci_bus_id=normalize_pci_bus_id(d.get("pci_bus_id")) or "",
-            **{name: _text(d.get(name)) for name in DISK_TEXT_FIELDS},
-            **{name: d.get(name) for name in DISK_VALUE_FIELDS},
-        )
-        for d in disks
-    ]
-    Disk.objects.bulk_create(
-        rows,
-        update_conflicts=True,
-        unique_fields=["server", "name"],
-        update_fields=["pci_bus_id", *DISK_TEXT_FIELDS, *DISK_VALUE_FIELDS],
-    )
+    _replace_by_name(Disk, server, disks, _columns(DISK_TEXT_FIELDS, DISK_VALUE_FIELDS))
 
 
 def _apply_links(
