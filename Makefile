@@ -28,14 +28,17 @@ run: migrate
 	@echo "Cluster Atlas on http://$(HOST):$(PORT)/ (user: admin, password: admin)"
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
+# One test process per core (pytest-xdist); TEST_WORKERS=0 runs every test in this process
+# (to read the fuzzing tier's tally, or to debug with pdb).
+TEST_WORKERS ?= auto
 test: venv
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # The tiers that need no service (no PostgreSQL, Redis, Slurm or Chromium), on the embedded
 # SQLite whatever DATABASE_URL says; the minutes-long fuzzing tier is left out too.
 FAST_TIERS := not integration and not postgres and not slurm and not browser and not fuzz
 test-fast: venv
-	env -u DATABASE_URL $(PY) -m pytest -m "$(FAST_TIERS)" $(PYTEST_ARGS)
+	env -u DATABASE_URL $(PY) -m pytest -n $(TEST_WORKERS) -m "$(FAST_TIERS)" $(PYTEST_ARGS)
 
 # The same three checks as .pre-commit-config.yaml; mypy's paths are in pyproject.toml.
 lint: venv

@@ -16,6 +16,21 @@ from config.celery import app as celery_app
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 
+def _redis_url_of_this_worker() -> str:
+    """The integration tiers' Redis database; under pytest-xdist each worker takes its own
+    (db N, N-1, ...), so two workers' Celery queues and keys never meet."""
+    url = os.environ.get("ATLAS_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw"):
+        return url
+    base, _, db = url.rpartition("/")
+    return f"{base}/{max(int(db or 15) - int(worker[2:]), 0)}"
+
+
+TEST_REDIS_URL = _redis_url_of_this_worker()
+os.environ["ATLAS_TEST_REDIS_URL"] = TEST_REDIS_URL
+
+
 def require(condition: bool, message: str) -> None:
     """Skip (or, in CI, fail) a test whose real component is missing."""
     if condition:
@@ -23,6 +38,14 @@ def require(condition: bool, message: str) -> None:
     if IN_CI:
         pytest.fail(f"CI requires it: {message}")
     pytest.skip(message)
+
+
+def pytest_configure(config) -> None:
+    """Passwords hash with MD5 in tests: Django's PBKDF2 (1,000,000 rounds, a third of a
+    second here) would be paid by every test that creates a person or signs one in."""
+    from django.conf import settings
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture(autouse=True)

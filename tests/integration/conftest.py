@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 
 import pytest
 
 from config.celery import app as celery_app
-from tests.conftest import require
+from tests.conftest import TEST_REDIS_URL, require
 
 from .services import redis_ping
 from .slurm_harness import slurm_cluster  # noqa: F401 - a session fixture for this tier
 
-REDIS_URL = os.environ.get("ATLAS_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+REDIS_URL = TEST_REDIS_URL
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from integrations.selectors import HEALTHY
 from integrations.views import bearer_token_matches
 from inventory.health import gpu_health
+from tests.conftest import TEST_REDIS_URL
 from tests.integrations.fleet import bulk_fleet
 from tests.integrations.metrics_text import families, samples
 
@@ -239,7 +240,6 @@ def test_the_scrape_costs_the_same_queries_for_5_and_500_servers(client, metrics
 
 
 def test_queue_length_is_read_from_the_redis_broker(client, metrics_on):
-    import os
 
     import redis
 
@@ -247,7 +247,7 @@ def test_queue_length_is_read_from_the_redis_broker(client, metrics_on):
     from tests.conftest import require
     from tests.integration.services import redis_ping
 
-    url = os.environ.get("ATLAS_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+    url = TEST_REDIS_URL
     require(redis_ping(url), f"no Redis at {url} (apt-get install redis-server)")
     conf = celery_app.conf
     saved = (conf.broker_url, conf.task_always_eager)

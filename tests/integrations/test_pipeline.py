@@ -4,21 +4,20 @@ worker over Redis sending a signed webhook to a receiver and the alert to a real
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
 from clusters.models import Finding
 from integrations.models import Delivery, Webhook
 from integrations.signing import signature_valid
-from tests.conftest import require
+from tests.conftest import TEST_REDIS_URL, require
 from tests.integration.services import redis_ping, start_beat, start_worker, wait_until
 from tests.integrations.programs import Alertmanager, binary
 from tests.integrations.receiver import Receiver
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
-REDIS_URL = os.environ.get("ATLAS_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+REDIS_URL = TEST_REDIS_URL
 SECRET = "pipeline-secret-0123456789"
 
 
