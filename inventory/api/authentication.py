@@ -62,11 +62,14 @@ class _KeyAuthentication(authentication.BaseAuthentication):
         return self.keyword
 
 
+UNKNOWN_AGENT_TOKEN = "Unknown or revoked agent token."
+
+
 class AgentTokenAuthentication(_KeyAuthentication):
     def authenticate_key(self, key: str):
         token = agent_token_authenticate(key)
         if token is None:
-            raise exceptions.AuthenticationFailed("Unknown or revoked agent token.")
+            raise exceptions.AuthenticationFailed(UNKNOWN_AGENT_TOKEN)
         return AgentPrincipal(token), token
 
 

@@ -30,7 +30,7 @@ from ..services import (
     revision_bump,
 )
 from ..tasks import enqueue_report
-from .authentication import AgentTokenAuthentication, IsAgent, request_key
+from .authentication import UNKNOWN_AGENT_TOKEN, AgentTokenAuthentication, IsAgent, request_key
 from .serializers import (
     GpuListSerializer,
     MigDeviceListSerializer,
@@ -102,17 +102,21 @@ class ReportView(APIView):
 
 
 def heartbeat_answer(request: HttpRequest) -> HttpResponse | None:
-    """The answer to an agent's heartbeat (by digest, or a report with unchanged facts) in
-    plain Django, after one query; None for anything else, which ReportView then handles
-    (looking the token up again: one more query, on paths that cost twenty). Called by
-    AgentHeartbeatMiddleware, ahead of the middleware an agent does not need."""
+    """The answer to an agent's heartbeat (by digest, or a report with unchanged facts) or to
+    an unknown key, in plain Django, after one query; None for anything else, which ReportView
+    then handles (looking the token up again: one more query, on paths that cost twenty).
+    Called by AgentHeartbeatMiddleware, ahead of the middleware an agent does not need."""
     try:
         key = request_key(request)
     except exceptions.AuthenticationFailed:
         return None
-    state = agent_token_state(key) if key is not None else None
-    if state is None:
+    if key is None:
         return None
+    state = agent_token_state(key)
+    if state is None:  # DRF's answer, without looking the key up a second time
+        response = _json(status.HTTP_401_UNAUTHORIZED, {"detail": UNKNOWN_AGENT_TOKEN})
+        response["WWW-Authenticate"] = AgentTokenAuthentication.keyword
+        return response
     digest = request.META.get(DIGEST_META)
     if digest is not None:
         answer = _digest_answer(state, digest, request.META)
