@@ -13,6 +13,8 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from clusters.choices import ClusterKind
+
 from .api.serializers import CapacityQuerySerializer, PlacementQuerySerializer
 from .capacity import CapacityRequestError, capacity_compare
 from .failure_domains import (
@@ -32,6 +34,7 @@ TABS = (
 )
 PLACEMENT_KEYS = ("gpus", "nodes", "gpus_per_node", "mig_profile")
 FIELD_LABELS = {
+    "scheduler": "Scheduler",
     "cluster": "Cluster",
     "gpus": "GPUs",
     "nodes": "Nodes",
@@ -50,6 +53,10 @@ FIELD_LABELS = {
     "nvlink": "NVLink within a server",
 }
 """Each parameter as the forms label it: an error names the field people see, not its key."""
+SCHEDULER_CHOICES = (
+    (ClusterKind.KUBERNETES.value, "Kubernetes (a pod)"),
+    (ClusterKind.SLURM.value, "Slurm (a job)"),
+)
 
 
 @login_required
@@ -79,7 +86,12 @@ def _error(field: str, message: object) -> str:
 
 
 def _placement(request: HttpRequest) -> dict[str, Any]:
-    context: dict[str, Any] = {"choices": placement_choices(), "result": None, "errors": []}
+    context: dict[str, Any] = {
+        "choices": placement_choices(),
+        "schedulers": SCHEDULER_CHOICES,
+        "result": None,
+        "errors": [],
+    }
     if not any(request.GET.get(k) for k in PLACEMENT_KEYS):
         return context
     query = PlacementQuerySerializer(data=request.GET)

@@ -63,12 +63,28 @@ def test_booleans_memory_and_mig_parameters_are_read(api):
         ("gpus=10&gpus_per_node=4", "gpus"),
         ("gpus=1&mig_profile=big", "mig_profile"),
         ("gpus=1&min_gpu_memory=lots", "min_gpu_memory"),
+        ("gpus=1&scheduler=pbs", "scheduler"),
     ],
 )
 def test_bad_placement_requests_answer_400_naming_the_field(api, query, field):
     response = api.get(f"/api/v1/placement/?{query}")
     assert response.status_code == 400
     assert field in response.json()
+
+
+def test_a_pod_request_over_every_cluster_answers_kubernetes_only(api):
+    k8s_fleet([make_report("dgx-01")])
+    slurm_fleet(["gpu000", "gpu001"])
+    body = api.get("/api/v1/placement/", {"gpus": 16, "scheduler": "kubernetes"}).json()
+    assert body["fits"] is False and body["scheduler"] == "kubernetes"
+    assert [c["cluster"] for c in body["clusters"]] == ["prod"]
+    assert body["scope"] == "Kubernetes clusters only: hpc (Slurm) not considered"
+    assert body["request"]["scheduler"] == "kubernetes"
+    mismatch = api.get(
+        "/api/v1/placement/", {"gpus": 1, "cluster": "hpc", "scheduler": "kubernetes"}
+    )
+    assert mismatch.status_code == 400 and "scheduler" in mismatch.json()
+    assert api.get("/api/v1/placement/", {"gpus": 16}).json()["scope"] is None
 
 
 def test_failure_domains_and_ranking(api):
@@ -134,10 +150,12 @@ def test_fields_are_in_the_openapi_schema(api):
         "nvlink_only",
         "min_gpu_memory",
         "partition",
+        "scheduler",
     } <= parameters
     components = schema["components"]["schemas"]
     result = components["PlacementResult"]["properties"]
     assert {"fits", "total_gpus", "nodes", "reason", "alternatives", "blocked"} <= set(result)
+    assert {"scheduler", "scope"} <= set(result)
     assert set(components["PlacementNode"]["properties"]) >= NODE_FIELDS
     domain = components["FailureDomain"]["properties"]
     assert {"servers", "nodes", "gpus", "mig_devices", "server_list", "node_list"} <= set(domain)
@@ -169,6 +187,13 @@ def test_placement_page_renders_the_answer_escaped(client, user):
     request.user = user
     html = placement_page(request).content.decode()
     assert 'id="placement-nodes"' in html and "NV18" in html and "dgx-01" in html
+    request = RequestFactory().get(
+        "/placement/", {"tab": "placement", "gpus": 4, "scheduler": "slurm", "cluster": "prod"}
+    )
+    request.user = user
+    html = placement_page(request).content.decode()
+    assert "Scheduler: prod is a Kubernetes cluster, not Slurm" in html
+    assert '<option value="slurm" selected>' in html
     for tab, marker in (("failure", "rack-ranking"), ("capacity", "capacity-layouts")):
         request = RequestFactory().get("/placement/", {"tab": tab, "gpus": 80, "server": "dgx-01"})
         request.user = user

@@ -244,6 +244,57 @@ def test_without_a_cluster_every_cluster_is_tried_with_its_own_semantics():
     assert kinds == {"kubernetes", "slurm"}
 
 
+def test_a_pod_request_over_every_cluster_considers_kubernetes_only_and_says_so():
+    k8s_fleet([make_report("dgx-01"), make_report("dgx-02")])
+    slurm_fleet(["gpu000", "gpu001"])
+    pod = placement_find(gpus=16, scheduler="kubernetes")
+    assert not pod.fits  # one pod of 16 on 8-GPU nodes; Slurm's 2 x 8 is not asked
+    assert [c.cluster for c in pod.clusters] == ["prod"]
+    assert {n.kind for n in pod.nodes + pod.candidates} <= {"kubernetes"}
+    assert all(b.kind == "kubernetes" for b in pod.blocked)
+    assert {a.cluster for a in pod.alternatives} == {"prod"}
+    assert all(a.params["scheduler"] == "kubernetes" for a in pod.alternatives)
+    assert pod.scheduler == "kubernetes" and pod.request["scheduler"] == "kubernetes"
+    assert pod.scope == "Kubernetes clusters only: hpc (Slurm) not considered"
+    eight = placement_find(gpus=8, scheduler="kubernetes")
+    assert eight.fits and eight.kind == "kubernetes"
+    assert {n.kind for n in eight.nodes + eight.candidates} == {"kubernetes"}
+    job = placement_find(gpus=16, scheduler="slurm")
+    assert job.fits and job.cluster == "hpc" and [c.cluster for c in job.clusters] == ["hpc"]
+    assert job.scope == "Slurm clusters only: prod (Kubernetes) not considered"
+    anywhere = placement_find(gpus=16)
+    assert anywhere.scheduler is None and anywhere.scope is None
+    assert {c.cluster for c in anywhere.clusters} == {"prod", "hpc"}
+
+
+def test_a_scheduler_with_no_cluster_or_another_kinds_cluster_says_so():
+    slurm_fleet(["gpu000"])
+    result = placement_find(gpus=1, scheduler="kubernetes")
+    assert not result.fits and result.reason == "no Kubernetes cluster with nodes"
+    with pytest.raises(PlacementRequestError) as exc:
+        placement_find(cluster="hpc", gpus=1, scheduler="kubernetes")
+    assert exc.value.field == "scheduler" and "hpc is a Slurm cluster" in str(exc.value)
+    assert placement_find(cluster="hpc", gpus=1, scheduler="slurm").scope is None
+    with pytest.raises(PlacementRequestError) as exc:
+        placement_find(gpus=1, scheduler="pbs")
+    assert exc.value.field == "scheduler"
+
+
+def test_a_kubernetes_request_still_sees_what_slurm_uses_on_a_shared_server():
+    report = make_report("dgx-01")
+    k8s_fleet([report])
+    snapshot_ingest(
+        cluster_name="hpc",
+        raw=scontrol_node("dgx-01").replace(
+            "   Gres=", "   GresUsed=gpu:h100:6(IDX:0-5)\n   Gres="
+        ),
+    )
+    reconcile_all()
+    assert not placement_find(gpus=4, scheduler="kubernetes").fits
+    (node,) = placement_find(gpus=2, scheduler="kubernetes").nodes
+    assert node.kind == "kubernetes" and indexes(node) == [6, 7]
+
+
 def test_a_server_in_both_schedulers_lends_its_gpus_once():
     report = make_report("dgx-01")
     k8s_fleet([report])

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from clusters.choices import ClusterKind
+
 from ..placement import PlacementRequestError, gpu_memory_text
 
 # Placement ------------------------------------------------------------------------------
@@ -48,6 +50,13 @@ class PlacementQuerySerializer(serializers.Serializer):
     mix_models = serializers.BooleanField(
         default=False,
         help_text="allow several GPU models in one job (off: one model where one fits)",
+    )
+    scheduler = serializers.ChoiceField(
+        choices=ClusterKind.choices,
+        required=False,
+        allow_blank=True,
+        help_text="the scheduler the request is for: kubernetes (a pod request) considers "
+        "Kubernetes clusters only, slurm (a job) Slurm clusters only; omitted: every cluster",
     )
 
     def validate_min_gpu_memory(self, value: str) -> int | None:
@@ -158,6 +167,13 @@ class PlacementResultSerializer(serializers.Serializer):
     )
     cost = serializers.CharField(
         allow_null=True, help_text="what the answer costs, such as mixing GPU models"
+    )
+    scheduler = serializers.CharField(
+        allow_null=True, help_text="the scheduler the request was for; null: every cluster"
+    )
+    scope = serializers.CharField(
+        allow_null=True,
+        help_text="which clusters were considered, in words, when the request named a scheduler",
     )
 
 

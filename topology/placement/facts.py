@@ -140,6 +140,16 @@ class Fleet:
         """Cluster name -> kind, for the clusters with nodes in this fleet."""
         return {n.cluster: n.kind for n in self.nodes}
 
+    def of_kind(self, kind: str | None) -> Fleet:
+        """The same fleet with only the nodes of one scheduler kind (all, for None).
+
+        The nodes keep what other schedulers' nodes on their servers use (`share_servers` ran
+        on the whole read), so a server in both schedulers still lends its GPUs once.
+        """
+        if kind is None:
+            return self
+        return replace(self, nodes=[n for n in self.nodes if n.kind == kind])
+
     def with_details(self, nic_pix: dict[int, list[str]], uuids: dict[int, str]) -> Fleet:
         """The same fleet knowing NIC affinity and UUIDs (the set memo carries over: its
         signature includes NIC affinity)."""

@@ -49,13 +49,19 @@ def placement_find(
     partition: str | None = None,
     same_numa: bool = False,
     mix_models: bool = False,
+    scheduler: str | None = None,
 ) -> PlacementResult:
     """Where the request fits now, best first; why not, what would fit instead, what blocks.
 
     Reads the fleet in a fixed number of queries (`reads`), places in memory (`planner`,
     `alternatives`), and reads the GPU UUIDs and NICs of the nodes in the answer. Raises
     PlacementRequestError for a request that is not well formed.
+
+    `scheduler` (a `ClusterKind`) keeps the request to that scheduler's clusters: a pod request
+    over every cluster considers Kubernetes only, and the answer's `scope` says so.
     """
+    if scheduler and scheduler not in ClusterKind.values:
+        raise PlacementRequestError("scheduler", "kubernetes or slurm")
     profile = None
     if mig_profile:
         profile = normalize_mig_profile(mig_profile)
@@ -73,11 +79,13 @@ def placement_find(
         partition=partition or None,
         same_numa=same_numa,
         mix_models=mix_models,
+        scheduler=scheduler or None,
     )
-    for kind in ClusterKind.values:
+    for kind in [request.scheduler] if request.scheduler else ClusterKind.values:
         request_shape(request, kind)  # validate before touching the database
     fleet = fleet_load(cluster=request.cluster, with_mig=bool(profile))
-    planner = Planner(fleet)
+    _check_scheduler(request, fleet.clusters())
+    planner = Planner(fleet.of_kind(request.scheduler))
     plans = plan_request(planner, request)
     fitting = sorted((p for p in plans if p.fits), key=lambda p: p.rank())
     best = fitting[0] if fitting else None
@@ -96,7 +104,7 @@ def placement_find(
         whole = planner
         if request.cluster:
             others = fleet_load(other_than=request.cluster, with_mig=bool(profile))
-            whole = Planner(fleet_merge(fleet, others))
+            whole = Planner(fleet_merge(fleet, others).of_kind(request.scheduler))
         alternatives = placement_alternatives(whole, request)
     servers = {o.node.server_id for o in chosen + spare if o.node.server_id is not None}
     answered = fleet.with_details(*answer_details(servers))
@@ -131,7 +139,37 @@ def placement_find(
         request=request.as_params(),
         models=best.models if best else [],
         cost=mixing_cost(best.models) if best and best.mixes_models else None,
+        scheduler=request.scheduler,
+        scope=_scope_text(request, fleet.clusters()),
     )
+
+
+def _kind_label(kind: str) -> str:
+    return str(ClusterKind(kind).label)
+
+
+def _check_scheduler(request: PlacementRequest, clusters: dict[str, str]) -> None:
+    """A request for one scheduler cannot name a cluster of the other."""
+    kind = clusters.get(request.cluster or "")
+    if request.scheduler and kind and kind != request.scheduler:
+        raise PlacementRequestError(
+            "scheduler",
+            f"{request.cluster} is a {_kind_label(kind)} cluster, "
+            f"not {_kind_label(request.scheduler)}",
+        )
+
+
+def _scope_text(request: PlacementRequest, clusters: dict[str, str]) -> str | None:
+    """`Kubernetes clusters only: hpc (Slurm) not considered`, for a request over every cluster
+    that names its scheduler."""
+    if not request.scheduler or request.cluster:
+        return None
+    text = f"{_kind_label(request.scheduler)} clusters only"
+    others = sorted(c for c, k in clusters.items() if k != request.scheduler)
+    if others:
+        shown = ", ".join(f"{c} ({_kind_label(clusters[c])})" for c in others)
+        text += f": {shown} not considered"
+    return text
 
 
 def mixing_cost(models: list[str]) -> str:
@@ -146,6 +184,8 @@ def _requested_total(request: PlacementRequest) -> int:
 
 def _reason(request: PlacementRequest, plans: list[ClusterPlan]) -> str:
     if not plans:
+        if request.scheduler and not request.cluster:
+            return f"no {_kind_label(request.scheduler)} cluster with nodes"
         if request.cluster:
             return f"no cluster {request.cluster!r} with nodes (post a snapshot of it first)"
         return "no scheduler nodes known (post a Kubernetes or Slurm snapshot first)"

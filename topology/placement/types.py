@@ -47,6 +47,9 @@ class PlacementRequest(Filters):
     gpus_per_node: int | None = None
     mix_models: bool = False
     """Allow GPUs of several models in one job (off: one model per job where one fits)."""
+    scheduler: str | None = None
+    """The scheduler the request is for (a `ClusterKind`): a Kubernetes pod request considers
+    Kubernetes clusters only, a Slurm job Slurm clusters only; None: every cluster."""
 
     def as_params(self) -> dict[str, Any]:
         """The API query parameters that ask this request again."""
@@ -62,6 +65,7 @@ class PlacementRequest(Filters):
             "partition": self.partition,
             "same_numa": self.same_numa or None,
             "mix_models": self.mix_models or None,
+            "scheduler": self.scheduler,
         }
         return {k: v for k, v in params.items() if v not in (None, "")}
 
@@ -267,3 +271,7 @@ class PlacementResult:
     cost: str | None = None
     """What the answer costs in words: mixing GPU models (the job runs at the slowest GPU's
     pace)."""
+    scheduler: str | None = None
+    """The scheduler the request was for; None: every cluster was tried."""
+    scope: str | None = None
+    """Which clusters were considered, in words, when the request named a scheduler."""
