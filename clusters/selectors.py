@@ -10,7 +10,6 @@ from django.db.models import (
     CharField,
     Count,
     Exists,
-    F,
     IntegerField,
     OuterRef,
     Q,
@@ -23,12 +22,12 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from core.findings import SEVERITY_ORDER, by_severity, severity_rank
 from inventory.choices import GpuStatus
 from inventory.models import Gpu, HardwareProfile, Server
-from inventory.selectors import SERVER_HEALTH_ORDER as SEVERITY_ORDER
 from inventory.selectors import hardware_profile_for
 
-from .choices import ClusterSource, Severity
+from .choices import ClusterSource
 from .models import Cluster, ClusterSnapshot, Finding, Node
 
 
@@ -83,18 +82,6 @@ def cluster_list() -> QuerySet[Cluster]:
 def snapshot_list() -> QuerySet[ClusterSnapshot]:
     """Snapshots without their raw body (megabytes while one waits)."""
     return ClusterSnapshot.objects.defer("raw")
-
-
-SEVERITY_RANK = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}
-
-
-def severity_rank() -> Case:
-    """Critical first: the severities' names do not sort by weight."""
-    return Case(
-        *(When(severity=sev, then=Value(rank)) for sev, rank in SEVERITY_RANK.items()),
-        default=Value(len(SEVERITY_RANK)),
-        output_field=IntegerField(),
-    )
 
 
 def silenced_q(now: datetime | None = None) -> Q:
@@ -279,13 +266,8 @@ def open_findings(
     limit: int | None = None,
     include_silenced: bool = True,
 ) -> QuerySet[Finding]:
-    """Open findings, the most severe and most recent first (of one server or node when
-    given)."""
-    findings = (
-        finding_list()
-        .filter(resolved_at__isnull=True)
-        .order_by(F("severity_rank"), "-last_seen", "id")
-    )
+    """Open findings, the most severe first, ties by id (of one server or node when given)."""
+    findings = by_severity(finding_list().filter(resolved_at__isnull=True))
     if not include_silenced:
         findings = findings.exclude(silenced_q())
     if server_id is not None:

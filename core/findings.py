@@ -9,6 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db.models import Case, IntegerField, QuerySet, Value, When
+
+from .palette import CRITICAL, INFO, WARNING
+
+SEVERITY_ORDER = (CRITICAL, WARNING, INFO)
+"""Finding severities, worst first (their names do not sort by weight)."""
+
 
 @dataclass(frozen=True, slots=True)
 class FindingFact:
@@ -33,3 +40,19 @@ class FindingFact:
     @property
     def key(self) -> tuple[str, str]:
         return (self.type, self.subject)
+
+
+def severity_rank() -> Case:
+    """SQL for a finding's place in `SEVERITY_ORDER`: 0 for critical, unknown ones last."""
+    return Case(
+        *(When(severity=s, then=Value(rank)) for rank, s in enumerate(SEVERITY_ORDER)),
+        default=Value(len(SEVERITY_ORDER)),
+        output_field=IntegerField(),
+    )
+
+
+def by_severity(findings: QuerySet) -> QuerySet:
+    """The one order of every list of findings: the most severe first, ties by id (oldest
+    first). Not by `last_seen`, which every reconciliation moves: a list that reshuffles each
+    minute loses the reader's place."""
+    return findings.annotate(severity_rank=severity_rank()).order_by("severity_rank", "id")

@@ -11,6 +11,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from clusters.models import Finding
+from core.findings import by_severity
 from core.palette import CRITICAL, WARNING, tone_colour
 from topology.figures.common import FONT, esc
 
@@ -24,10 +25,10 @@ TIMELINE_DAYS = 30
 
 def gpus_needing_action() -> QuerySet[Finding]:
     """Open health findings, the most serious first, with their GPU and server (one query)."""
-    return (
-        Finding.objects.filter(type__in=HealthFindingType.values, resolved_at__isnull=True)
-        .select_related("gpu", "server")
-        .order_by("severity", "-last_seen", "id")
+    return by_severity(
+        Finding.objects.filter(
+            type__in=HealthFindingType.values, resolved_at__isnull=True
+        ).select_related("gpu", "server")
     )
 
 

@@ -23,6 +23,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
+from core.findings import SEVERITY_ORDER
 from core.palette import CRITICAL, INFO, OK, WARNING
 
 from .choices import GpuStatus, ServerState
@@ -59,7 +60,7 @@ def server_state_expression(now=None) -> Case:
     )
 
 
-SERVER_HEALTH_ORDER = (CRITICAL, WARNING, INFO)
+SERVER_HEALTH_ORDER = SEVERITY_ORDER
 """Worst first: a server's health is the first of these among its open findings, else ok."""
 SERVER_HEALTH_CHOICES = tuple((h, h) for h in (OK, INFO, WARNING, CRITICAL))
 

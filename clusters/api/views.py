@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.http.request import RawPostDataException
 from django.shortcuts import get_object_or_404
 from django_filters.rest_framework import DjangoFilterBackend
@@ -205,15 +206,32 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
         return Response(NodeSerializer(selectors.node_list(include_gone=True).get(pk=pk)).data)
 
 
+class FindingOrdering(OrderingFilter):
+    """`?ordering=severity` means by weight (critical first, `selectors.finding_list`'s
+    `severity_rank`), not by the names' alphabet; every ordering ends with id, so ties keep
+    one order from page to page."""
+
+    def get_ordering(self, request, queryset, view) -> list:
+        ordering = []
+        for term in super().get_ordering(request, queryset, view) or []:
+            if isinstance(term, str) and term.lstrip("-") == "severity":
+                term = term.replace("severity", "severity_rank")
+            ordering.append(term)
+        if not any(isinstance(t, str) and t.lstrip("-") in ("id", "pk") for t in ordering):
+            ordering.append("id")
+        return ordering
+
+
 class FindingViewSet(viewsets.ReadOnlyModelViewSet):
     """Where layers disagree: open and resolved, by type and severity."""
 
     serializer_class = FindingSerializer
     lookup_value_regex = "[0-9]+"
-    filter_backends = [DjangoFilterBackend, OrderingFilter]
+    filter_backends = [DjangoFilterBackend, FindingOrdering]
     filterset_class = FindingFilter
     ordering_fields = ["last_seen", "first_seen", "severity", "type", "id"]
-    ordering = ["resolved_at", "-last_seen", "id"]
+    # Open first, then the most recently resolved; each by severity, ties by id.
+    ordering = [F("resolved_at").desc(nulls_first=True), "severity", "id"]
 
     def get_queryset(self):
         return selectors.finding_list()

@@ -172,7 +172,8 @@ def test_overview_findings_are_links_by_severity_with_more(client, user):
     client.force_login(user)
     body = client.get("/").content.decode()
     assert f'href="/findings/{critical.pk}/"' in body
-    assert body.index(f"/findings/{critical.pk}/") < body.index("gpu-009")
+    assert body.index(f"/findings/{critical.pk}/") < body.index("gpu-000")
+    assert "gpu-006" in body and "gpu-007" not in body  # ties by id: the oldest shown
     assert "+3 more" in body
     assert critical.first_seen.strftime("%Y-%m-%d %H:%M") in body
 
