@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlencode
+
+from django.urls import reverse
 
 FINDING_FIELDS = (
     "id",
@@ -36,15 +37,9 @@ def rfc3339(moment: datetime) -> str:
 
 
 def finding_page_url(finding: Mapping[str, Any], *, public_url: str) -> str:
-    """An absolute link to the findings page filtered down to this finding."""
-    query: dict[str, Any] = {"type": finding["type"], "open": ""}
-    if finding.get("node_id"):
-        query["node"] = finding["node_id"]
-    elif finding.get("server_id"):
-        query["server"] = finding["server_id"]
-    elif finding.get("cluster__name"):
-        query["cluster"] = finding["cluster__name"]
-    return f"{public_url}/findings/?{urlencode(query)}"
+    """An absolute link to the finding's own page: what it is, since when, its runbook, and
+    where a person acknowledges or silences it."""
+    return public_url + reverse("finding-detail", args=[finding["id"]])
 
 
 def finding_labels(finding: Mapping[str, Any]) -> dict[str, str]:

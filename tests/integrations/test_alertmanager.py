@@ -65,9 +65,7 @@ def test_an_alert_names_the_finding_and_links_to_it():
     assert alert["annotations"]["summary"] == "GPU 3 fell off the bus"
     assert alert["startsAt"] == "2026-11-30T07:00:00Z"
     assert alert["endsAt"] == "2026-11-30T08:03:00Z"
-    assert alert["generatorURL"] == (
-        "https://atlas.example.org/findings/?type=unhealthy_gpu&open=&server=7"
-    )
+    assert alert["generatorURL"] == "https://atlas.example.org/findings/5/"
     resolved = finding_alert(
         row | {"resolved_at": now - timedelta(minutes=5)},
         now=now,
@@ -150,7 +148,7 @@ def test_real_alertmanager_shows_the_alert_active_then_resolved(tmp_path, settin
         assert alert["labels"]["severity"] == "critical"
         assert alert["labels"]["server"] == "dgx-07"
         assert alert["annotations"]["summary"].startswith("dgx-07: Kubernetes advertises")
-        assert alert["generatorURL"].startswith("https://atlas.example.org/findings/?")
+        assert alert["generatorURL"] == f"https://atlas.example.org/findings/{finding.pk}/"
 
         Finding.objects.filter(pk=finding.pk).update(resolved_at=timezone.now())
         assert alertmanager_push(url=manager.url) == 1

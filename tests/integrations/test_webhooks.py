@@ -149,7 +149,8 @@ def test_findings_older_than_the_last_scan_are_not_rescanned():
 # Delivering ----------------------------------------------------------------------------
 
 
-def test_a_receiver_verifies_the_signature(django_capture_on_commit_callbacks):
+def test_a_receiver_verifies_the_signature(django_capture_on_commit_callbacks, settings):
+    settings.ATLAS_PUBLIC_URL = "https://atlas.example.org"
     receiver = Receiver().start()
     try:
         a_webhook(receiver.url)
@@ -168,6 +169,7 @@ def test_a_receiver_verifies_the_signature(django_capture_on_commit_callbacks):
         assert str(body["timestamp"]) == headers["x-atlas-timestamp"]
         assert abs(int(headers["x-atlas-timestamp"]) - timezone.now().timestamp()) < 60
         assert body["finding"]["id"] == finding.pk
+        assert body["finding"]["url"] == f"https://atlas.example.org/findings/{finding.pk}/"
         assert body["finding"]["subject"] == "server:<b>dgx-07</b>"
         assert headers["content-type"] == "application/json"
         assert SECRET not in got.body.decode()
