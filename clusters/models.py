@@ -190,6 +190,16 @@ class Finding(models.Model):
     silenced_at = models.DateTimeField(null=True, blank=True)
     silenced_until = models.DateTimeField(null=True, blank=True)
     silence_reason = models.CharField(max_length=500, blank=True, default="")
+    # Who took an acknowledgement back, or ended a silence early, and when (the last time; the
+    # acknowledgement's and the silence's own who, why and when stay as they were).
+    ack_withdrawn_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    ack_withdrawn_at = models.DateTimeField(null=True, blank=True)
+    silence_lifted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    silence_lifted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["resolved_at", "-last_seen", "id"]
@@ -213,6 +223,20 @@ class Finding(models.Model):
         """Acknowledged in this occurrence: open, and not reopened since the acknowledgement."""
         return (
             self.is_open and self.ack_at is not None and self.ack_occurrence == self.reopened_count
+        )
+
+    @property
+    def ack_withdrawn(self) -> bool:
+        """The last acknowledgement was taken back (and none given since)."""
+        return self.ack_withdrawn_at is not None and (
+            self.ack_at is None or self.ack_withdrawn_at >= self.ack_at
+        )
+
+    @property
+    def silence_lifted(self) -> bool:
+        """The last silence was ended early by a person (and none set since)."""
+        return self.silence_lifted_at is not None and (
+            self.silenced_at is None or self.silence_lifted_at >= self.silenced_at
         )
 
     def silenced(self, now=None) -> bool:

@@ -91,7 +91,14 @@ def silenced_q(now: datetime | None = None) -> Q:
 
 def finding_list() -> QuerySet[Finding]:
     return Finding.objects.select_related(
-        "server", "node", "node__cluster", "cluster", "ack_by", "silenced_by"
+        "server",
+        "node",
+        "node__cluster",
+        "cluster",
+        "ack_by",
+        "silenced_by",
+        "ack_withdrawn_by",
+        "silence_lifted_by",
     ).annotate(severity_rank=severity_rank())
 
 

@@ -664,3 +664,28 @@ def finding_silence(*, finding: Finding, user, reason: str, until: datetime | No
     finding.save(update_fields=["silenced_by", "silenced_at", "silenced_until", "silence_reason"])
     logger.info("finding %s silenced by %s until %s", finding.pk, user.get_username(), until)
     return finding
+
+
+def finding_unacknowledge(*, finding: Finding, user) -> Finding:
+    """A person takes an acknowledgement back (nobody is on it after all): the finding is news
+    again, and who took it back and when is recorded beside the acknowledgement's own record."""
+    if not finding.acknowledged:
+        raise FindingActionRejected({"finding": ["The finding is not acknowledged."]})
+    finding.ack_occurrence = None
+    finding.ack_withdrawn_by, finding.ack_withdrawn_at = user, timezone.now()
+    finding.save(update_fields=["ack_occurrence", "ack_withdrawn_by", "ack_withdrawn_at"])
+    logger.info("finding %s acknowledgement withdrawn by %s", finding.pk, user.get_username())
+    return finding
+
+
+def finding_unsilence(*, finding: Finding, user) -> Finding:
+    """A person ends a silence early: the finding counts and alerts again from now; the silence
+    ends now (its who and why are kept), with who lifted it and when."""
+    now = timezone.now()
+    if not finding.silenced(now):
+        raise FindingActionRejected({"finding": ["The finding is not silenced."]})
+    finding.silenced_until = now
+    finding.silence_lifted_by, finding.silence_lifted_at = user, now
+    finding.save(update_fields=["silenced_until", "silence_lifted_by", "silence_lifted_at"])
+    logger.info("finding %s silence lifted by %s", finding.pk, user.get_username())
+    return finding

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import suppress
+
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
@@ -15,7 +17,14 @@ from .choices import Severity
 from .filters import FindingFilter, NodeFilter
 from .forms import AcknowledgeForm, NodeBindForm, SilenceForm
 from .runbook import runbook_html, runbook_url
-from .services import FindingActionRejected, finding_acknowledge, finding_silence, node_bind
+from .services import (
+    FindingActionRejected,
+    finding_acknowledge,
+    finding_silence,
+    finding_unacknowledge,
+    finding_unsilence,
+    node_bind,
+)
 from .tables import FINDING_FILTERS, NODE_FILTERS, NODE_TABLE, finding_table
 from .tasks import reconcile_soon
 
@@ -52,15 +61,26 @@ def finding_list(request: HttpRequest) -> HttpResponse:
     )
 
 
+UNDO_ACTIONS = {"unacknowledge": finding_unacknowledge, "unsilence": finding_unsilence}
+"""The page's buttons that take an action back: they carry no form, only who and when."""
+
+
 @login_required
 def finding_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    """One finding: what, where, since when, the runbook, and (staff) acknowledge or silence."""
+    """One finding: what, where, since when, the runbook, and (staff) acknowledge or silence,
+    and take either back."""
     finding = get_object_or_404(selectors.finding_list(), pk=pk)
     ack_form, silence_form = AcknowledgeForm(prefix="ack"), SilenceForm(prefix="silence")
     if request.method == "POST":
         if not request.user.is_staff:
             raise PermissionDenied
         action = request.POST.get("action")
+        undo = UNDO_ACTIONS.get(action or "")
+        if undo is not None:
+            # Already undone (another tab, another person): the page shows how things stand.
+            with suppress(FindingActionRejected):
+                undo(finding=finding, user=request.user)
+            return redirect("finding-detail", pk=finding.pk)
         form: AcknowledgeForm | SilenceForm
         if action == "acknowledge":
             form = ack_form = AcknowledgeForm(request.POST, prefix="ack")

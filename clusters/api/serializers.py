@@ -149,6 +149,15 @@ class FindingActionSerializer(serializers.Serializer):
     until = serializers.DateTimeField(allow_null=True)
 
 
+class FindingUndoSerializer(serializers.Serializer):
+    by = serializers.CharField(allow_null=True, help_text="who took it back")
+    at = serializers.DateTimeField(help_text="when")
+
+
+def _undo(user, at) -> dict:
+    return {"by": user.get_username() if user else None, "at": at.isoformat()}
+
+
 class FindingSerializer(serializers.ModelSerializer):
     server_hostname = serializers.CharField(
         source="server.hostname", read_only=True, default=None, allow_null=True
@@ -163,6 +172,8 @@ class FindingSerializer(serializers.ModelSerializer):
     runbook_url = serializers.SerializerMethodField()
     acknowledgement = serializers.SerializerMethodField()
     silence = serializers.SerializerMethodField()
+    acknowledgement_withdrawn = serializers.SerializerMethodField()
+    silence_lifted = serializers.SerializerMethodField()
 
     class Meta:
         model = Finding
@@ -187,6 +198,8 @@ class FindingSerializer(serializers.ModelSerializer):
             "runbook_url",
             "acknowledgement",
             "silence",
+            "acknowledgement_withdrawn",
+            "silence_lifted",
         ]
 
     def get_runbook_url(self, finding: Finding) -> str:
@@ -217,6 +230,20 @@ class FindingSerializer(serializers.ModelSerializer):
             "reason": finding.silence_reason,
             "until": finding.silenced_until.isoformat() if finding.silenced_until else None,
         }
+
+    @extend_schema_field(FindingUndoSerializer(allow_null=True))
+    def get_acknowledgement_withdrawn(self, finding: Finding) -> dict | None:
+        """Who took the last acknowledgement back and when; null unless it was (and none since)."""
+        if not finding.ack_withdrawn:
+            return None
+        return _undo(finding.ack_withdrawn_by, finding.ack_withdrawn_at)
+
+    @extend_schema_field(FindingUndoSerializer(allow_null=True))
+    def get_silence_lifted(self, finding: Finding) -> dict | None:
+        """Who ended the last silence early and when; null unless one was (and none since)."""
+        if not finding.silence_lifted:
+            return None
+        return _undo(finding.silence_lifted_by, finding.silence_lifted_at)
 
 
 class FindingAcknowledgeSerializer(serializers.Serializer):

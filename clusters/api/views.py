@@ -27,6 +27,8 @@ from ..services import (
     SnapshotRejected,
     finding_acknowledge,
     finding_silence,
+    finding_unacknowledge,
+    finding_unsilence,
     node_bind,
     snapshot_receive,
 )
@@ -259,6 +261,26 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         body = FindingSilenceSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         return self._act(finding_silence, **body.validated_data)
+
+    @extend_schema(request=None, responses={200: FindingSerializer})
+    @action(
+        detail=True,
+        methods=["post"],
+        permission_classes=[permissions.IsAuthenticated, permissions.IsAdminUser],
+    )
+    def unacknowledge(self, request, pk=None):
+        """Take the acknowledgement back (who and when are recorded); 400 when there is none."""
+        return self._act(finding_unacknowledge)
+
+    @extend_schema(request=None, responses={200: FindingSerializer})
+    @action(
+        detail=True,
+        methods=["post"],
+        permission_classes=[permissions.IsAuthenticated, permissions.IsAdminUser],
+    )
+    def unsilence(self, request, pk=None):
+        """End the silence now (who and when are recorded); 400 when there is none."""
+        return self._act(finding_unsilence)
 
     def _act(self, service, **kwargs) -> Response:
         finding = self.get_object()

@@ -14,7 +14,15 @@ from clusters.choices import FindingType, Severity
 from clusters.models import Finding
 from clusters.runbook import render_runbook, runbook_html
 from clusters.selectors import open_findings_by_severity, top_open_findings
-from clusters.services import SILENCE_MAX, silence_until_errors
+from clusters.services import (
+    SILENCE_MAX,
+    FindingActionRejected,
+    finding_acknowledge,
+    finding_silence,
+    finding_unacknowledge,
+    finding_unsilence,
+    silence_until_errors,
+)
 from integrations.services.alertmanager import alerts_due
 
 pytestmark = pytest.mark.django_db
@@ -192,3 +200,101 @@ def test_finding_pages_cost_the_same_queries_for_few_and_many(client, user):
     for n in range(1, 40):
         finding(n)
     assert (count("/findings/"), count(f"/findings/{first.pk}/")) == small
+
+
+# Taking an action back ----------------------------------------------------------------
+
+
+def test_an_acknowledgement_taken_back_records_who_and_when(staff, django_user_model):
+    f = finding()
+    other = django_user_model.objects.create_user("night-shift", is_staff=True)
+    finding_acknowledge(finding=f, user=staff, reason="on it")
+    finding_unacknowledge(finding=f, user=other)
+    f = Finding.objects.get(pk=f.pk)
+    assert not f.acknowledged and f.ack_withdrawn
+    assert (f.ack_withdrawn_by, f.ack_by, f.ack_reason) == (other, staff, "on it")
+    assert abs((timezone.now() - f.ack_withdrawn_at).total_seconds()) < 60
+    with pytest.raises(FindingActionRejected) as exc:
+        finding_unacknowledge(finding=f, user=staff)
+    assert list(exc.value.errors) == ["finding"]
+    finding_acknowledge(finding=f, user=staff, reason="on it again")
+    assert f.acknowledged and not f.ack_withdrawn
+
+
+def test_a_silence_lifted_early_counts_and_alerts_again(staff):
+    f = finding()
+    finding_silence(
+        finding=f, user=staff, reason="maintenance", until=timezone.now() + timedelta(hours=2)
+    )
+    assert open_findings_by_severity() == {}
+    now = timezone.now()
+    assert alerts_due(now=now, since=now - timedelta(minutes=5)) == []
+    finding_unsilence(finding=f, user=staff)
+    f = Finding.objects.get(pk=f.pk)
+    assert not f.silenced() and f.silence_lifted and f.silence_lifted_by == staff
+    assert f.silence_reason == "maintenance"  # the silence's own record stays
+    assert open_findings_by_severity() == {"warning": 1}
+    now = timezone.now()
+    assert len(alerts_due(now=now, since=now - timedelta(minutes=5))) == 1
+    with pytest.raises(FindingActionRejected) as exc:
+        finding_unsilence(finding=f, user=staff)
+    assert list(exc.value.errors) == ["finding"]
+
+
+def test_staff_take_actions_back_on_the_page(client, staff):
+    f = finding()
+    client.force_login(staff)
+    client.post(f"/findings/{f.pk}/", {"action": "acknowledge", "ack-reason": "on it"})
+    until = (timezone.now() + timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M")
+    client.post(
+        f"/findings/{f.pk}/",
+        {"action": "silence", "silence-reason": "maintenance", "silence-until": until},
+    )
+    body = client.get(f"/findings/{f.pk}/").content.decode()
+    assert 'id="unacknowledge-form"' in body and 'id="acknowledge-form"' not in body
+    assert 'id="unsilence-form"' in body
+    for action in ("unacknowledge", "unsilence"):
+        response = client.post(f"/findings/{f.pk}/", {"action": action})
+        assert response.status_code == 302
+    body = client.get(f"/findings/{f.pk}/").content.decode()
+    withdrawn = body[body.index('id="finding-ack-withdrawn"') :]
+    assert "withdrawn by staff" in withdrawn[: withdrawn.index("</p>")]
+    assert "lifted by staff" in body and 'id="finding-silence"' not in body
+    assert 'id="acknowledge-form"' in body and 'id="unsilence-form"' not in body
+    # Taking back what is already taken back changes nothing and fails nothing.
+    assert client.post(f"/findings/{f.pk}/", {"action": "unsilence"}).status_code == 302
+
+
+def test_a_reader_cannot_take_an_action_back(client, user, staff):
+    f = finding()
+    finding_acknowledge(finding=f, user=staff, reason="on it")
+    client.force_login(user)
+    assert client.post(f"/findings/{f.pk}/", {"action": "unacknowledge"}).status_code == 403
+    assert Finding.objects.get(pk=f.pk).acknowledged
+
+
+def test_api_unacknowledge_and_unsilence(staff_api, api, staff):
+    f = finding()
+    finding_acknowledge(finding=f, user=staff, reason="on it")
+    finding_silence(
+        finding=f, user=staff, reason="quiet", until=timezone.now() + timedelta(hours=1)
+    )
+    assert api.post(f"/api/v1/findings/{f.pk}/unacknowledge/").status_code == 403
+    response = staff_api.post(f"/api/v1/findings/{f.pk}/unacknowledge/")
+    assert response.status_code == 200, response.content
+    assert response.data["acknowledgement"] is None
+    assert response.data["acknowledgement_withdrawn"]["by"] == "staff"
+    assert response.data["silence_lifted"] is None
+    again = staff_api.post(f"/api/v1/findings/{f.pk}/unacknowledge/")
+    assert again.status_code == 400 and "finding" in again.json()
+    response = staff_api.post(f"/api/v1/findings/{f.pk}/unsilence/")
+    assert response.status_code == 200, response.content
+    assert response.data["silence"] is None and response.data["silence_lifted"]["by"] == "staff"
+    assert staff_api.post(f"/api/v1/findings/{f.pk}/unsilence/").status_code == 400
+    listed = api.get("/api/v1/findings/").json()["results"][0]
+    assert listed["acknowledgement_withdrawn"]["at"] and listed["silence_lifted"]["at"]
+    schema = api.get("/api/schema/?format=json").json()
+    for path in ("unacknowledge", "unsilence"):
+        assert f"/api/v1/findings/{{id}}/{path}/" in schema["paths"]
+    props = schema["components"]["schemas"]["Finding"]["properties"]
+    assert {"acknowledgement_withdrawn", "silence_lifted"} <= set(props)
