@@ -27,6 +27,31 @@ ARGS = [
     "--disable-quic",
     "--no-first-run",
 ]
+WIDTHS = (1440, 1024, 390)
+"""The widths every page is checked at: a desktop, a small laptop (or a tablet on its side), a
+phone. Tests parametrize over these rather than each keeping its own list."""
+OVERFLOWS = """() => {
+  const out = [];
+  for (const el of document.querySelectorAll('.card')) {
+    if (el.scrollWidth > el.clientWidth + 1) {
+      out.push('card ' + (el.id || el.querySelector('h2,h1')?.textContent || el.className) +
+               ' ' + el.scrollWidth + '>' + el.clientWidth);
+    }
+  }
+  for (const table of document.querySelectorAll('table.data')) {
+    const parent = table.parentElement;
+    if (!table.closest('.wrap') && table.getBoundingClientRect().width > parent.clientWidth + 1) {
+      out.push('table outside a scrolling wrapper: ' + (table.id || parent.className));
+    }
+  }
+  const page = document.documentElement;
+  if (page.scrollWidth > window.innerWidth + 1) {
+    out.push('page ' + page.scrollWidth + '>' + window.innerWidth);
+  }
+  return out;
+}"""
+"""A script that lists what overflows: a card's content wider than the card, a table outside
+its scrolling wrapper, the page wider than the window (an empty list: nothing)."""
 ARTIFACTS = Path(
     os.environ.get("ATLAS_TEST_ARTIFACTS", Path(__file__).resolve().parents[2] / "test-artifacts")
 )

@@ -1,6 +1,7 @@
-"""Acting where one reads (issue 15 §2, §3, §5), at 1440 and 390 px: a finding clicked on the
-overview and acknowledged on its page; a node bound to a server through the picker; the demo's
-16-GPU Slurm placement keeping to one GPU model or saying it mixes. Screenshots go to
+"""Acting where one reads (issue 15 §2, §3, §5), at 1440, 1024 and 390 px: a finding clicked on
+the overview, acknowledged on its page and the acknowledgement taken back; a node bound to a
+server through the picker; the demo's 16-GPU Slurm placement keeping to one GPU model or saying
+it mixes, and a pod request over every cluster considering Kubernetes only. Screenshots go to
 test-artifacts/."""
 
 from __future__ import annotations
@@ -10,11 +11,10 @@ from django.core.management import call_command
 
 from clusters.models import Finding, Node
 
-from .test_responsive import OVERFLOWS, fleet
+from .conftest import OVERFLOWS, WIDTHS
+from .test_responsive import fleet
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-WIDTHS = (1440, 390)
 
 
 @pytest.fixture
@@ -41,6 +41,12 @@ def test_a_finding_clicked_on_the_overview_is_acknowledged_on_its_page(staff_at,
     assert watched.page.evaluate(OVERFLOWS) == []
     watched.screenshot(f"finding-acknowledged-{width}")
     assert Finding.objects.filter(ack_reason="on it: ticket OPS-42").count() == 1
+    watched.page.click("#unacknowledge-form button[type=submit]")
+    watched.page.wait_for_selector("#finding-ack-withdrawn")
+    assert "withdrawn by oncall" in watched.page.inner_text("#finding-ack-withdrawn")
+    assert watched.page.locator("#acknowledge-form").is_visible()
+    assert watched.page.evaluate(OVERFLOWS) == []
+    watched.screenshot(f"finding-ack-withdrawn-{width}")
     watched.assert_clean()
 
 
@@ -76,4 +82,14 @@ def test_the_demo_16_gpu_slurm_answer_keeps_one_model_or_says_it_mixes(staff_at,
     assert "too_small" not in watched.page.inner_text("main")
     assert watched.page.evaluate(OVERFLOWS) == []
     watched.screenshot(f"placement-demo-16-slurm-{width}")
+    watched.open(
+        "/placement/?tab=placement&scheduler=kubernetes&gpus=16", wait_for="#placement-answer"
+    )
+    assert watched.page.locator("select[name=scheduler]").input_value() == "kubernetes"
+    scope = watched.page.inner_text("#placement-scope")
+    assert "Kubernetes clusters only" in scope and "hpc-slurm (Slurm) not considered" in scope
+    clusters = watched.page.locator("#placement-clusters tbody tr").all_inner_texts()
+    assert clusters and all("kubernetes" in row and "hpc-slurm" not in row for row in clusters)
+    assert watched.page.evaluate(OVERFLOWS) == []
+    watched.screenshot(f"placement-demo-pod-kubernetes-only-{width}")
     watched.assert_clean()

@@ -1,6 +1,6 @@
-"""In a real browser at 1440 and 390 px: a lost GPU shows in the servers list, the GPU list and
-the CSV; the top bar's search finds a server by serial and by IP, and lists each server once.
-Screenshots go to test-artifacts/<name>-<width>.png."""
+"""In a real browser at 1440, 1024 and 390 px: a lost GPU shows in the servers list, the GPU
+list and the CSV; the top bar's search finds a server by serial and by IP, and lists each server
+once; no card's content overflows. Screenshots go to test-artifacts/<name>-<width>.png."""
 
 from __future__ import annotations
 
@@ -14,11 +14,10 @@ from clusters.services import snapshot_ingest
 from tests.nodes import scontrol_node, scontrol_text
 from tests.reports import apply_reports, lost_gpu_report, make_report
 
-from .conftest import Watched
+from .conftest import OVERFLOWS, WIDTHS, Watched
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-WIDTHS = (1440, 390)
 SERIAL = "1660223683967"
 
 
@@ -62,6 +61,7 @@ def test_a_lost_gpu_shows_in_the_servers_list_the_gpu_list_and_the_csv(sized, wi
     row = watched.page.locator("#servers tbody tr", has_text="dgx-h100-10")
     assert row.locator('.badge[data-state="critical"]').count() >= 1
     assert row.locator('.badge[data-state="lost"]').inner_text() == "1"
+    assert watched.page.evaluate(OVERFLOWS) == []
     watched.screenshot(f"servers-lost-gpu-{width}")
 
     watched.open("/gpus/?status=lost", wait_for="#gpus")
@@ -69,6 +69,7 @@ def test_a_lost_gpu_shows_in_the_servers_list_the_gpu_list_and_the_csv(sized, wi
     assert lost.count() == 1
     text = lost.inner_text()
     assert "dgx-h100-10" in text and "0000:68:00.0" in text and "lost" in text
+    assert watched.page.evaluate(OVERFLOWS) == []
     watched.screenshot(f"gpus-lost-{width}")
 
     (gpu,) = csv_of(watched, "/gpus/?status=lost&format=csv")
@@ -92,6 +93,7 @@ def test_the_top_bar_search_finds_a_server_by_serial_and_by_ip_and_lists_it_once
     search_from_the_top_bar(watched, SERIAL)
     link = watched.page.locator("#search-servers a", has_text="dgx-h100-10")
     assert link.count() == 1
+    assert watched.page.evaluate(OVERFLOWS) == []
     watched.screenshot(f"search-serial-{width}")
 
     search_from_the_top_bar(watched, target.addresses[0].split("/")[0])
@@ -101,5 +103,6 @@ def test_the_top_bar_search_finds_a_server_by_serial_and_by_ip_and_lists_it_once
     search_from_the_top_bar(watched, "dgx")
     names = watched.page.locator("#search-servers tbody tr td:first-child a").all_inner_texts()
     assert sorted(names) == sorted(servers) and len(names) == len(set(names))
+    assert watched.page.evaluate(OVERFLOWS) == []
     watched.screenshot(f"search-dgx-{width}")
     watched.assert_clean()

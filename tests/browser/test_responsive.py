@@ -16,32 +16,12 @@ from inventory.models import Server
 from tests.nodes import k8s_node, k8s_node_list
 from tests.reports import apply_reports, make_report
 
+from .conftest import OVERFLOWS, WIDTHS
+
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-WIDTHS = (1440, 1024, 390)
 LONG_FQDN = "dgx-h100-07.an-unusually-long-subdomain-for-the-east-zone-b-hall-3.cluster.example.org"
 LONG_NODE = "dgx-h100-07-gpu-partition-a-very-long-kubernetes-node-name-from-a-managed-cloud"
-
-OVERFLOWS = """() => {
-  const out = [];
-  for (const el of document.querySelectorAll('.card')) {
-    if (el.scrollWidth > el.clientWidth + 1) {
-      out.push('card ' + (el.id || el.querySelector('h2,h1')?.textContent || el.className) +
-               ' ' + el.scrollWidth + '>' + el.clientWidth);
-    }
-  }
-  for (const table of document.querySelectorAll('table.data')) {
-    const parent = table.parentElement;
-    if (!table.closest('.wrap') && table.getBoundingClientRect().width > parent.clientWidth + 1) {
-      out.push('table outside a scrolling wrapper: ' + (table.id || parent.className));
-    }
-  }
-  const page = document.documentElement;
-  if (page.scrollWidth > window.innerWidth + 1) {
-    out.push('page ' + page.scrollWidth + '>' + window.innerWidth);
-  }
-  return out;
-}"""
 
 
 def fleet() -> dict[str, Server]:
