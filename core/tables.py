@@ -10,14 +10,16 @@ the export's columns are the page's columns, so the two cannot drift apart.
 from __future__ import annotations
 
 import csv
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
+from django.template.defaultfilters import date as date_filter
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString
 
@@ -81,7 +83,9 @@ class Table:
     id: str
     columns: Sequence[Column]
     filename: str
-    default_sort: str
+    default_sort: str = ""
+    """The list page's sort when `?sort=` names none (a `tables_page` table keeps its rows'
+    order: none)."""
     empty: str = "Nothing matches."
     noun: str = "rows"
     """The plural the empty state names: "No servers match …" (templates/_empty_state.html)."""
@@ -123,6 +127,16 @@ def csv_cell(value: Any) -> Any:
     if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
         return "'" + value
     return value
+
+
+def when(value: Any) -> str:
+    """A moment as a table cell shows it (`2026-11-30 07:00`, in the current time zone); the
+    CSV takes the ISO form (`iso`)."""
+    return date_filter(value, "Y-m-d H:i") if value else "—"
+
+
+def iso(value: Any) -> str:
+    return value.isoformat() if value else ""
 
 
 class _Echo:
@@ -207,3 +221,42 @@ def table_page(
             **(context() if context else {}),
         },
     )
+
+
+@dataclass(frozen=True)
+class ShownTable:
+    """One of several tables of a page, rendered: its declaration, its rows, its CSV query."""
+
+    table: Table
+    rows: list[HtmlRow]
+    csv_query: str
+
+
+def tables_page(
+    request: HttpRequest,
+    *,
+    tables: Mapping[str, tuple[Table, Callable[[], Iterable[Row]]]],
+    template: str,
+    context: Callable[[], dict[str, Any]] | None = None,
+) -> HttpResponse:
+    """A page of several tables in a fixed order (rankings, summaries), neither sorted nor
+    paginated: each rendered under its name (`tables.<name>` in the template, drawn by
+    `core/table.html` with `static=True`), or `?format=csv&table=<id>` streams that one table's
+    rows with the page's columns. An export reads only its table's rows, and runs no `context`;
+    an unknown table id is a 404.
+    """
+    if request.GET.get("format") == "csv":
+        wanted = request.GET.get("table", "")
+        for table, rows in tables.values():
+            if table.id == wanted:
+                return csv_response(table, rows())
+        raise Http404("no such table on this page")
+    shown = {
+        name: ShownTable(
+            table=table,
+            rows=table.html_rows(rows()),
+            csv_query=urlencode({"format": "csv", "table": table.id}),
+        )
+        for name, (table, rows) in tables.items()
+    }
+    return render(request, template, {"tables": shown, **(context() if context else {})})

@@ -40,16 +40,23 @@ def _ranked(events: QuerySet[HealthEvent], *keys: str) -> list[dict[str, Any]]:
     )
 
 
-def repeat_offenders(*, since: datetime) -> dict[str, list[dict[str, Any]]]:
-    """GPUs (by serial), slots (server and bus) and nodes ranked by failure episodes."""
+OFFENDER_KEYS = {
+    "gpus": ("gpu_serial", "gpu_id", "server__hostname"),
+    "slots": ("server_id", "server__hostname", "pci_bus_id"),
+    "servers": ("server_id", "server__hostname"),
+}
+"""What a repeat offender is: a GPU (by serial), a slot (server and bus), a server."""
+
+
+def repeat_offenders(*, since: datetime, by: str) -> list[dict[str, Any]]:
+    """GPUs, slots or servers (`by`, a key of OFFENDER_KEYS) ranked by failure episodes since
+    `since`, info events left out (one query)."""
     recent = HealthEvent.objects.filter(last_seen__gte=since).exclude(severity="info")
-    return {
-        "gpus": _ranked(recent.exclude(gpu_serial=""), "gpu_serial", "gpu_id", "server__hostname"),
-        "slots": _ranked(
-            recent.exclude(pci_bus_id=""), "server_id", "server__hostname", "pci_bus_id"
-        ),
-        "servers": _ranked(recent, "server_id", "server__hostname"),
-    }
+    if by == "gpus":
+        recent = recent.exclude(gpu_serial="")
+    elif by == "slots":
+        recent = recent.exclude(pci_bus_id="")
+    return _ranked(recent, *OFFENDER_KEYS[by])
 
 
 def events_by(*, since: datetime, key: str) -> list[dict[str, Any]]:

@@ -9,24 +9,41 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from . import pages
+from core.tables import tables_page
+
+from . import pages, tables
 from .rules import Policy
 from .selectors import gpu_history
 
 
 @login_required
 def health_page(request: HttpRequest) -> HttpResponse:
+    """`/health/`: its tables (each also a CSV, `?format=csv&table=<id>`) and the events figure."""
     since = timezone.now() - Policy().server_window
-    return render(
+
+    def offenders(by: str):
+        return lambda: pages.repeat_offenders(since=since, by=by)
+
+    return tables_page(
         request,
-        "health/health.html",
-        {
+        tables={
+            "needing_action": (tables.NEEDING_ACTION_TABLE, pages.gpus_needing_action),
+            "offender_gpus": (tables.GPU_OFFENDERS_TABLE, offenders("gpus")),
+            "offender_slots": (tables.SLOT_OFFENDERS_TABLE, offenders("slots")),
+            "offender_servers": (tables.SERVER_OFFENDERS_TABLE, offenders("servers")),
+            "by_model": (
+                tables.BY_MODEL_TABLE,
+                lambda: pages.events_by(since=since, key="gpu__name"),
+            ),
+            "by_rack": (
+                tables.BY_RACK_TABLE,
+                lambda: pages.events_by(since=since, key="server__rack"),
+            ),
+        },
+        template="health/health.html",
+        context=lambda: {
             "section": "health",
-            "needing_action": list(pages.gpus_needing_action()),
             "figure": pages.events_figure(),
-            "offenders": pages.repeat_offenders(since=since),
-            "by_model": pages.events_by(since=since, key="gpu__name"),
-            "by_rack": pages.events_by(since=since, key="server__rack"),
             "window_days": (timezone.now() - since) // timedelta(days=1),
         },
     )

@@ -8,6 +8,7 @@ import io
 from types import SimpleNamespace
 
 import pytest
+from django.template.loader import render_to_string
 from django.utils.html import format_html
 
 from clusters.tables import NODE_TABLE, finding_table
@@ -121,3 +122,26 @@ def test_resolved_findings_show_and_export_when_they_resolved(signed_in):
     assert finding_table(open_only=False).headers[-1] == "Resolved"
     fleet(1)
     assert _csv(signed_in, "/findings/?open=false&format=csv")[0][-1] == "Resolved"
+
+
+def test_a_static_table_has_no_sort_links_or_pages_and_says_its_own_empty_text(rf):
+    rows = [SimpleNamespace(id=1, name="<b>dgx-01</b>", virtual=False, count=3, state="ok")]
+    html = render_to_string(
+        "core/table.html",
+        {"table": TABLE, "rows": TABLE.html_rows(rows), "static": True},
+        request=rf.get("/health/?search=x"),
+    )
+    assert "?sort=" not in html and "<th>Name</th>" in html
+    assert "&lt;b&gt;dgx-01&lt;/b&gt;" in html
+    empty = render_to_string(
+        "core/table.html",
+        {"table": TABLE, "rows": [], "static": True},
+        request=rf.get("/health/?search=x"),
+    )
+    assert "Nothing matches." in empty and "empty-state" not in empty
+    listed = render_to_string(
+        "core/table.html",
+        {"table": TABLE, "rows": [], "sort": "name", "sort_query": ""},
+        request=rf.get("/things/?search=x"),
+    )
+    assert 'href="?sort=-name"' in listed and 'id="empty-state"' in listed

@@ -3,6 +3,8 @@ escaped, every code has its meaning on hover, and the query count does not grow 
 
 from __future__ import annotations
 
+import csv
+import io
 from datetime import timedelta
 
 import pytest
@@ -12,6 +14,14 @@ from django.utils import timezone
 
 from health.catalog import xid_info
 from health.services import health_findings_sync, health_sweep
+from health.tables import (
+    BY_MODEL_TABLE,
+    BY_RACK_TABLE,
+    GPU_OFFENDERS_TABLE,
+    NEEDING_ACTION_TABLE,
+    SERVER_OFFENDERS_TABLE,
+    SLOT_OFFENDERS_TABLE,
+)
 from inventory.models import Gpu, Server
 from tests.reports import gpu_uuid
 
@@ -82,3 +92,54 @@ def test_the_pages_cost_the_same_queries_for_8_or_48_gpus(client, user):
     small = _queries(client, "/health/"), _queries(client, f"/gpus/{gpu.pk}/")
     _fleet(5, first=1)
     assert (_queries(client, "/health/"), _queries(client, f"/gpus/{gpu.pk}/")) == small
+
+
+def _csv(client, table: str) -> list[dict[str, str]]:
+    response = client.get(f"/health/?format=csv&table={table}")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/csv")
+    text = b"".join(response.streaming_content).decode()
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_the_health_pages_tables_and_their_csv_share_one_declaration(client, user):
+    _fleet(2)
+    client.force_login(user)
+    page = client.get("/health/").content.decode()
+    for table in (
+        NEEDING_ACTION_TABLE,
+        GPU_OFFENDERS_TABLE,
+        SLOT_OFFENDERS_TABLE,
+        SERVER_OFFENDERS_TABLE,
+        BY_MODEL_TABLE,
+        BY_RACK_TABLE,
+    ):
+        assert f'id="{table.id}"' in page
+        assert f"table={table.id}" in page  # its export link
+        rows = _csv(client, table.id)
+        assert rows, table.id
+        assert list(rows[0]) == table.headers  # the page's columns, in the page's order
+    gpu = Gpu.objects.get(uuid=gpu_uuid("dgx-00", 2))
+    by_server = {r["Server"]: r for r in _csv(client, NEEDING_ACTION_TABLE.id)}
+    row = by_server["dgx-00"]
+    assert (row["Severity"], row["GPU"]) == ("critical", gpu.serial)
+    assert "Xid 79" in row["Reason"] and row["Action"].startswith("Drain the node")
+    assert row["Since"].startswith(str(timezone.now().year)) and "T" in row["Since"]  # ISO
+    assert f'href="/gpus/{gpu.pk}/">{gpu.serial}</a>' in page
+    (rack,) = _csv(client, BY_RACK_TABLE.id)
+    assert rack == {"Rack": "", "Episodes": "4", "Events": "4"}  # "no rack" on the page only
+    assert "no rack" in page
+    slots = _csv(client, SLOT_OFFENDERS_TABLE.id)
+    assert {(r["Server"], r["PCI bus"]) for r in slots} == {("dgx-00", BUS2), ("dgx-01", BUS2)}
+    assert all(int(r["Episodes"]) >= 1 for r in slots)
+    assert EVIL not in page
+
+
+def test_a_health_csv_reads_only_its_table_and_an_unknown_one_is_a_404(client, user):
+    _fleet(1)
+    client.force_login(user)
+    with CaptureQueriesContext(connection) as ctx:
+        _csv(client, BY_RACK_TABLE.id)
+    page_queries = _queries(client, "/health/")
+    assert len(ctx) < page_queries - 4  # not the other five tables, not the figure
+    assert client.get("/health/?format=csv&table=nope").status_code == 404
