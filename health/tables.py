@@ -1,6 +1,8 @@
-"""The health page's tables, declared once for the page and its CSV exports: GPUs needing
-action (open health findings), repeat offenders by GPU, slot and server, events by GPU model
-and by rack. Rows are the `health.pages` reads as they come (findings, or aggregate dicts)."""
+"""The health pages' tables, declared once for the page and its CSV exports. `/health/`: GPUs
+needing action (open health findings), repeat offenders by GPU, slot and server, events by GPU
+model and by rack (rows: the `health.pages` reads as they come, findings or aggregate dicts).
+`/gpus/<id>/`: the GPU's servers and slots, events, counters and replacements (rows: what
+`health.selectors.gpu_history` returns)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,9 @@ from django.urls import reverse
 
 from core.formats import badge
 from core.tables import Column, Table, iso, when
+
+from .pages import code_label
+from .templatetags.health_tags import event_code
 
 
 def _gpu_url(f) -> str | None:
@@ -113,3 +118,111 @@ def _by(header: str, none: str, table_id: str) -> Table:
 
 BY_MODEL_TABLE = _by("GPU model", "no GPU", "events-by-model")
 BY_RACK_TABLE = _by("Rack", "no rack", "events-by-rack")
+
+
+# One GPU's page (/gpus/<id>/): rows of `health.selectors.gpu_history` ---------------------
+
+
+def _server_of(r: dict) -> str | None:
+    return reverse("server-detail", args=[r["server"]]) if r.get("server") else None
+
+
+def _board(board: dict | None) -> str | None:
+    return (board.get("serial") or board.get("uuid")) if board else None
+
+
+def _pair(first: Any, second: Any) -> str:
+    return "/".join("—" if v is None else str(v) for v in (first, second))
+
+
+def _yes_no(value: bool | None) -> str:
+    return "—" if value is None else ("yes" if value else "no")
+
+
+def _pcie(c) -> str:
+    def known(value: Any) -> str:
+        return "?" if value is None else str(value)
+
+    return (
+        f"Gen{known(c.pcie_link_gen_current)} x{known(c.pcie_link_width_current)} of "
+        f"Gen{known(c.pcie_link_gen_max)} x{known(c.pcie_link_width_max)}"
+    )
+
+
+GPU_PLACEMENTS_TABLE = Table(
+    id="gpu-placements",
+    filename="gpu-placements.csv",
+    empty="No placements recorded.",
+    columns=(
+        Column("Server", lambda r: r["hostname"], link=_server_of),
+        Column("PCI bus", lambda r: r["pci_bus_id"] or None, mono=True),
+        _moment("From", lambda r: r["start"]),
+        Column(
+            "Until",
+            lambda r: iso(r["end"]),
+            cell=lambda r: when(r["end"]) if r["end"] else "now",
+            title=lambda r: iso(r["end"]),
+        ),
+    ),
+)
+
+GPU_EVENTS_TABLE = Table(
+    id="gpu-events",
+    filename="gpu-events.csv",
+    empty="No events.",
+    row_class=lambda e: f"sev-{e.severity}",
+    columns=(
+        Column(
+            "Code",
+            lambda e: code_label(e.kind, e.code),
+            cell=lambda e: event_code(e.kind, e.code, e.message),
+        ),
+        Column("Severity", lambda e: e.severity, cell=lambda e: badge(e.severity)),
+        Column("Server", lambda e: e.server.hostname),
+        Column("Count", lambda e: e.count, numeric=True),
+        _moment("First", lambda e: e.first_seen),
+        _moment("Last", lambda e: e.last_seen),
+        Column("Action", lambda e: e.action or None),
+        Column("Message", lambda e: e.message, mono=True),
+    ),
+)
+
+GPU_COUNTERS_TABLE = Table(
+    id="gpu-counters",
+    filename="gpu-counters.csv",
+    empty="No counters recorded.",
+    columns=(
+        _moment("Taken", lambda c: c.taken_at),
+        Column("Server", lambda c: c.server.hostname if c.server else None),
+        Column(
+            "ECC uncorr. (vol/agg)",
+            lambda c: _pair(c.ecc_volatile_uncorrected, c.ecc_aggregate_uncorrected),
+            numeric=True,
+        ),
+        Column(
+            "ECC corr. (vol/agg)",
+            lambda c: _pair(c.ecc_volatile_corrected, c.ecc_aggregate_corrected),
+            numeric=True,
+        ),
+        Column(
+            "Rows remap pending/failed",
+            lambda c: f"{_yes_no(c.remapped_rows_pending)}/{_yes_no(c.remapped_rows_failure)}",
+        ),
+        Column("PCIe", _pcie),
+        Column("Recovery", lambda c: c.recovery_action or None),
+    ),
+)
+
+GPU_REPLACEMENTS_TABLE = Table(
+    id="gpu-replacements",
+    filename="gpu-replacements.csv",
+    empty="No replacements.",
+    columns=(
+        _moment("When", lambda r: r["at"]),
+        Column("Server", lambda r: r["hostname"], link=_server_of),
+        Column("PCI bus", lambda r: r["pci_bus_id"] or None, mono=True),
+        Column("This GPU", lambda r: r["role"]),
+        Column("Removed", lambda r: _board(r.get("removed")), mono=True),
+        Column("Installed", lambda r: _board(r.get("installed")), mono=True),
+    ),
+)

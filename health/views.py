@@ -6,7 +6,6 @@ from datetime import timedelta
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
 from django.utils import timezone
 
 from core.tables import tables_page
@@ -51,7 +50,18 @@ def health_page(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def gpu_page(request: HttpRequest, pk: int) -> HttpResponse:
+    """`/gpus/<id>/`: one GPU's lifecycle, its tables each also a CSV (`?format=csv&table=`)."""
     history = gpu_history(gpu_id=pk)
     if history is None:
         raise Http404("no such GPU")
-    return render(request, "health/gpu.html", {"section": "gpu-list", **history})
+    return tables_page(
+        request,
+        tables={
+            "placements": (tables.GPU_PLACEMENTS_TABLE, lambda: history["placements"]),
+            "events": (tables.GPU_EVENTS_TABLE, lambda: history["events"]),
+            "counters": (tables.GPU_COUNTERS_TABLE, lambda: history["counters"]),
+            "replacements": (tables.GPU_REPLACEMENTS_TABLE, lambda: history["replacements"]),
+        },
+        template="health/gpu.html",
+        context=lambda: {"section": "gpu-list", **history},
+    )

@@ -4,6 +4,8 @@ findings its history raises, each read in a fixed number of queries."""
 from __future__ import annotations
 
 import copy
+import csv
+import io
 
 import pytest
 from django.db import connection
@@ -13,6 +15,12 @@ from django.utils import timezone
 from health.choices import HealthFindingType
 from health.selectors import gpu_history, health_findings
 from health.services import health_sweep
+from health.tables import (
+    GPU_COUNTERS_TABLE,
+    GPU_EVENTS_TABLE,
+    GPU_PLACEMENTS_TABLE,
+    GPU_REPLACEMENTS_TABLE,
+)
 from inventory.choices import ChangeKind
 from inventory.models import Gpu
 
@@ -143,3 +151,52 @@ def test_findings_come_from_two_queries_whatever_the_fleet():
         findings = health_findings()
     assert len(queries) == 2
     assert sorted(f.type for f in findings) == [HealthFindingType.ROW_REMAP_FAILURE] * 3
+
+
+def _csv(client, path: str, table: str) -> list[dict[str, str]]:
+    response = client.get(f"{path}?format=csv&table={table}")
+    assert response.status_code == 200
+    return list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+
+
+def test_the_gpu_page_and_its_csv_share_the_tables_declaration(client, user):
+    agent = Agent("dgx-01")
+    first = server_report("dgx-01")
+    agent.send(first)
+    bus = first["gpus"][4]["pci_bus_id"]
+    report = copy.deepcopy(first)
+    new = report["gpus"][4]
+    new["uuid"], new["serial"], new["health"] = (
+        "GPU-00000000-0000-4000-8000-000000000001",
+        "999",
+        healthy(),
+    )
+    agent.send(with_events(report, xid(79, bus, now_iso(), uuid=new["uuid"])))
+    health_sweep()
+    gpu = Gpu.objects.get(uuid=new["uuid"])
+    path = f"/gpus/{gpu.pk}/"
+    client.force_login(user)
+    page = client.get(path).content.decode()
+    for table in (
+        GPU_PLACEMENTS_TABLE,
+        GPU_EVENTS_TABLE,
+        GPU_COUNTERS_TABLE,
+        GPU_REPLACEMENTS_TABLE,
+    ):
+        assert f'id="{table.id}"' in page and f"table={table.id}" in page
+        rows = _csv(client, path, table.id)
+        assert rows and list(rows[0]) == table.headers, table.id
+    (replaced,) = _csv(client, path, GPU_REPLACEMENTS_TABLE.id)
+    assert (replaced["PCI bus"], replaced["This GPU"], replaced["Installed"]) == (
+        bus,
+        "installed",
+        "999",
+    )
+    assert replaced["Removed"] == first["gpus"][4]["serial"]
+    (event,) = _csv(client, path, GPU_EVENTS_TABLE.id)
+    assert (event["Code"], event["Server"], event["Count"]) == ("Xid 79", "dgx-01", "1")
+    (placement,) = _csv(client, path, GPU_PLACEMENTS_TABLE.id)
+    assert placement["Server"] == "dgx-01" and placement["Until"] == ""  # still there: "now"
+    assert '<abbr class="event-code" title="' in page and ">now</td>" in page
+    counters = _csv(client, path, GPU_COUNTERS_TABLE.id)
+    assert counters[0]["PCIe"].startswith("Gen") and counters[0]["Server"] == "dgx-01"
