@@ -16,13 +16,9 @@ from django.utils.safestring import SafeString, mark_safe
 
 from core.formats import badge, dash
 from core.forms import FilterForm
-from core.tables import Column, Table
+from core.tables import Column, Table, iso, when
 
 from .choices import ClusterKind
-
-
-def _iso(value) -> str:
-    return value.isoformat() if value else ""
 
 
 def _node_state(n) -> SafeString:
@@ -212,13 +208,20 @@ def _finding_message(f) -> SafeString:
     return format_html('<a href="{}">{}</a>', reverse("finding-detail", args=[f.pk]), f.message)
 
 
+def _moment(value) -> SafeString | str:
+    """The time itself, then how long ago: "3 minutes ago" alone says nothing once copied."""
+    if not value:
+        return "—"
+    return format_html('{} <span class="muted">({})</span>', when(value), naturaltime(value))
+
+
 def _seen(attr: str):
     return Column(
         {"first_seen": "First seen", "last_seen": "Last seen", "resolved_at": "Resolved"}[attr],
-        lambda f: _iso(getattr(f, attr)),
+        lambda f: iso(getattr(f, attr)),
         attr,
-        cell=lambda f: naturaltime(getattr(f, attr)) if getattr(f, attr) else "—",
-        title=lambda f: _iso(getattr(f, attr)),
+        cell=lambda f: _moment(getattr(f, attr)),
+        title=lambda f: iso(getattr(f, attr)),
     )
 
 

@@ -106,3 +106,11 @@ def test_the_api_lists_open_findings_first_by_severity_then_id(api):
         "critical",
     ]
     assert [r["id"] for r in lightest["results"]][1:3] == ids(expected[2:4])  # ties by id
+
+
+def test_the_findings_list_shows_the_first_seen_time_not_only_how_long_ago(client, user):
+    (f, *_) = mixed()
+    client.force_login(user)
+    body = client.get("/findings/").content.decode()
+    local = timezone.localtime(f.first_seen).strftime("%Y-%m-%d %H:%M")
+    assert f'{local} <span class="muted">(' in body
