@@ -12,7 +12,7 @@ import pytest
 
 from clusters.reconcile import reconcile_all
 from clusters.services import snapshot_ingest
-from inventory.models import Server
+from inventory.models import Gpu, Server
 from tests.nodes import k8s_node, k8s_node_list
 from tests.reports import apply_reports, make_report
 
@@ -61,6 +61,7 @@ def sized(signed_in_at):
 @pytest.mark.parametrize("width", WIDTHS)
 def test_no_card_overflows_on_any_page(sized, width):
     servers = fleet()
+    gpu = Gpu.objects.filter(server=servers["dgx-h100-07"]).order_by("index").first()
     watched = sized(width)
     pages = {
         "overview": ("/", None),
@@ -73,6 +74,8 @@ def test_no_card_overflows_on_any_page(sized, width):
         "findings": ("/findings/", "#findings"),
         "placement": ("/placement/?tab=placement&gpus=8", "#placement-answer"),
         "topology": ("/topology/", None),
+        "health": ("/health/", "#gpus-needing-action"),
+        "gpu": (f"/gpus/{gpu.pk}/", "#gpu-placements"),
     }
     problems = {}
     for name, (path, wait_for) in pages.items():
