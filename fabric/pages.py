@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Q, Subquery, Sum
+from django.db.models import Count, F, Q, Subquery, Sum
 from django.urls import reverse
 
 from clusters.models import Finding
@@ -37,13 +37,21 @@ from .services import host_key
 def degraded_link_keys(fabric: Fabric) -> set[str]:
     """Cables with an open "slower or narrower than its peers" finding (one query): the
     figure marks what the findings say, so the two never disagree."""
-    prefix = f"fabric:{fabric.name}/link:"
-    return {
-        subject[len(prefix) :]
-        for subject in Finding.objects.filter(
-            type=rules.LINK_DEGRADED, subject__startswith=prefix, resolved_at__isnull=True
-        ).values_list("subject", flat=True)
-    }
+    return _degraded_keys([fabric.name]).get(fabric.name, set())
+
+
+def _degraded_keys(names: list[str]) -> dict[str, set[str]]:
+    """Fabric name -> its cables with an open "degraded" finding, for many fabrics at once
+    (one query)."""
+    found: dict[str, set[str]] = defaultdict(set)
+    wanted = set(names)
+    for subject in Finding.objects.filter(
+        type=rules.LINK_DEGRADED, subject__startswith="fabric:", resolved_at__isnull=True
+    ).values_list("subject", flat=True):
+        name, sep, key = subject[len("fabric:") :].partition("/link:")
+        if sep and name in wanted:
+            found[name].add(key)
+    return found
 
 
 def _state(state: str, key: str, degraded: set[str]) -> str:
@@ -52,56 +60,119 @@ def _state(state: str, key: str, degraded: set[str]) -> str:
     return DEGRADED if key in degraded else UP
 
 
-def _cables(fabric: Fabric):
-    """Live cables, and those gone with the last snapshot whose ends are both still there."""
-    live = Q(gone_at__isnull=True)
-    if fabric.applied_at is not None:
-        live |= Q(gone_at=fabric.applied_at, state=LinkState.UP) & (
+def _cables(fabric_ids: list[int]):
+    """Live cables, and those gone with their fabric's last snapshot whose ends are both
+    still there (one filter for any number of fabrics: the snapshot time is joined)."""
+    live = Q(gone_at__isnull=True) | (
+        Q(gone_at=F("fabric__applied_at"), state=LinkState.UP)
+        & (
             Q(b_switch__gone_at__isnull=True, b_switch__isnull=False)
             | Q(b_adapter__gone_at__isnull=True, b_adapter__isnull=False)
         )
-    return FabricLink.objects.filter(live, fabric=fabric, a_switch__isnull=False)
+    )
+    return FabricLink.objects.filter(live, fabric_id__in=fabric_ids, a_switch__isnull=False)
 
 
 def fabric_figure_facts(fabric: Fabric) -> FabricFigureFacts:
-    """What the fabric figure draws, read at the detail the figure will show (5-6 queries)."""
-    switches = [
-        SwitchMark(
-            key=f"s{sid}",
-            name=name or guid,
-            tier=override or inferred,
-            rail=rail,
-            group=group,
-            url=reverse("fabric-switch-detail", args=[sid]),
+    """What one fabric's figure draws (see `fabric_figures_facts`)."""
+    return fabric_figures_facts([fabric])[fabric.pk]
+
+
+def fabric_figures_facts(fabrics: list[Fabric]) -> dict[int, FabricFigureFacts]:
+    """What each fabric's figure draws, read at the detail that figure will show: a fixed
+    number of queries whatever the number of fabrics (six at most: switches, degraded
+    cables, trunks, server cables counted per fabric, then the server cables of the fabrics
+    drawn in detail and the leaf loads of those drawn at switch level)."""
+    ids = [fabric.pk for fabric in fabrics]
+    if not ids:
+        return {}
+    switches: dict[int, list[SwitchMark]] = {fabric_id: [] for fabric_id in ids}
+    for fabric_id, sid, name, guid, override, inferred, rail, group in Switch.objects.filter(
+        fabric_id__in=ids, gone_at__isnull=True
+    ).values_list(
+        "fabric_id", "id", "name", "guid", "tier_override", "tier_inferred", "rail", "leaf_group"
+    ):
+        switches[fabric_id].append(
+            SwitchMark(
+                key=f"s{sid}",
+                name=name or guid,
+                tier=override or inferred,
+                rail=rail,
+                group=group,
+                url=reverse("fabric-switch-detail", args=[sid]),
+            )
         )
-        for sid, name, guid, override, inferred, rail, group in Switch.objects.filter(
-            fabric=fabric, gone_at__isnull=True
-        ).values_list("id", "name", "guid", "tier_override", "tier_inferred", "rail", "leaf_group")
-    ]
-    degraded = degraded_link_keys(fabric)
-    cables = _cables(fabric)
-    trunk_rows = cables.filter(b_switch__isnull=False).values_list(
-        "a_switch_id", "b_switch_id", "key", "width", "lane_speed", "gbps", "state", "gone_at"
-    )
-    trunks = [
-        CableMark(
-            a=f"s{a}",
-            b=f"s{b}",
-            speed=f"{width}{speed}",
-            gbps=gbps,
-            state=GONE if gone else _state(state, key, degraded),
+    by_name = _degraded_keys([fabric.name for fabric in fabrics])
+    degraded = {fabric.pk: by_name.get(fabric.name, set()) for fabric in fabrics}
+    cables = _cables(ids)
+    trunks: dict[int, list[CableMark]] = {fabric_id: [] for fabric_id in ids}
+    for fabric_id, a, b, key, width, speed, gbps, state, gone in cables.filter(
+        b_switch__isnull=False
+    ).values_list(
+        "fabric_id",
+        "a_switch_id",
+        "b_switch_id",
+        "key",
+        "width",
+        "lane_speed",
+        "gbps",
+        "state",
+        "gone_at",
+    ):
+        trunks[fabric_id].append(
+            CableMark(
+                a=f"s{a}",
+                b=f"s{b}",
+                speed=f"{width}{speed}",
+                gbps=gbps,
+                state=GONE if gone else _state(state, key, degraded[fabric_id]),
+            )
         )
-        for a, b, key, width, speed, gbps, state, gone in trunk_rows
-    ]
     edge = cables.filter(b_switch__isnull=True)
-    host_cables = edge.count()
-    if level_for(len(switches), host_cables, host_cables + len(trunks)) != DETAIL:
-        return FabricFigureFacts(
-            fabric.name, switches, cables=trunks, leaf_loads=_leaf_loads(edge, degraded)
+    host_cables = dict(
+        edge.order_by().values("fabric_id").annotate(n=Count("id")).values_list("fabric_id", "n")
+    )
+    detail = [
+        fabric_id
+        for fabric_id in ids
+        if level_for(
+            len(switches[fabric_id]),
+            host_cables.get(fabric_id, 0),
+            host_cables.get(fabric_id, 0) + len(trunks[fabric_id]),
         )
-    hosts: dict[str, HostMark] = {}
-    marks = []
+        == DETAIL
+    ]
+    folded = [fabric_id for fabric_id in ids if fabric_id not in detail]
+    loads = _leaf_loads(edge.filter(fabric_id__in=folded), degraded) if folded else {}
+    hosts, marks = _host_cables(edge.filter(fabric_id__in=detail), degraded) if detail else ({}, {})
+    return {
+        fabric.pk: (
+            FabricFigureFacts(
+                fabric.name,
+                switches[fabric.pk],
+                list(hosts.get(fabric.pk, {}).values()),
+                trunks[fabric.pk] + marks.get(fabric.pk, []),
+            )
+            if fabric.pk in detail
+            else FabricFigureFacts(
+                fabric.name,
+                switches[fabric.pk],
+                cables=trunks[fabric.pk],
+                leaf_loads=loads.get(fabric.pk, {}),
+            )
+        )
+        for fabric in fabrics
+    }
+
+
+def _host_cables(
+    edge, degraded: dict[int, set[str]]
+) -> tuple[dict[int, dict[str, HostMark]], dict[int, list[CableMark]]]:
+    """Per fabric: the servers under its leaves and every cable down to them (one query)."""
+    hosts: dict[int, dict[str, HostMark]] = defaultdict(dict)
+    marks: dict[int, list[CableMark]] = defaultdict(list)
     for row in edge.filter(Q(b_adapter__isnull=True) | Q(b_adapter__role=binding.HOST)).values_list(
+        "fabric_id",
         "a_switch_id",
         "b_adapter_id",
         "b_adapter__server_id",
@@ -117,47 +188,56 @@ def fabric_figure_facts(fabric: Fabric) -> FabricFigureFacts:
         "state",
         "gone_at",
     ):
-        a, adapter, server_id, hostname, rack, host_name, nic, rail, key, width, speed = row[:11]
-        gbps, state, gone = row[11:]
+        fabric_id, a, adapter, server_id, hostname, rack, host_name, nic, rail, key = row[:10]
+        width, speed, gbps, state, gone = row[10:]
         b = ""
         if adapter is not None:
             b = f"h{host_key(server_id, host_name) or f'a{adapter}'}"
-            hosts.setdefault(
+            hosts[fabric_id].setdefault(
                 b, HostMark(b, hostname or host_name or f"adapter {adapter}", rack or "")
             )
-        marks.append(
+        marks[fabric_id].append(
             CableMark(
                 a=f"s{a}",
                 b=b,
                 speed=f"{width}{speed}",
                 gbps=gbps,
-                state=GONE if gone else _state(state, key, degraded),
+                state=GONE if gone else _state(state, key, degraded[fabric_id]),
                 rail=rail,
                 label=nic,
             )
         )
-    return FabricFigureFacts(fabric.name, switches, list(hosts.values()), trunks + marks)
+    return hosts, marks
 
 
-def _leaf_loads(edge, degraded: set[str]) -> dict[str, LeafLoad]:
-    """Per switch: servers, cables and Gb/s down to servers, ports down (two queries)."""
+def _leaf_loads(edge, degraded: dict[int, set[str]]) -> dict[int, dict[str, LeafLoad]]:
+    """Per fabric, per switch: servers, cables and Gb/s down to servers, ports down, cables
+    degraded (two queries)."""
     up = Q(state=LinkState.UP, gone_at__isnull=True, b_adapter__isnull=False)
-    rows = edge.values("a_switch_id").annotate(
-        servers=Count("b_adapter__host_name", filter=up, distinct=True),
-        cables=Count("id", filter=up),
-        gbps=Sum("gbps", filter=up),
-        down=Count("id", filter=~up),
+    rows = (
+        edge.order_by()
+        .values("fabric_id", "a_switch_id")
+        .annotate(
+            servers=Count("b_adapter__host_name", filter=up, distinct=True),
+            cables=Count("id", filter=up),
+            gbps=Sum("gbps", filter=up),
+            down=Count("id", filter=~up),
+        )
     )
     slow: dict[int, int] = defaultdict(int)
-    if degraded:
-        for switch_id in edge.filter(key__in=degraded).values_list("a_switch_id", flat=True):
-            slow[switch_id] += 1
-    return {
-        f"s{r['a_switch_id']}": LeafLoad(
+    keys = set().union(*degraded.values())
+    if keys:
+        for fabric_id, switch_id, key in edge.filter(key__in=keys).values_list(
+            "fabric_id", "a_switch_id", "key"
+        ):
+            if key in degraded.get(fabric_id, ()):
+                slow[switch_id] += 1
+    found: dict[int, dict[str, LeafLoad]] = defaultdict(dict)
+    for r in rows:
+        found[r["fabric_id"]][f"s{r['a_switch_id']}"] = LeafLoad(
             r["servers"], r["cables"], r["gbps"] or 0.0, r["down"], slow[r["a_switch_id"]]
         )
-        for r in rows
-    }
+    return found
 
 
 # -- a switch ---------------------------------------------------------------------------

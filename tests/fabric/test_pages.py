@@ -103,3 +103,43 @@ def test_page_queries_do_not_grow_with_the_fabric(signed_in):
         Fabric.objects.all().delete()
         large = queries(url_of, 16, f"{page}-b")
         assert small == large, page
+
+
+def test_the_fabric_page_costs_the_same_queries_for_one_fabric_or_three(signed_in):
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            page = signed_in.get("/fabric/")
+        assert page.status_code == 200
+        return len(captured)
+
+    _fabric(4, name="ib-a", host_format="a-gpu{:05d}")
+    one = queries()
+    _fabric(8, name="ib-b", host_format="b-gpu{:05d}")
+    _fabric(4, name="ib-c", host_format="c-gpu{:05d}", slow={("c-gpu00002", 1): "4xHDR"})
+    three = queries()
+    assert one == three
+    text = signed_in.get("/fabric/").content.decode()
+    for name in ("ib-a", "ib-b", "ib-c"):
+        assert f'id="figure-{name}-data"' in text
+    figure = json.loads(re.search(r'id="figure-ib-c-data"[^>]*>(.*?)</script>', text, re.S)[1])
+    hovers = " ".join(t for trace in figure["data"] for t in trace.get("text", []))
+    assert "(degraded)" in hovers  # each fabric's own findings, read in the one query
+    figure = json.loads(re.search(r'id="figure-ib-a-data"[^>]*>(.*?)</script>', text, re.S)[1])
+    hovers = " ".join(t for trace in figure["data"] for t in trace.get("text", []))
+    assert "(degraded)" not in hovers
+
+
+def test_a_large_fabric_is_drawn_at_switch_level_beside_a_small_one_in_detail(signed_in):
+    def figure_of(text: str, name: str) -> dict:
+        found = re.search(rf'id="figure-{name}-data"[^>]*>(.*?)</script>', text, re.S)
+        return json.loads(found[1])
+
+    big = synthetic_fabric(servers=720, rails=2, servers_per_leaf=16, host_format="big{:05d}")
+    fabric_snapshot_ingest(fabric_name="big", raw=big.text)
+    _fabric(4, name="small", host_format="small{:05d}")
+    text = signed_in.get("/fabric/").content.decode()
+    large, small = figure_of(text, "big"), figure_of(text, "small")
+    assert large["layout"]["meta"]["level"] == "switches"
+    assert small["layout"]["meta"]["level"] == "detail"
+    hovers = " ".join(t for trace in large["data"] for t in trace.get("text", []))
+    assert "16 servers" in hovers  # each leaf's servers, folded into it
