@@ -22,6 +22,7 @@ ROUTER_ROLE = "router"
 BY_GUID = "guid"
 BY_NAME_MAP = "node_name_map"
 BY_DESCRIPTION = "description"
+BY_LLDP = "lldp"  # an Ethernet NIC: its own server's agent heard the switch
 UNBOUND = ""
 
 # Descriptions firmware leaves when nobody set one: "MT4129 ConnectX7   Mellanox

@@ -8,6 +8,7 @@ from .parsers import FORMATS
 
 class FabricKind(models.TextChoices):
     INFINIBAND = "infiniband", "InfiniBand"
+    ETHERNET = "ethernet", "Ethernet (from LLDP)"
 
 
 class SnapshotFormat(models.TextChoices):
@@ -36,6 +37,7 @@ class BindingMethod(models.TextChoices):
     GUID = binding.BY_GUID, "GUID reported by the agent"
     NODE_NAME_MAP = binding.BY_NAME_MAP, "node-name map"
     DESCRIPTION = binding.BY_DESCRIPTION, "node description"
+    LLDP = binding.BY_LLDP, "LLDP heard by the server's agent"
 
 
 class LinkState(models.TextChoices):

@@ -19,7 +19,8 @@ from .choices import AdapterRole, BindingMethod, FabricKind, LinkState, NodeKind
 
 
 class Fabric(models.Model):
-    """One InfiniBand subnet as ibnetdiscover sees it, with its node-name map."""
+    """One InfiniBand subnet as ibnetdiscover sees it, with its node-name map; or the
+    Ethernet switches the servers' agents hear over LLDP (`kind` ethernet)."""
 
     name = models.SlugField(max_length=100, unique=True)
     kind = models.CharField(
@@ -165,6 +166,9 @@ class FabricLink(models.Model):
         Adapter, null=True, blank=True, on_delete=models.CASCADE, related_name="a_links"
     )
     a_port = models.PositiveSmallIntegerField()
+    a_port_name = models.CharField(
+        max_length=64, blank=True, default="", help_text="an Ethernet port's name (LLDP)"
+    )
     a_lid = models.PositiveIntegerField(null=True, blank=True)
     b_switch = models.ForeignKey(
         Switch, null=True, blank=True, on_delete=models.CASCADE, related_name="b_links"

@@ -246,6 +246,7 @@ def _leaf_loads(edge, degraded: dict[int, set[str]]) -> dict[int, dict[str, Leaf
 @dataclass(frozen=True, slots=True)
 class PortRow:
     port: int
+    port_name: str
     peer: str
     peer_port: int | None
     peer_url: str
@@ -266,6 +267,7 @@ def switch_ports(switch: Switch) -> list[PortRow]:
     for link in rows:
         if link.a_switch_id == switch.pk:
             port, peer_port = link.a_port, link.b_port
+            port_name = link.a_port_name
             if link.b_switch is not None:
                 peer = str(link.b_switch)
                 url = reverse("fabric-switch-detail", args=[link.b_switch_id])
@@ -279,11 +281,14 @@ def switch_ports(switch: Switch) -> list[PortRow]:
             rail = link.b_adapter.rail if link.b_adapter else None
         else:
             port, peer_port = link.b_port or 0, link.a_port
+            port_name = ""
             peer = str(link.a_switch)
             url = reverse("fabric-switch-detail", args=[link.a_switch_id])
             rail = None
-        ports.append(PortRow(port, peer, peer_port, url, link.speed, link.gbps, link.state, rail))
-    return sorted(ports, key=lambda p: p.port)
+        ports.append(
+            PortRow(port, port_name, peer, peer_port, url, link.speed, link.gbps, link.state, rail)
+        )
+    return sorted(ports, key=lambda p: (p.port, p.port_name))
 
 
 # -- a server ---------------------------------------------------------------------------
@@ -315,6 +320,7 @@ def server_fabric(server_id: int) -> list[ServerFabric]:
             "a_switch__tier_inferred",
             "a_switch__leaf_group",
             "a_port",
+            "a_port_name",
             "b_adapter__nic",
             "b_adapter__guid",
             "b_adapter__rail",
@@ -334,7 +340,7 @@ def server_fabric(server_id: int) -> list[ServerFabric]:
                 "nic": link.b_adapter.nic or link.b_adapter.guid,
                 "switch": str(link.a_switch),
                 "switch_id": link.a_switch_id,
-                "port": link.a_port,
+                "port": link.a_port_name or link.a_port,
                 "rail": link.b_adapter.rail,
                 "speed": link.speed,
                 "gbps": link.gbps,

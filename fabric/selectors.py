@@ -12,7 +12,7 @@ from django.db.models import Count, Q, QuerySet
 from inventory.models import Server
 
 from . import binding, graph, rules
-from .choices import LinkState
+from .choices import FabricKind, LinkState
 from .exports import SchedulerTree, TreeFacts, scheduler_tree
 from .models import Adapter, Fabric, FabricLink, FabricSnapshot, Switch
 from .services import host_key
@@ -230,7 +230,8 @@ def fabric_findings(fabric: Fabric) -> list[rules.FabricFinding]:
     found: list[rules.FabricFinding] = []
     up = FabricLink.objects.filter(fabric=fabric, gone_at__isnull=True, state=LinkState.UP)
     found += rules.degraded_links(fabric.name, _link_facts(up))
-    if fabric.applied_at is not None:
+    ethernet = fabric.kind == FabricKind.ETHERNET
+    if fabric.applied_at is not None and not ethernet:
         gone = FabricLink.objects.filter(
             fabric=fabric, state=LinkState.UP, gone_at=fabric.applied_at
         )
@@ -263,6 +264,10 @@ def fabric_findings(fabric: Fabric) -> list[rules.FabricFinding]:
                 name, leaf_rail = leaves[switch_id]
                 nics.append(rules.RailFact(guid, host, nic, rail, name, leaf_rail, server_id))
         found += rules.wrong_rail(fabric.name, nics)
+    if ethernet:
+        # LLDP hears management NICs beside the GPU network: a server without lldpd, or a
+        # 1 GbE port, says nothing of its GPU network's balance.
+        return found
 
     servers = list(
         Server.objects.annotate(

@@ -22,11 +22,11 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from inventory.models import Nic, Server
-from inventory.services import revision_bump
+from inventory.services import revision_bump, revision_get
 
-from . import binding, graph
+from . import binding, graph, lldp
 from .bulk import update_rows
-from .choices import LinkState, NodeKind, SnapshotStatus
+from .choices import FabricKind, LinkState, NodeKind, SnapshotStatus
 from .models import Adapter, Fabric, FabricLink, FabricSnapshot, Switch
 from .parsers import SWITCH, Discovery, FabricFormatError, decode, parse_fabric, parse_node_name_map
 
@@ -78,6 +78,16 @@ def _check_name(name: str) -> None:
         )
 
 
+def _check_not_ethernet(name: str) -> None:
+    """An Ethernet fabric is what agents hear over LLDP: nothing is pushed to it."""
+    if Fabric.objects.filter(name=name, kind=FabricKind.ETHERNET).exists():
+        raise FabricRejected(
+            f"fabric {name!r} is learnt from the servers' LLDP neighbours: push ibnetdiscover "
+            "output and node-name maps to an InfiniBand fabric of another name",
+            "name",
+        )
+
+
 # -- snapshots ---------------------------------------------------------------------------
 
 
@@ -88,6 +98,7 @@ def fabric_snapshot_ingest(*, fabric_name: str, raw: bytes | str) -> SnapshotRes
     cut short; a fabric that already exists records the refusal among its snapshots.
     """
     _check_name(fabric_name)
+    _check_not_ethernet(fabric_name)
     data = raw.encode() if isinstance(raw, str) else bytes(raw)
     try:
         discovery = parse_fabric(data)
@@ -311,7 +322,10 @@ def _bind(fabric: Fabric) -> tuple[int, int]:
 
 def fabric_rebind(*, fabric: Fabric) -> int:
     """Bind the fabric's adapters again (servers came or went); the count left unbound.
-    Derived facts (rails, leaf groups) are worked out again only when a binding changed."""
+    Derived facts (rails, leaf groups) are worked out again only when a binding changed.
+    An Ethernet fabric's NICs are bound by the agents that heard them: nothing to do."""
+    if fabric.kind == FabricKind.ETHERNET:
+        return 0
     with transaction.atomic():
         unbound, changed = _bind(fabric)
         if changed:
@@ -325,6 +339,7 @@ def node_name_map_set(*, fabric_name: str, raw: bytes | str) -> NameMapResult:
     """Set a fabric's node-name map (ibnetdiscover's format); it names and binds the
     fabric's switches and adapters from now on, those seen before included."""
     _check_name(fabric_name)
+    _check_not_ethernet(fabric_name)
     try:
         text = decode(raw)
         names = parse_node_name_map(text)
@@ -502,3 +517,207 @@ def hosts_by_switch(rows: Iterable[tuple[int, int | None, str]]) -> dict[int, se
         if key:
             found[switch_id].add(key)
     return found
+
+
+# -- Ethernet fabrics from LLDP -------------------------------------------------------------
+
+ETHERNET_FABRIC = "ethernet"
+"""The fabric the Ethernet switches heard over LLDP make up (kind ethernet)."""
+
+
+@dataclass(frozen=True)
+class EthernetSyncResult:
+    fabric: str
+    switches: int
+    nics: int
+    links: int
+    added: int
+    gone: int
+    nics_filled: int
+    skipped: str = ""
+
+
+def _lldp_facts() -> tuple[list[lldp.NicFact], dict[int, tuple[int, str, str, str]]]:
+    """Every NIC some agent heard an LLDP neighbour on (one query), and for each its server,
+    name and the switch and port it carries now."""
+    facts, current = [], {}
+    rows = (
+        Nic.objects.exclude(lldp_neighbors=[])
+        .values_list(
+            "id",
+            "server_id",
+            "server__hostname",
+            "name",
+            "mac",
+            "speed_mbps",
+            "state",
+            "lldp_neighbors",
+            "switch",
+            "switch_port",
+        )
+        .order_by("server_id", "name")
+        .iterator(chunk_size=5000)
+    )
+    for nic_id, server_id, hostname, name, mac, speed, state, neighbors, switch, port in rows:
+        listed = [n for n in neighbors or [] if isinstance(n, dict)]
+        if not listed:
+            continue
+        facts.append(
+            lldp.NicFact(nic_id, server_id, hostname, name, mac, speed, state or "", listed)
+        )
+        current[nic_id] = (server_id, name, switch, port)
+    return facts, current
+
+
+def ethernet_fabric_sync(*, force: bool = False) -> EthernetSyncResult:
+    """The Ethernet fabric (`ETHERNET_FABRIC`) from the LLDP neighbours agents report: the
+    switches they hear, each server NIC's cable to its switch port, at the NIC's speed; and
+    each NIC's switch and port filled where no person entered them (`lldp.fill_switch_port`).
+
+    Returns at once when no report was applied since the last pass (the inventory revision),
+    unless `force`. Written like a snapshot (bulk, a fixed number of queries whatever the
+    fleet's size), recorded as one (format `lldp`) when a switch, NIC or cable came or went.
+    A fabric of that name pushed from ibnetdiscover is left alone.
+    """
+    revision = revision_get(name="inventory")
+    fabric = Fabric.objects.filter(name=ETHERNET_FABRIC).first()
+    if fabric is not None and fabric.kind != FabricKind.ETHERNET:
+        return EthernetSyncResult(ETHERNET_FABRIC, 0, 0, 0, 0, 0, 0, "an InfiniBand fabric")
+    if fabric is not None and not force and fabric.summary.get("inventory_revision") == revision:
+        return EthernetSyncResult(ETHERNET_FABRIC, 0, 0, 0, 0, 0, 0, "unchanged")
+    facts, current = _lldp_facts()
+    heard = lldp.lldp_fabric(facts)
+    if fabric is None and not heard.links:
+        return EthernetSyncResult(ETHERNET_FABRIC, 0, 0, 0, 0, 0, 0, "no LLDP neighbours")
+    now = timezone.now()
+    with transaction.atomic():
+        fabric, _ = Fabric.objects.select_for_update().get_or_create(
+            name=ETHERNET_FABRIC, defaults={"kind": FabricKind.ETHERNET}
+        )
+        before: dict[tuple[int, str], set[tuple[str, str]]] = defaultdict(set)
+        for server_id, nic, switch, port in FabricLink.objects.filter(
+            fabric=fabric, gone_at__isnull=True, b_adapter__isnull=False
+        ).values_list("b_adapter__server_id", "b_adapter__nic", "a_switch__name", "a_port_name"):
+            before[(server_id, nic)].add((switch[:128], port))
+        switch_ids, added, gone = _upsert(
+            Switch,
+            fabric,
+            {
+                s.guid: {
+                    "description": s.description,
+                    "name": s.name,
+                    "lid": None,
+                    "system_guid": "",
+                    "port_count": None,
+                }
+                for s in heard.switches.values()
+            },
+            now,
+        )
+        adapter_ids, a, g = _upsert(
+            Adapter,
+            fabric,
+            {
+                n.guid: {
+                    "kind": NodeKind.CA,
+                    "role": binding.HOST,
+                    "node_guid_known": False,
+                    "description": n.description,
+                    "host_name": n.host_name,
+                    "nic": n.nic,
+                    "system_guid": "",
+                    "port_count": None,
+                    "port_guids": [],
+                    "server_id": n.server_id,
+                    "binding_method": binding.BY_LLDP,
+                }
+                for n in heard.adapters.values()
+            },
+            now,
+        )
+        added, gone = added + a, gone + g
+        _, a, g = _upsert(
+            FabricLink,
+            fabric,
+            {
+                link.key: {
+                    "a_switch_id": switch_ids[link.switch],
+                    "a_adapter_id": None,
+                    "a_port": link.port,
+                    "a_port_name": link.port_name,
+                    "a_lid": None,
+                    "b_switch_id": None,
+                    "b_adapter_id": adapter_ids[link.adapter],
+                    "b_port": None,
+                    "b_lid": None,
+                    "width": "",
+                    "lane_speed": link.lane_speed,
+                    "gbps": link.gbps,
+                    "state": LinkState.UP if link.up else LinkState.DOWN,
+                }
+                for link in heard.links
+            },
+            now,
+            key="key",
+        )
+        added, gone = added + a, gone + g
+        filled = []
+        for nic_id, (server_id, name, switch, port) in current.items():
+            previous = before.get((server_id, name), set())
+            wanted = lldp.fill_switch_port(
+                (switch, port),
+                (switch, port) if (switch, port) in previous else None,
+                heard.nic_ports.get(nic_id),
+            )
+            if wanted != (switch, port):
+                filled.append(Nic(id=nic_id, switch=wanted[0], switch_port=wanted[1]))
+        filled += _unheard_nics(fabric, before, {(s, n) for s, n, _, _ in current.values()})
+        update_rows(Nic, filled, ["switch", "switch_port"])
+        _derive(fabric)
+        summary = Fabric.objects.values_list("summary", flat=True).get(pk=fabric.pk)
+        Fabric.objects.filter(pk=fabric.pk).update(
+            summary={**summary, "inventory_revision": revision}
+        )
+        if added or gone or filled:
+            up = sum(1 for link in heard.links if link.up)
+            snapshot = FabricSnapshot.objects.create(
+                fabric=fabric,
+                format="lldp",
+                status=SnapshotStatus.APPLIED,
+                received_at=now,
+                switch_count=len(heard.switches),
+                adapter_count=len(heard.adapters),
+                link_count=up,
+                ports_down=len(heard.links) - up,
+                added=added,
+                gone=gone,
+            )
+            Fabric.objects.filter(pk=fabric.pk).update(last_snapshot=snapshot, applied_at=now)
+            revision_bump(name="fabric")
+            _findings_after_commit(fabric)
+    return EthernetSyncResult(
+        fabric=fabric.name,
+        switches=len(heard.switches),
+        nics=len(heard.adapters),
+        links=len(heard.links),
+        added=added,
+        gone=gone,
+        nics_filled=len(filled),
+    )
+
+
+def _unheard_nics(
+    fabric: Fabric, before: dict[tuple[int, str], set[tuple[str, str]]], heard: set
+) -> list[Nic]:
+    """NICs whose switch and port LLDP filled before and no longer hears: emptied (one
+    query; a person's entry is kept)."""
+    lost = {key: ports for key, ports in before.items() if key not in heard}
+    if not lost:
+        return []
+    emptied = []
+    for nic_id, server_id, name, switch, port in Nic.objects.filter(
+        server_id__in={server_id for server_id, _ in lost}
+    ).values_list("id", "server_id", "name", "switch", "switch_port"):
+        if (switch, port) in lost.get((server_id, name), set()):
+            emptied.append(Nic(id=nic_id, switch="", switch_port=""))
+    return emptied

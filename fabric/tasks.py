@@ -6,7 +6,7 @@ from celery import shared_task
 
 from .findings import fabric_findings_sync, fabric_findings_sync_all
 from .models import Fabric
-from .services import fabric_rebind
+from .services import ethernet_fabric_sync, fabric_rebind
 
 logger = logging.getLogger(__name__)
 
@@ -14,8 +14,10 @@ logger = logging.getLogger(__name__)
 @shared_task(acks_late=True, ignore_result=True, time_limit=600)
 def rebind_fabrics() -> None:
     """Bind every fabric's adapters again: servers that reported since the last snapshot
-    bind by name without waiting for the next one."""
-    for fabric in Fabric.objects.only("id", "name", "node_names"):
+    bind by name without waiting for the next one. The Ethernet fabric is read again from
+    the LLDP neighbours of the reports applied since the last pass."""
+    ethernet_fabric_sync()
+    for fabric in Fabric.objects.only("id", "name", "kind", "node_names"):
         fabric_rebind(fabric=fabric)
 
 

@@ -150,12 +150,15 @@ class LinkEndSerializer(serializers.Serializer):
     name = serializers.CharField()
     guid = serializers.CharField()
     port = serializers.IntegerField()
+    port_name = serializers.CharField(help_text="an Ethernet switch port's name (LLDP); else empty")
     lid = serializers.IntegerField(allow_null=True)
     server = serializers.IntegerField(allow_null=True)
     server_hostname = serializers.CharField(allow_null=True)
 
 
-def _end(switch: Switch | None, adapter: Adapter | None, port, lid) -> dict | None:
+def _end(
+    switch: Switch | None, adapter: Adapter | None, port, lid, port_name: str = ""
+) -> dict | None:
     node = switch or adapter
     if node is None:
         return None
@@ -166,6 +169,7 @@ def _end(switch: Switch | None, adapter: Adapter | None, port, lid) -> dict | No
         "name": switch.name if switch is not None else (adapter.host_name or adapter.description),
         "guid": node.guid,
         "port": port,
+        "port_name": port_name,
         "lid": lid,
         "server": server.pk if server else None,
         "server_hostname": server.hostname if server else None,
@@ -197,7 +201,9 @@ class FabricLinkSerializer(serializers.ModelSerializer):
         ]
 
     def get_a(self, link: FabricLink) -> dict:
-        return _end(link.a_switch, link.a_adapter, link.a_port, link.a_lid)  # type: ignore[return-value]
+        return _end(  # type: ignore[return-value]
+            link.a_switch, link.a_adapter, link.a_port, link.a_lid, link.a_port_name
+        )
 
     def get_b(self, link: FabricLink) -> dict | None:
         return _end(link.b_switch, link.b_adapter, link.b_port, link.b_lid)

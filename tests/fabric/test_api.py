@@ -167,6 +167,7 @@ def test_fabric_links_have_both_ends_and_the_rate(staff_api, api):
         "name": "dgx-03",
         "guid": "506b4b0300000031",
         "port": 1,
+        "port_name": "",
         "lid": 25,
         "server": dgx.pk,
         "server_hostname": "dgx-03",
