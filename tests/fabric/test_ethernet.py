@@ -124,7 +124,7 @@ def test_nothing_is_pushed_to_the_ethernet_fabric(staff_api):
     assert refused.value.field == "name"
     answer = staff_api.post(
         f"/api/v1/fabrics/{ETHERNET_FABRIC}/snapshots/",
-        data=b"Switch 36 \"S-0002c90300000001\"\n",
+        data=b'Switch 36 "S-0002c90300000001"\n',
         content_type="text/plain",
     )
     assert answer.status_code == 400 and "LLDP" in str(answer.json())
