@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import hostlist
 import yaml
 
+from .graph import tier_domains
 from .parsers.records import FabricFormatError
 
 SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -171,6 +172,47 @@ def kubernetes_labels(
             mine[f"{LABEL_PREFIX}{key}"] = _label_value(name)
         labels[host] = mine
     return labels
+
+
+def host_labels(
+    switches: Mapping[str, tuple[str, int | None, int | None]],
+    switch_links: Iterable[tuple[str, str]],
+    host_leaves: Mapping[str, Iterable[str]],
+) -> dict[str, dict[str, str]]:
+    """Suggested node labels per host from the switch tree: `switches` is key -> (name,
+    tier, leaf group), `host_leaves` the switches each host's NICs are cabled to.
+
+    A host's leaf is the first by name of its leaves (tier 1); its spine and core are the
+    domains its leaf group reaches (`graph.tier_domains`), named by their lowest-named
+    switch, so every host of one domain carries the same value. A host on no leaf gets none.
+    """
+    # Keys that sort by name, so that a domain's "lowest" switch is the lowest-named one.
+    named = {key: f"{name}\x00{key}" for key, (name, _tier, _group) in switches.items()}
+    switches = {named[key]: facts for key, facts in switches.items()}
+    switch_links = [(named[a], named[b]) for a, b in switch_links if a in named and b in named]
+    host_leaves = {
+        host: [named[k] for k in keys if k in named] for host, keys in host_leaves.items()
+    }
+    leaves = {key for key, (_, tier, _group) in switches.items() if tier == 1}
+    groups: dict[str, int] = {}
+    for number, key in enumerate(sorted(leaves), start=1):
+        group = switches[key][2]
+        groups[key] = group if group else -number  # a leaf without a group is its own
+    domains = tier_domains({k: tier for k, (_, tier, _g) in switches.items()}, switch_links, groups)
+    leaf_of: dict[str, str] = {}
+    host_domains: dict[str, dict[int, str]] = {}
+    for host, cabled in host_leaves.items():
+        mine = sorted(k for k in cabled if k in leaves)
+        if not mine:
+            continue
+        leaf_of[host] = switches[mine[0]][0]
+        group = groups[mine[0]]
+        host_domains[host] = {
+            level: switches[by_group[group]][0]
+            for level, by_group in domains.items()
+            if group in by_group
+        }
+    return kubernetes_labels(leaf_of, host_domains)
 
 
 def _label_value(name: str) -> str:

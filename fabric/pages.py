@@ -14,9 +14,9 @@ from django.urls import reverse
 from clusters.models import Finding
 from inventory.models import Server
 
-from . import binding, graph, rules
+from . import binding, rules
 from .choices import LinkState
-from .exports import kubernetes_labels
+from .exports import host_labels
 from .figures import (
     DEGRADED,
     DETAIL,
@@ -31,6 +31,7 @@ from .figures import (
     level_for,
 )
 from .models import Fabric, FabricLink, Switch
+from .selectors import switch_tree_facts
 from .services import host_key
 
 
@@ -357,36 +358,8 @@ def server_fabric(server_id: int) -> list[ServerFabric]:
 
 def _labels(fabric_id: int, leaves: list[Switch]) -> dict[str, str]:
     """Suggested labels for the server's leaf, spine and core domains (two queries)."""
-    tiers = {
-        str(sid): override or inferred
-        for sid, override, inferred in Switch.objects.filter(
-            fabric_id=fabric_id, gone_at__isnull=True
-        ).values_list("id", "tier_override", "tier_inferred")
-    }
-    pairs = [
-        (str(a), str(b))
-        for a, b in FabricLink.objects.filter(
-            fabric_id=fabric_id,
-            gone_at__isnull=True,
-            state=LinkState.UP,
-            a_switch__isnull=False,
-            b_switch__isnull=False,
-        ).values_list("a_switch_id", "b_switch_id")
-    ]
-    leaf = min(leaves, key=lambda s: str(s))
-    group = leaf.leaf_group or 0
-    domains = graph.tier_domains(tiers, pairs, {str(leaf.pk): group})
-    names = dict(
-        Switch.objects.filter(
-            id__in=[int(d[group]) for d in domains.values() if group in d]
-        ).values_list("id", "name")
-    )
-    host_domains = {
-        level: names.get(int(by_group[group]), by_group[group])
-        for level, by_group in domains.items()
-        if group in by_group
-    }
-    return kubernetes_labels({"host": str(leaf)}, {"host": host_domains})["host"]
+    switches, pairs = switch_tree_facts(fabric_id)
+    return host_labels(switches, pairs, {"host": [str(leaf.pk) for leaf in leaves]}).get("host", {})
 
 
 # -- the overview's card ---------------------------------------------------------------

@@ -13,7 +13,7 @@ from inventory.models import Server
 
 from . import binding, graph, rules
 from .choices import FabricKind, LinkState
-from .exports import SchedulerTree, TreeFacts, scheduler_tree
+from .exports import SchedulerTree, TreeFacts, host_labels, scheduler_tree
 from .models import Adapter, Fabric, FabricLink, FabricSnapshot, Switch
 from .services import host_key
 
@@ -128,6 +128,51 @@ def fabric_scheduler_tree(
         if host.name or host.server_id in node_names
     }
     return scheduler_tree(facts, names)
+
+
+def switch_tree_facts(
+    fabric_id: int,
+) -> tuple[dict[str, tuple[str, int | None, int | None]], list[tuple[str, str]]]:
+    """A fabric's live switches (key -> name, tier, leaf group) and the cables up between
+    them, as `exports.host_labels` takes them (two queries)."""
+    switches = {
+        str(sid): (name or guid, override or inferred, group)
+        for sid, name, guid, override, inferred, group in Switch.objects.filter(
+            fabric_id=fabric_id, gone_at__isnull=True
+        ).values_list("id", "name", "guid", "tier_override", "tier_inferred", "leaf_group")
+    }
+    pairs = [
+        (str(a), str(b))
+        for a, b in FabricLink.objects.filter(
+            fabric_id=fabric_id,
+            gone_at__isnull=True,
+            state=LinkState.UP,
+            a_switch__isnull=False,
+            b_switch__isnull=False,
+        ).values_list("a_switch_id", "b_switch_id")
+    ]
+    return switches, pairs
+
+
+def fabric_server_labels(fabric: Fabric) -> dict[int, dict[str, str]]:
+    """Server id -> the Kubernetes node labels suggested for the switch tiers above it, for
+    every bound server on the fabric (three queries, whatever the fabric's size)."""
+    switches, pairs = switch_tree_facts(fabric.pk)
+    cabled: dict[str, set[str]] = defaultdict(set)
+    for switch_id, server_id in (
+        FabricLink.objects.filter(
+            fabric=fabric,
+            gone_at__isnull=True,
+            state=LinkState.UP,
+            a_switch__isnull=False,
+            b_adapter__server__isnull=False,
+            b_adapter__gone_at__isnull=True,
+        )
+        .values_list("a_switch_id", "b_adapter__server_id")
+        .distinct()
+    ):
+        cabled[str(server_id)].add(str(switch_id))
+    return {int(host): labels for host, labels in host_labels(switches, pairs, cabled).items()}
 
 
 @dataclass(frozen=True, slots=True)

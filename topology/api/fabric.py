@@ -24,7 +24,12 @@ from fabric.parsers import FabricFormatError, decode
 from fabric.rules import scheduler_topology_mismatch
 from fabric.selectors import fabric_scheduler_tree
 
-from ..fabric_names import FabricNamesError, cluster_fabric, slurm_node_names
+from ..fabric_names import (
+    FabricNamesError,
+    cluster_fabric,
+    kubernetes_node_labels,
+    slurm_node_names,
+)
 
 CLUSTER = OpenApiParameter(
     "cluster", str, description="the Slurm cluster whose node names to use (default: the one)"
@@ -130,3 +135,35 @@ class ClusterTopologyView(APIView):
             "findings": findings,
         }
         return Response(TopologyCompareSerializer(body).data)
+
+
+class NodeLabelsSerializer(serializers.Serializer):
+    node = serializers.CharField()
+    node_id = serializers.IntegerField()
+    cluster = serializers.CharField()
+    server = serializers.IntegerField()
+    server_hostname = serializers.CharField()
+    labels = serializers.DictField(child=serializers.CharField())
+    to_set = serializers.DictField(
+        child=serializers.CharField(), help_text="suggested labels the node lacks or differs on"
+    )
+    kubectl = serializers.CharField(help_text="the command that sets `to_set`; empty if none")
+
+
+class FabricKubernetesLabelsView(APIView):
+    """Suggested Kubernetes node labels for the switch tiers, per node on the fabric."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("cluster", str, description="one Kubernetes cluster's nodes only")
+        ],
+        responses={200: NodeLabelsSerializer(many=True)},
+        summary="Kubernetes node labels for a fabric's switch tiers (leaf, spine, core)",
+    )
+    def get(self, request: Request, name: str) -> Response:
+        fabric = get_object_or_404(Fabric, name=name)
+        try:
+            nodes = kubernetes_node_labels(fabric, request.query_params.get("cluster") or None)
+        except FabricNamesError as exc:
+            _invalid(exc)
+        return Response(NodeLabelsSerializer(nodes, many=True).data)

@@ -1,6 +1,11 @@
 from django.urls import path
 
-from .fabric import ClusterTopologyView, FabricTopologyConfView, FabricTopologyYamlView
+from .fabric import (
+    ClusterTopologyView,
+    FabricKubernetesLabelsView,
+    FabricTopologyConfView,
+    FabricTopologyYamlView,
+)
 from .figures import FigureListView, FigureView
 from .interconnect import ServerInterconnectView
 from .views import CapacityView, FailureDomainRankingView, FailureDomainView, PlacementView
@@ -26,6 +31,11 @@ urlpatterns = [
         "fabrics/<slug:name>/topology.yaml",
         FabricTopologyYamlView.as_view(),
         name="fabric-topology-yaml",
+    ),
+    path(
+        "fabrics/<slug:name>/kubernetes-labels/",
+        FabricKubernetesLabelsView.as_view(),
+        name="fabric-kubernetes-labels",
     ),
     path("clusters/<slug:name>/topology/", ClusterTopologyView.as_view(), name="cluster-topology"),
 ]
