@@ -402,7 +402,15 @@ def spine_loss(
     trunks: Iterable[tuple[int, int, float | None]], tiers: Mapping[int, int | None], switch_id: int
 ) -> SpineLoss:
     """A switch above the leaves: its share of the bandwidth its tier carries downwards."""
-    level = tiers.get(switch_id) or 2
+    tiers = {**tiers, switch_id: tiers.get(switch_id) or 2}
+    return spine_losses(trunks, tiers)[switch_id]
+
+
+def spine_losses(
+    trunks: Iterable[tuple[int, int, float | None]], tiers: Mapping[int, int | None]
+) -> dict[int, SpineLoss]:
+    """`spine_loss` of every switch of tier 2 and above at once, in one pass over the
+    cables (the ranking judges every switch of a fabric)."""
     down: dict[int, float] = defaultdict(float)
     uplinks: dict[int, set[int]] = defaultdict(set)
     for a, b, gbps in trunks:
@@ -410,12 +418,21 @@ def spine_loss(
         if ta == tb:
             continue
         upper, lower = (a, b) if ta > tb else (b, a)
-        if tiers.get(upper) == level:
-            down[upper] += gbps or 0.0
-        if tiers.get(lower) == level - 1:
-            uplinks[lower].add(upper)
-    isolated = sorted(s for s, ups in uplinks.items() if ups == {switch_id})
-    return SpineLoss(down.get(switch_id, 0.0), sum(down.values()), isolated)
+        down[upper] += gbps or 0.0
+        uplinks[lower].add(upper)
+    tier_total: dict[int, float] = defaultdict(float)
+    for switch, gbps in down.items():
+        tier_total[tiers.get(switch) or 0] += gbps
+    isolated: dict[int, list[int]] = defaultdict(list)
+    for lower, ups in sorted(uplinks.items()):
+        upper = next(iter(ups))
+        if len(ups) == 1 and (tiers.get(lower) or 0) == (tiers.get(upper) or 0) - 1:
+            isolated[upper].append(lower)
+    return {
+        switch: SpineLoss(down.get(switch, 0.0), tier_total[tier], isolated.get(switch, []))
+        for switch, tier in tiers.items()
+        if tier is not None and tier >= 2
+    }
 
 
 def fabric_loss_words(
@@ -529,32 +546,73 @@ def _fabric_switch_servers(
 
 
 def fabric_switch_ranking(limit: int = 50) -> list[dict[str, Any]]:
-    """Discovered fabric switches ranked by the Gb/s they carry (two queries): a leaf by its
-    servers' cables (and the GPUs behind them), a spine by its cables to the tier below."""
+    """Discovered fabric switches ranked by what their failure takes (seven queries): first
+    the GPUs of servers they cut off (every fabric cable on them), then the Gb/s lost. A
+    leaf takes rail k of each server under it (`leaf_loss`: bandwidth lost, nodes still up),
+    a spine its share of the bisection (`spine_loss`)."""
     from fabric.models import FabricLink, Switch
 
     switches = list(
         Switch.objects.filter(gone_at__isnull=True).values_list(
-            "id", "name", "guid", "down_gbps", "fabric__name"
+            "id", "name", "guid", "fabric_id", "fabric__name", "tier_override", "tier_inferred"
         )
     )
-    behind: dict[int, set[int]] = defaultdict(set)
-    for switch_id, server_id in FabricLink.objects.filter(
-        gone_at__isnull=True, state="up", a_switch__isnull=False, b_adapter__server__isnull=False
-    ).values_list("a_switch_id", "b_adapter__server_id"):
-        behind[switch_id].add(server_id)
+    live = FabricLink.objects.filter(gone_at__isnull=True, state="up", a_switch__isnull=False)
+    cables: dict[int, ServerCables] = defaultdict(lambda: defaultdict(list))
+    under: dict[int, set[int]] = defaultdict(set)
+    for fabric_id, server_id, switch_id, gbps, rail in live.filter(
+        b_adapter__server__isnull=False
+    ).values_list("fabric_id", "b_adapter__server_id", "a_switch_id", "gbps", "b_adapter__rail"):
+        cables[fabric_id][server_id].append((switch_id, gbps, rail))
+        under[switch_id].add(server_id)
+    trunks: dict[int, list[tuple[int, int, float | None]]] = defaultdict(list)
+    for fabric_id, a, b, gbps in live.filter(b_switch__isnull=False).values_list(
+        "fabric_id", "a_switch_id", "b_switch_id", "gbps"
+    ):
+        trunks[fabric_id].append((a, b, gbps))
+    tiers: dict[int, dict[int, int | None]] = defaultdict(dict)
+    for sid, _name, _guid, fabric_id, _fabric, override, inferred in switches:
+        tiers[fabric_id][sid] = override or inferred
+    spines: dict[int, SpineLoss] = {}
+    for fabric_id, fabric_tiers in tiers.items():
+        spines.update(spine_losses(trunks[fabric_id], fabric_tiers))
     gpus = _count_by_server(Gpu.objects.exclude(status=GpuStatus.LOST), "server_id")
-    items = [
-        {
-            "name": f"{fabric}/{name or guid}",
-            "id": sid,
-            "servers": len(behind[sid]),
-            "nodes": 0,
-            "gpus": sum(gpus.get(s, 0) for s in behind[sid]),
-            "mig_devices": 0,
-            "gbps_lost": down,
-        }
-        for sid, name, guid, down, fabric in switches
-    ]
-    items.sort(key=lambda i: (-i["gbps_lost"], -i["gpus"], i["name"]))
+    nodes = _count_by_server(Node.objects.filter(gone_at__isnull=True), "server_id")
+    migs = _count_by_server(MigDevice.objects.exclude(gpu__status=GpuStatus.LOST), "gpu__server_id")
+    items = []
+    for sid, name, guid, fabric_id, fabric, override, inferred in switches:
+        tier = override or inferred
+        label = name or guid
+        leaf = spine = None
+        cut: set[int] = set()
+        degraded: dict[int, tuple[float, float, list[int]]] = {}
+        gbps_lost = 0.0
+        if sid in spines:
+            spine = spines[sid]
+            gbps_lost = spine.gbps_lost
+        else:
+            mine = {s: cables[fabric_id][s] for s in under[sid]}
+            leaf = leaf_loss(mine, sid)
+            cut, degraded = leaf.cut, leaf.degraded
+            gbps_lost = leaf.gbps_lost + sum(g or 0.0 for s in cut for _, g, _ in mine[s])
+        items.append(
+            {
+                "name": f"{fabric}/{label}",
+                "id": sid,
+                "fabric": fabric,
+                "tier": tier,
+                "servers": len(cut),
+                "nodes": sum(nodes.get(s, 0) for s in cut),
+                "gpus": sum(gpus.get(s, 0) for s in cut),
+                "mig_devices": sum(migs.get(s, 0) for s in cut),
+                "servers_degraded": len(degraded),
+                "gpus_degraded": sum(gpus.get(s, 0) for s in degraded),
+                "rails_lost": sorted({r for _, _, rails in degraded.values() for r in rails}),
+                "gbps_lost": gbps_lost,
+                "bisection_share_lost": spine.share if spine else None,
+                "isolated_switches": len(spine.isolated_switches) if spine else 0,
+                "message": fabric_loss_words(label, tier, leaf, spine),
+            }
+        )
+    items.sort(key=lambda i: (-i["gpus"], -i["gbps_lost"], i["name"]))
     return items[:limit]

@@ -117,6 +117,7 @@ def _failure(request: HttpRequest) -> dict[str, Any]:
         "choices": failure_domain_choices(),
         "rack_ranking": failure_domain_ranking(by="rack", limit=10),
         "server_ranking": failure_domain_ranking(by="server", limit=10),
+        "switch_ranking": failure_domain_ranking(by="switch", limit=10),
         "domain": None,
         "errors": [],
     }

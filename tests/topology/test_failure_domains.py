@@ -274,4 +274,11 @@ def test_a_fabric_leaf_and_spine_through_the_api(api):
     ranking = api.get("/api/v1/failure-domains/ranking/?by=switch").json()
     assert ranking["by"] == "switch" and ranking["items"][0]["gbps_lost"] > 0
     leaf_item = next(i for i in ranking["items"] if i["id"] == leaf.pk)
-    assert leaf_item["servers"] == 2 and leaf_item["gpus"] == 16
+    # A leaf takes rail 1 of its two servers: bandwidth lost, servers and GPUs still up.
+    assert (leaf_item["servers"], leaf_item["gpus"], leaf_item["nodes"]) == (0, 0, 0)
+    assert (leaf_item["servers_degraded"], leaf_item["gpus_degraded"]) == (2, 16)
+    assert leaf_item["rails_lost"] == [1] and leaf_item["gbps_lost"] == 800.0
+    assert leaf_item["tier"] == 1 and "stay up" in leaf_item["message"]
+    spine_item = next(i for i in ranking["items"] if i["id"] == spine.pk)
+    assert spine_item["bisection_share_lost"] == 0.5 and spine_item["servers"] == 0
+    assert "bisection" in spine_item["message"]

@@ -299,13 +299,35 @@ class RankingQuerySerializer(serializers.Serializer):
 
 class RankingItemSerializer(serializers.Serializer):
     name = serializers.CharField()
-    id = serializers.IntegerField(allow_null=True, help_text="the server's id (by=server)")
-    servers = serializers.IntegerField()
+    id = serializers.IntegerField(
+        allow_null=True, help_text="the server's id (by=server), the switch's (by=switch)"
+    )
+    servers = serializers.IntegerField(help_text="servers it takes down")
     nodes = serializers.IntegerField()
     gpus = serializers.IntegerField(help_text="GPUs it takes down")
     mig_devices = serializers.IntegerField()
     share_of_fleet_gpus = serializers.FloatField()
-    gbps_lost = serializers.FloatField(required=False, help_text="by=switch: Gb/s it carries")
+    fabric = serializers.CharField(required=False, help_text="by=switch")
+    tier = serializers.IntegerField(required=False, allow_null=True, help_text="by=switch")
+    gbps_lost = serializers.FloatField(
+        required=False, help_text="by=switch: network Gb/s lost with it (servers stay up)"
+    )
+    servers_degraded = serializers.IntegerField(
+        required=False, help_text="by=switch: servers that lose a NIC (a rail) and stay up"
+    )
+    gpus_degraded = serializers.IntegerField(
+        required=False, help_text="by=switch: the GPUs of those servers (still up)"
+    )
+    rails_lost = serializers.ListField(
+        child=serializers.IntegerField(), required=False, help_text="by=switch: a leaf's rails"
+    )
+    bisection_share_lost = serializers.FloatField(
+        required=False, allow_null=True, help_text="by=switch: a spine's share of its tier"
+    )
+    isolated_switches = serializers.IntegerField(
+        required=False, help_text="by=switch: switches below left without an uplink"
+    )
+    message = serializers.CharField(required=False, help_text="by=switch: the loss in words")
 
 
 class RankingSerializer(serializers.Serializer):
