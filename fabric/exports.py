@@ -139,8 +139,15 @@ def slurm_topology_conf(tree: SchedulerTree, notes: Mapping[str, list[str]], hea
     return "\n".join(lines) + "\n"
 
 
-def slurm_topology_yaml(tree: SchedulerTree, name: str, header: str) -> str:
-    """Slurm 24.11+'s topology.yaml with one tree topology, the cluster default."""
+def slurm_topology_yaml(
+    tree: SchedulerTree,
+    name: str,
+    header: str,
+    blocks: Iterable[tuple[str, list[str]]] = (),
+) -> str:
+    """Slurm 24.11+'s topology.yaml: the tree topology, the cluster default; and, where the
+    fabric's servers share NVLink domains (`blocks`: (domain id, node names)), a block
+    topology `<name>-nvlink` of one block per domain, for partitions that name it."""
     switches: list[dict[str, str]] = [
         {"switch": switch, "nodes": hostlist.collect_hostlist(names)}
         for switch, names in tree.nodes.items()
@@ -149,14 +156,32 @@ def slurm_topology_yaml(tree: SchedulerTree, name: str, header: str) -> str:
         {"switch": switch, "children": hostlist.collect_hostlist(children)}
         for switch, children in tree.children.items()
     ]
-    document = [
+    document: list[dict] = [
         {
             "topology": safe_switch_name(name),
             "cluster_default": True,
             "tree": {"switches": switches},
         }
     ]
-    comment = "".join(f"# {line}\n" for line in header.splitlines())
+    lines = header.splitlines()
+    listed = [(domain, names) for domain, names in blocks if names]
+    if listed:
+        document.append(
+            {
+                "topology": f"{safe_switch_name(name)}-nvlink",
+                "block": {
+                    "blocks": [
+                        {"block": f"nvl{number}", "nodes": hostlist.collect_hostlist(names)}
+                        for number, (_, names) in enumerate(listed, start=1)
+                    ]
+                },
+            }
+        )
+        lines += [
+            f"nvl{number}: NVLink domain {domain}"
+            for number, (domain, _) in enumerate(listed, start=1)
+        ]
+    comment = "".join(f"# {line}\n" for line in lines)
     return comment + yaml.safe_dump(document, sort_keys=False, default_flow_style=False)
 
 

@@ -308,3 +308,27 @@ def switch_loads(
         )
         for switch in tiers
     }
+
+
+# -- NVLink domains ----------------------------------------------------------------------
+
+
+def nvlink_domains(
+    gpus: Iterable[tuple[str, str, int | None]],
+) -> dict[tuple[str, int | None], list[str]]:
+    """NVLink domains (a GB200 NVL72 rack, ...): the hosts whose GPUs share one NVLink fabric
+    `cluster_uuid` and `clique_id` (NVML's GPU fabric info), from (host, cluster uuid, clique
+    id) per GPU. A host belongs to the domain most of its GPUs report (ties: the lowest uuid
+    and clique); GPUs with no cluster uuid are on no domain, and a domain of one host is no
+    domain between hosts. Domains in order of their first host."""
+    votes: dict[str, Counter[tuple[str, int | None]]] = defaultdict(Counter)
+    for host, cluster_uuid, clique_id in gpus:
+        if cluster_uuid:
+            votes[host][(cluster_uuid.lower(), clique_id)] += 1
+    members: dict[tuple[str, int | None], list[str]] = defaultdict(list)
+    for host in sorted(votes):
+        top = max(votes[host].values())
+        tied = [d for d, n in votes[host].items() if n == top]
+        members[min(tied, key=lambda d: (d[0], -1 if d[1] is None else d[1]))].append(host)
+    shared = {domain: hosts for domain, hosts in members.items() if len(hosts) > 1}
+    return dict(sorted(shared.items(), key=lambda item: item[1][0]))

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Q, QuerySet
 
-from inventory.models import Server
+from inventory.models import Gpu, Server
 
 from . import binding, graph, rules
 from .choices import FabricKind, LinkState
@@ -173,6 +173,32 @@ def fabric_server_labels(fabric: Fabric) -> dict[int, dict[str, str]]:
     ):
         cabled[str(server_id)].add(str(switch_id))
     return {int(host): labels for host, labels in host_labels(switches, pairs, cabled).items()}
+
+
+def fabric_nvlink_blocks(
+    fabric: Fabric, node_names: dict[int, str] | None = None
+) -> list[tuple[str, list[str]]]:
+    """The NVLink domains among the fabric's bound servers (`graph.nvlink_domains`), each as
+    (`<cluster uuid>/<clique id>`, its servers' names: `node_names` (server id -> the
+    scheduler's name) where given, else host names). One query."""
+    node_names = node_names or {}
+    on_fabric = Adapter.objects.filter(
+        fabric=fabric, gone_at__isnull=True, server__isnull=False
+    ).values("server_id")
+    names: dict[str, str] = {}
+    gpus = []
+    for server_id, hostname, cluster_uuid, clique_id in (
+        Gpu.objects.filter(server_id__in=on_fabric)
+        .exclude(fabric_cluster_uuid="")
+        .values_list("server_id", "server__hostname", "fabric_cluster_uuid", "fabric_clique_id")
+    ):
+        key = str(server_id)
+        names[key] = node_names.get(server_id, hostname)
+        gpus.append((key, cluster_uuid, clique_id))
+    return [
+        (f"{cluster_uuid}/{clique_id}", sorted(names[host] for host in hosts))
+        for (cluster_uuid, clique_id), hosts in graph.nvlink_domains(gpus).items()
+    ]
 
 
 @dataclass(frozen=True, slots=True)

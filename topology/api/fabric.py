@@ -22,7 +22,7 @@ from fabric.findings import scheduler_topology_findings_sync
 from fabric.models import Fabric
 from fabric.parsers import FabricFormatError, decode
 from fabric.rules import scheduler_topology_mismatch
-from fabric.selectors import fabric_scheduler_tree
+from fabric.selectors import fabric_nvlink_blocks, fabric_scheduler_tree
 
 from ..fabric_names import (
     FabricNamesError,
@@ -57,7 +57,7 @@ def _export(request: Request, name: str):
         )
         + f"\ngenerated {timezone.now():%Y-%m-%d %H:%M UTC}"
     )
-    return fabric, tree, notes, header
+    return fabric, tree, notes, header, names
 
 
 class FabricTopologyConfView(APIView):
@@ -69,14 +69,15 @@ class FabricTopologyConfView(APIView):
         summary="Slurm topology.conf (topology/tree) of a fabric",
     )
     def get(self, request: Request, name: str) -> HttpResponse:
-        _, tree, notes, header = _export(request, name)
+        _, tree, notes, header, _names = _export(request, name)
         return HttpResponse(
             slurm_topology_conf(tree, notes, header), content_type="text/plain; charset=utf-8"
         )
 
 
 class FabricTopologyYamlView(APIView):
-    """Slurm 24.11+'s topology.yaml (one tree topology, the cluster default) for a fabric."""
+    """Slurm 24.11+'s topology.yaml for a fabric: its tree (the cluster default), and a
+    block topology of its NVLink domains where its servers share any."""
 
     @extend_schema(
         parameters=[CLUSTER],
@@ -84,9 +85,11 @@ class FabricTopologyYamlView(APIView):
         summary="Slurm topology.yaml (tree) of a fabric",
     )
     def get(self, request: Request, name: str) -> HttpResponse:
-        fabric, tree, _notes, header = _export(request, name)
+        fabric, tree, _notes, header, names = _export(request, name)
+        blocks = fabric_nvlink_blocks(fabric, names)
         return HttpResponse(
-            slurm_topology_yaml(tree, fabric.name, header), content_type="text/plain; charset=utf-8"
+            slurm_topology_yaml(tree, fabric.name, header, blocks),
+            content_type="text/plain; charset=utf-8",
         )
 
 
