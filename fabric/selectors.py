@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 
-from inventory.models import Gpu, Server
+from inventory.models import Gpu, Link, Server
 
 from . import binding, graph, rules
 from .choices import FabricKind, LinkState
@@ -212,15 +212,31 @@ class ServerBandwidth:
     gbps_per_gpu: float | None
     nics_per_gpu: float | None
     leaves: list[str]
+    pix_nics_per_gpu: float | None = None
+    """NICs that share a PCIe switch with a GPU (`PIX` in nvidia-smi topo), per GPU: 1.0 on
+    a server where every GPU has its own NIC for GPUDirect RDMA."""
 
 
 def fabric_host_bandwidth(fabric: Fabric) -> list[ServerBandwidth]:
-    """Per host on the fabric: NICs, Gb/s, GPUs (from the inventory), per GPU (three queries)."""
+    """Per host on the fabric: NICs, Gb/s, GPUs (from the inventory), per GPU, and NICs at
+    PIX per GPU (three queries)."""
     ports, hosts = _host_ports(fabric)
     server_ids = {h.server_id for h in hosts.values() if h.server_id is not None}
-    gpus = dict(
-        Server.objects.filter(id__in=server_ids).annotate(n=Count("gpus")).values_list("id", "n")
+    pix = (
+        Link.objects.filter(server_id=OuterRef("pk"), link_class="PIX", nic__isnull=False)
+        .order_by()
+        .values("server_id")
+        .annotate(n=Count("nic_id", distinct=True))
+        .values("n")
     )
+    gpus: dict[int, int] = {}
+    pix_nics: dict[int, int] = {}
+    for server_id, n, pix_n in (
+        Server.objects.filter(id__in=server_ids)
+        .annotate(n=Count("gpus"), pix=Subquery(pix))
+        .values_list("id", "n", "pix")
+    ):
+        gpus[server_id], pix_nics[server_id] = n, pix_n or 0
     switch_names = dict(Switch.objects.filter(fabric=fabric).values_list("id", "name"))
     leaves: dict[str, set[str]] = defaultdict(set)
     for port in ports:
@@ -240,9 +256,14 @@ def fabric_host_bandwidth(fabric: Fabric) -> list[ServerBandwidth]:
             gbps_per_gpu=row.gbps_per_gpu,
             nics_per_gpu=row.nics_per_gpu,
             leaves=sorted(leaves[row.host]),
+            pix_nics_per_gpu=_per_gpu(pix_nics.get(hosts[row.host].server_id or 0), row.gpus),
         )
         for row in graph.host_bandwidth(ports, {k: v for k, v in per_host.items() if v})
     ]
+
+
+def _per_gpu(count: int | None, gpus: int | None) -> float | None:
+    return round(count / gpus, 3) if gpus and count is not None else None
 
 
 LINK_FACT_FIELDS = (

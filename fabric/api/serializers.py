@@ -243,6 +243,9 @@ class ServerBandwidthSerializer(serializers.Serializer):
     gpus = serializers.IntegerField(allow_null=True)
     gbps_per_gpu = serializers.FloatField(allow_null=True)
     nics_per_gpu = serializers.FloatField(allow_null=True)
+    pix_nics_per_gpu = serializers.FloatField(
+        allow_null=True, help_text="NICs on a PCIe switch with a GPU (PIX), per GPU"
+    )
     leaves = serializers.ListField(child=serializers.CharField())
 
 

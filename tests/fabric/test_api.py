@@ -13,6 +13,7 @@ from fabric.models import Adapter, Fabric, Switch
 from fabric.services import fabric_snapshot_ingest
 from fabric.synthetic import synthetic_fabric
 from inventory.models import Gpu, Server
+from tests.reports import apply_reports, make_report
 
 from .conftest import fixture_text
 
@@ -325,3 +326,17 @@ def test_adapter_rows_stay_unique_per_fabric(staff_api, superpod):
     _post(staff_api, "a", superpod)
     _post(staff_api, "b", superpod)
     assert Adapter.objects.count() == 2 * 582
+
+
+def test_servers_count_their_nics_at_pix_per_gpu(staff_api, api, django_assert_num_queries):
+    built = synthetic_fabric(servers=2, rails=2, servers_per_leaf=2)
+    # 4 GPUs, 2 NICs: GPU 0 and GPU 1 each share a PCIe switch with one NIC (PIX).
+    apply_reports(*(make_report(host, gpus=4, nics=2) for host in built.servers))
+    _post(staff_api, "f", built.text)
+    rows = api.get("/api/v1/fabrics/f/servers/").json()["results"]
+    assert [(r["nics_per_gpu"], r["pix_nics_per_gpu"]) for r in rows] == [(0.5, 0.5)] * 2
+    from fabric.selectors import fabric_host_bandwidth
+
+    fabric = Fabric.objects.get(name="f")
+    with django_assert_num_queries(3):
+        assert len(fabric_host_bandwidth(fabric)) == 2
