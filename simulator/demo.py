@@ -8,7 +8,9 @@ gpu-b02 is a Kubernetes node whose server runs no agent, dgx-a100-01 has a GPU w
 pending a reset, gpu-l40s-03 is drained for a fan replacement.
 
 Its InfiniBand fabric (`demo_fabric`) is rail-optimised: a leaf per rail, two spines, every
-DGX's NIC k on leaf k; dgx-a100-01's ConnectX-6 links run at HDR on the NDR fabric.
+DGX's NIC k on leaf k; dgx-a100-01's ConnectX-6 links run at HDR on the NDR fabric. The
+L40S servers' RoCE NICs are on two Ethernet rail leaves, which their agents hear over LLDP
+(`roce-leaf-r1`, `roce-leaf-r2`).
 """
 
 from __future__ import annotations
@@ -92,7 +94,27 @@ def demo_machines(seed: int | str = 0) -> list[tuple[DemoServer, SimulatedServer
     declared = [server.hostname for server in DEMO_FLEET]
     if sorted(built) != sorted(declared):
         raise ValueError(f"the demo declares {declared}; the simulator named {sorted(built)}")
+    roce = [server.hostname for server in DEMO_FLEET if server.profile == "l40s"]
+    for number, hostname in enumerate(roce, start=1):
+        _roce_lldp(built[hostname], number)
     return [(server, built[server.hostname]) for server in DEMO_FLEET]
+
+
+def _roce_lldp(server: SimulatedServer, number: int) -> None:
+    """What lldpd hears on a server's RoCE NICs: NIC k on rail leaf k, port swp<number>."""
+    machine = server.machine
+    rdma = sorted(
+        (nic for nic in machine.nics if nic.rdma and nic.kind == "ethernet" and nic.netdev),
+        key=lambda nic: nic.name,
+    )
+    for rail, nic in enumerate(rdma, start=1):
+        machine.lldp[str(nic.netdev)] = (
+            f"roce-leaf-r{rail}",
+            f"1c:34:da:5e:60:{rail:02x}",
+            f"swp{number}",
+            f"{machine.hostname} {nic.name}",
+            f"10.50.255.{rail}",
+        )
 
 
 def demo_servers(seed: int | str = 0) -> list[SimulatedServer]:

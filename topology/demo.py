@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from clusters.models import ReconcileState
 from clusters.reconcile import ReconcileResult, reconcile_all
-from fabric.services import SnapshotResult, fabric_snapshot_ingest
+from fabric.services import SnapshotResult, ethernet_fabric_sync, fabric_snapshot_ingest
 from inventory.choices import ReportStatus
 from inventory.models import AgentToken, HardwareProfile, Report, Server, UserToken
 from inventory.services import agent_token_create, user_token_create
@@ -149,6 +149,7 @@ def demo_load(*, seed: int | str = "0") -> DemoLoad:
         # After the reports: adapters bind by the GUIDs the servers' agents reported.
         by_host = {r["host"]["hostname"]: r for r in reports}
         fabric = fabric_snapshot_ingest(fabric_name=DEMO_FABRIC, raw=demo_fabric(by_host))
+        ethernet_fabric_sync(force=True)  # the L40S servers' RoCE leaves, heard over LLDP
         with reconcile_held():
             answers = [post_snapshot(url, snapshot, api_key, timeout=60) for snapshot in snapshots]
             reconciled = reconcile_all()

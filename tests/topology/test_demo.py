@@ -71,6 +71,11 @@ def test_a_fresh_demo_shows_only_its_declared_findings_none_resolved():
     fabric = Fabric.objects.get(name=DEMO_FABRIC)
     assert fabric.summary["tiers"] == {"leaf": 8, "spine": 2}
     assert fabric.summary["rail_optimised"] is True
+    roce = Fabric.objects.get(name="ethernet")  # the L40S servers' RoCE leaves, from LLDP
+    assert roce.summary["tiers"] == {"leaf": 2} and roce.summary["rail_optimised"] is True
+    assert sorted(Adapter.objects.filter(fabric=roce).values_list("server__hostname", "rail")) == [
+        (f"gpu-l40s-0{n}", rail) for n in (1, 2, 3) for rail in (1, 2)
+    ]
     adapters = Adapter.objects.filter(fabric=fabric)
     assert set(adapters.values_list("binding_method", flat=True)) == {"guid"}
     ib_servers = {d.hostname for d in DEMO_FLEET if d.profile in ("h100", "h100-lost", "a100-mig")}
