@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from django.db.models import Count, F, Q, Subquery, Sum
+from django.db.models import Count, F, Q, Sum
 from django.urls import reverse
 
 from clusters.models import Finding
@@ -377,41 +377,56 @@ class FabricCard:
 
 def fabric_cards() -> list[FabricCard]:
     """Per fabric: switch, cable and down-port counts of its last snapshot, and network
-    bandwidth per GPU by server model (one query, and two per fabric)."""
+    bandwidth per GPU by server model, for the bound servers on it. Four queries, whatever
+    the number of fabrics."""
+    fabrics = list(
+        Fabric.objects.select_related("last_snapshot").only(
+            "name",
+            "last_snapshot__switch_count",
+            "last_snapshot__link_count",
+            "last_snapshot__ports_down",
+        )
+    )
+    host_cables = FabricLink.objects.filter(
+        gone_at__isnull=True,
+        state=LinkState.UP,
+        b_adapter__server__isnull=False,
+        b_adapter__gone_at__isnull=True,
+    )
+    gbps: dict[tuple[int, str], float] = {
+        (row["fabric_id"], row["b_adapter__server__product"]): row["gbps"] or 0.0
+        for row in host_cables.order_by()
+        .values("fabric_id", "b_adapter__server__product")
+        .annotate(gbps=Sum("gbps"))
+    }
+    members = list(
+        host_cables.order_by()
+        .values_list("fabric_id", "b_adapter__server_id", "b_adapter__server__product")
+        .distinct()
+    )
+    gpus = dict(
+        Server.objects.filter(id__in={server_id for _, server_id, _ in members})
+        .annotate(n=Count("gpus"))
+        .values_list("id", "n")
+    )
+    servers: dict[tuple[int, str], int] = defaultdict(int)
+    gpu_count: dict[tuple[int, str], int] = defaultdict(int)
+    for fabric_id, server_id, product in members:
+        servers[(fabric_id, product)] += 1
+        gpu_count[(fabric_id, product)] += gpus.get(server_id, 0)
     cards = []
-    for fabric in Fabric.objects.select_related("last_snapshot").only(
-        "name",
-        "last_snapshot__switch_count",
-        "last_snapshot__link_count",
-        "last_snapshot__ports_down",
-    ):
+    for fabric in fabrics:
         snapshot = fabric.last_snapshot
-        host_cables = FabricLink.objects.filter(
-            fabric=fabric,
-            gone_at__isnull=True,
-            state=LinkState.UP,
-            b_adapter__server__isnull=False,
-            b_adapter__gone_at__isnull=True,
-        )
-        gbps = {
-            row["b_adapter__server__product"]: (row["servers"], row["gbps"] or 0.0)
-            for row in host_cables.values("b_adapter__server__product").annotate(
-                servers=Count("b_adapter__server", distinct=True), gbps=Sum("gbps")
-            )
-        }
-        gpus = dict(
-            Server.objects.filter(id__in=Subquery(host_cables.values("b_adapter__server_id")))
-            .values("product")
-            .annotate(n=Count("gpus"))
-            .values_list("product", "n")
-        )
         by_model = [
             (
                 product or "unknown model",
-                servers,
-                total / gpus[product] if gpus.get(product) else None,
+                servers[(fabric_id, product)],
+                total / gpu_count[(fabric_id, product)]
+                if gpu_count[(fabric_id, product)]
+                else None,
             )
-            for product, (servers, total) in sorted(gbps.items())
+            for (fabric_id, product), total in sorted(gbps.items(), key=lambda i: i[0][1] or "")
+            if fabric_id == fabric.pk
         ]
         cards.append(
             FabricCard(

@@ -143,3 +143,25 @@ def test_a_large_fabric_is_drawn_at_switch_level_beside_a_small_one_in_detail(si
     assert small["layout"]["meta"]["level"] == "detail"
     hovers = " ".join(t for trace in large["data"] for t in trace.get("text", []))
     assert "16 servers" in hovers  # each leaf's servers, folded into it
+
+
+def test_the_overview_card_costs_the_same_queries_for_one_fabric_or_three(signed_in):
+    from fabric.pages import fabric_cards
+
+    def cost() -> tuple[int, list]:
+        with CaptureQueriesContext(connection) as captured:
+            cards = fabric_cards()
+        return len(captured), cards
+
+    _fabric(4, name="ib-a", host_format="a-gpu{:05d}")
+    one, _ = cost()
+    _fabric(4, name="ib-b", host_format="b-gpu{:05d}")
+    _fabric(8, name="ib-c", host_format="c-gpu{:05d}")
+    three, cards = cost()
+    assert one == three == 4
+    by_name = {card.name: card for card in cards}
+    # 2 NDR NICs (400 Gb/s each) for 4 GPUs on every server: 200 Gb/s per GPU.
+    assert by_name["ib-c"].by_model == [("DGXH100", 8, 200.0)]
+    assert by_name["ib-a"].by_model == [("DGXH100", 4, 200.0)]
+    text = signed_in.get("/").content.decode()
+    assert ">ib-b<" in text.split('id="fabric-card"')[1].split("</section>")[0]
