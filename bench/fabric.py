@@ -14,6 +14,7 @@ runs after the import, and the `/fabric/` page beside its floor (reading the fig
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections import Counter
@@ -63,20 +64,29 @@ def run_one(n: int) -> None:
     from fabric.services import fabric_snapshot_ingest
     from fabric.synthetic import synthetic_fabric
 
+    def say(line: str) -> None:
+        print(line, flush=True)  # figure by figure: a run cut short still tells what it had
+
     start = time.perf_counter()
     built = synthetic_fabric(servers=n, **LAYOUT)
     generated = time.perf_counter() - start
     text = built.text.encode()
+    say(
+        f"fabric {n:>6} servers: {len(text) / 1e6:6.1f} MB of ibnetdiscover text; "
+        f"generated in {generated:5.1f} s; load average {_load()}"
+    )
 
     start = time.perf_counter()
     discovery = parse_fabric(text)
     floor = time.perf_counter() - start
+    say(f"  floor: parse the text              {floor:7.2f} s")
     start = time.perf_counter()
     tiers, layout = infer(discovery)
     inferred = time.perf_counter() - start
     counts = Counter(tiers.values())
     assert counts == {1: len(built.leaves), 2: len(built.spines), 3: len(built.cores)}, counts
     assert len(layout.rails) == LAYOUT["rails"] and layout.rail_optimised
+    say(f"  tiers + rails (pure, parsed facts)  {inferred:7.2f} s")
 
     with bench_database() as (vendor, _name):
         # The findings pass runs on a worker after the import commits; timed on its own below.
@@ -85,38 +95,45 @@ def run_one(n: int) -> None:
         with CaptureQueriesContext(connection) as first_queries:
             result = fabric_snapshot_ingest(fabric_name="bench", raw=text)
         first = time.perf_counter() - start
+        say(
+            f"  {'import, first (' + vendor + ')':34s}  {first:7.2f} s  {len(first_queries):5d} "
+            f"queries: {result.switches} switches, {result.adapters} adapters, "
+            f"{result.links_up} cables"
+        )
         reset_queries()
         start = time.perf_counter()
         with CaptureQueriesContext(connection) as again_queries:
             again = fabric_snapshot_ingest(fabric_name="bench", raw=text)
         second = time.perf_counter() - start
         assert (again.added, again.gone) == (0, 0)
+        say(
+            f"  import, same text again             {second:7.2f} s  "
+            f"{len(again_queries):5d} queries"
+        )
         fabric = Fabric.objects.get(name="bench")
         start = time.perf_counter()
         with CaptureQueriesContext(connection) as findings_queries:
             findings = fabric_findings_sync(fabric=fabric)
         findings_s = time.perf_counter() - start
+        say(
+            f"  findings pass (a worker's)          {findings_s:7.2f} s  "
+            f"{len(findings_queries):5d} queries, {findings.open} open"
+        )
         page = page_times(fabric)
-
-    print(
-        f"fabric {n:>6} servers ({vendor}): {len(text) / 1e6:6.1f} MB, "
-        f"{result.switches} switches, {result.adapters} adapters, {result.links_up} cables; "
-        f"generate {generated:5.1f} s"
-    )
-    print(f"  floor: parse the text              {floor:7.2f} s")
-    print(f"  tiers + rails (pure, parsed facts)  {inferred:7.2f} s")
-    print(f"  import, first                       {first:7.2f} s  {len(first_queries):5d} queries")
-    print(f"  import, same text again             {second:7.2f} s  {len(again_queries):5d} queries")
-    print(
-        f"  findings pass (a worker's)          {findings_s:7.2f} s  {len(findings_queries):5d} "
-        f"queries, {findings.open} open"
-    )
-    print(f"  floor: the figure's reads alone     {page['reads']:7.2f} s")
-    print(f"  figure from those facts (pure)      {page['figure']:7.2f} s  ({page['level']} level)")
-    print(
+    say(f"  floor: the figure's reads alone     {page['reads']:7.2f} s")
+    say(f"  figure from those facts (pure)      {page['figure']:7.2f} s  ({page['level']} level)")
+    say(
         f"  GET /fabric/ (median of 3)          {page['page']:7.2f} s  {page['queries']:5d} "
         f"queries, {page['bytes'] / 1e6:.1f} MB"
     )
+    say(f"  load average at the end: {_load()}")
+
+
+def _load() -> str:
+    """The machine's 1, 5 and 15 minute load averages and its CPUs: figures on a shared
+    machine are read beside them."""
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.1f} {five:.1f} {fifteen:.1f} on {os.cpu_count()} CPUs"
 
 
 def page_times(fabric) -> dict:
