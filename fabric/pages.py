@@ -81,9 +81,9 @@ def fabric_figure_facts(fabric: Fabric) -> FabricFigureFacts:
 
 def fabric_figures_facts(fabrics: list[Fabric]) -> dict[int, FabricFigureFacts]:
     """What each fabric's figure draws, read at the detail that figure will show: a fixed
-    number of queries whatever the number of fabrics (six at most: switches, degraded
+    number of queries whatever the number of fabrics (seven at most: switches, degraded
     cables, trunks, server cables counted per fabric, then the server cables of the fabrics
-    drawn in detail and the leaf loads of those drawn at switch level)."""
+    drawn in detail, and the leaf loads (two) of those drawn at switch level)."""
     ids = [fabric.pk for fabric in fabrics]
     if not ids:
         return {}
