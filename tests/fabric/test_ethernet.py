@@ -157,6 +157,9 @@ def test_the_server_page_shows_each_ethernet_nics_switch_port_rail_and_speed_esc
     switch = Switch.objects.get(name="roce-su1-r1")
     page = client.get(f"/fabric/switches/{switch.pk}/").content.decode()
     assert "&lt;b&gt;swp1&lt;/b&gt;" in page and "swp2" in page
+    figure = client.get("/fabric/").content.decode()
+    assert 'id="figure-ethernet-data"' in figure and "<script>alert" not in figure
+    assert "&lt;script&gt;" in figure  # the switch list; the figure's hover text is escaped too
 
 
 def test_a_failure_of_an_ethernet_leaf_takes_a_rail_and_its_name_finds_the_servers(api):
