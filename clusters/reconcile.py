@@ -9,18 +9,19 @@ is a few seconds and a fixed number of queries per 2,000 changed rows, never one
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
 import time
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from operator import itemgetter
+from operator import attrgetter
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, F, Q
+from django.db.models import Count, F, JSONField, Q, QuerySet
 from django.utils import timezone
 
 from agent.mig import normalize_mig_profile
@@ -196,77 +197,141 @@ SERVER_COLUMNS = (
     "cuda_version",
     "vendor",
     "product",
+    "hardware_profile_id",
     "pci_gpu_count",
     "is_virtual",
     "physical_host_id",
     "nvml_error",
 )
+"""The Server columns `ServerFacts` takes, in its field order (`hardware_profile_id` is its
+`profile_id`)."""
+
+
+def _columns(
+    queryset: QuerySet, columns: Sequence[str], decode: Mapping[str, Callable[[Any], Any]]
+) -> list[list[Any]]:
+    """The values of `queryset.values_list(*columns)`, column by column, converted as Django
+    converts them, with each distinct value converted once.
+
+    JSON text is decoded, then passed through `decode[column]`, once per distinct text and
+    shared by every row holding that text (so `decode` returns values nobody mutates):
+    thousands of nodes carry the same GRES, flags and resources, and decoding them row by row
+    through Django's converters was most of a full pass.
+    """
+    compiler = queryset.values_list(*columns).query.get_compiler(using=queryset.db)
+    sql, params = compiler.as_sql()
+    expressions = [selected[0] for selected in compiler.select[: compiler.col_count]]
+    converters = compiler.get_converters(expressions)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    values = [list(column) for column in zip(*rows, strict=True)] or [[] for _ in columns]
+    for pos, (convs, expression) in converters.items():
+        if isinstance(expression.output_field, JSONField):
+            then = decode.get(columns[pos], _same)
+            convert = {text: then(_json(text)) for text in set(values[pos])}
+        else:
+            convert = {value: _converted(value, convs, expression) for value in set(values[pos])}
+        values[pos] = list(map(convert.__getitem__, values[pos]))
+    return values
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _json(text: Any) -> Any:
+    """What `JSONField.from_db_value` makes of a stored value."""
+    if text is None or not isinstance(text, str | bytes | bytearray):
+        return text
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _converted(value: Any, converters: list, expression: Any) -> Any:
+    for converter in converters:
+        value = converter(value, expression, connection)
+    return value
+
+
+def _tuple(value: Any) -> tuple:
+    return tuple(value or ())
 
 
 def _load_servers(ids: Collection[int] | None = None) -> dict[int, ServerFacts]:
     """Every server (or those of `ids`) with its GPUs counted: one query per kind of fact,
     whatever the fleet."""
-    servers, gpus = Server.objects.all(), Gpu.objects.order_by()
+    servers, gpus = Server.objects.order_by(), Gpu.objects.order_by()
     migs, claims = MigDevice.objects.order_by(), GpuClaim.objects.order_by()
     if ids is not None:
         servers, gpus = servers.filter(id__in=ids), gpus.filter(server_id__in=ids)
         migs, claims = migs.filter(gpu__server_id__in=ids), claims.filter(server_id__in=ids)
-    rows: dict[int, dict[str, Any]] = {
-        row["id"]: dict(row)
-        for row in servers.values(*SERVER_COLUMNS, profile_id=F("hardware_profile_id"))
-    }
-    for row in rows.values():
-        row["addresses"] = tuple(row["addresses"] or ())
-        row["names"], row["mig_profiles"] = set(), Counter()
-        row["gpu_claims"], row["unhealthy"] = [], {}
+    columns = _columns(servers, SERVER_COLUMNS, decode={"addresses": _tuple})
+    rows = set(columns[0])
     live = ~Q(status=GpuStatus.LOST)
-    for counts in (
-        gpus.values("server_id")
-        .annotate(
-            gpus=Count("id", filter=live),
-            mig_gpus=Count("id", filter=live & Q(mig_mode_current=True)),
-            mig_pending=Count(
-                "id",
-                filter=live
-                & (
-                    Q(mig_mode_pending=True, mig_mode_current=False)
-                    | Q(mig_mode_pending=False, mig_mode_current=True)
-                ),
+    counts = gpus.values("server_id").annotate(
+        gpus=Count("id", filter=live),
+        mig_gpus=Count("id", filter=live & Q(mig_mode_current=True)),
+        mig_pending=Count(
+            "id",
+            filter=live
+            & (
+                Q(mig_mode_pending=True, mig_mode_current=False)
+                | Q(mig_mode_pending=False, mig_mode_current=True)
             ),
+        ),
+    )
+    counted = {
+        server_id: counts
+        for server_id, *counts in zip(
+            *_columns(counts, ("server_id", "gpus", "mig_gpus", "mig_pending"), {}), strict=True
         )
-        .values_list("server_id", "gpus", "mig_gpus", "mig_pending")
-    ):
-        if counts[0] in rows:
-            server = rows[counts[0]]
-            server["gpus"], server["mig_gpus"], server["mig_pending"] = counts[1:]
+    }
+    names: dict[int, set[str]] = defaultdict(set)
+    named = gpus.exclude(status=GpuStatus.LOST).exclude(name="").distinct()
+    for server_id, name in zip(*_columns(named, ("server_id", "name"), {}), strict=True):
+        names[server_id].add(name)
+    unhealthy: dict[int, dict[str, Any]] = defaultdict(dict)
     for gpu in gpus.unhealthy().values("server_id", "uuid", *HEALTH_FIELDS):
         if gpu["server_id"] in rows:
-            rows[gpu["server_id"]]["unhealthy"][gpu["uuid"]] = gpu_health(gpu)
-    for server_id, name in (
-        gpus.exclude(status=GpuStatus.LOST).values_list("server_id", "name").distinct()
-    ):
-        if server_id in rows and name:
-            rows[server_id]["names"].add(name)
-    for mig in (
+            unhealthy[gpu["server_id"]][gpu["uuid"]] = gpu_health(gpu)
+    mig_profiles: dict[int, Counter[str]] = defaultdict(Counter)
+    for server_id, profile, n in (
         migs.exclude(gpu__status=GpuStatus.LOST)
         .values("gpu__server_id", "profile")
         .annotate(n=Count("id"))
+        .values_list("gpu__server_id", "profile", "n")
     ):
-        if mig["gpu__server_id"] in rows:
-            profile = normalize_mig_profile(mig["profile"]) or "unknown"
-            rows[mig["gpu__server_id"]]["mig_profiles"][profile] += mig["n"]
+        if server_id in rows:
+            mig_profiles[server_id][normalize_mig_profile(profile) or "unknown"] += n
+    gpu_claims: dict[int, list[ClaimedGpu]] = defaultdict(list)
     for server_id, uuid, mig_device_id, holder_id, serial in (
         claims.exclude(gpu__server_id=F("server_id"))
         .exclude(gpu__status=GpuStatus.LOST)
         .values_list("server_id", "uuid", "mig_device_id", "gpu__server_id", "gpu__serial")
     ):
         if server_id in rows:
-            claim = ClaimedGpu(holder_id, uuid, serial or "", mig_device_id)
-            rows[server_id]["gpu_claims"].append(claim)
-    for row in rows.values():
-        row["names"] = frozenset(row["names"])
-        row["gpu_claims"] = tuple(row["gpu_claims"])
-    return {server_id: ServerFacts(**row) for server_id, row in rows.items()}
+            gpu_claims[server_id].append(ClaimedGpu(holder_id, uuid, serial or "", mig_device_id))
+    # Facts are read, never changed: servers without MIG devices or GPU names share one empty
+    # Counter and frozenset instead of 25,000 of each.
+    no_names: frozenset[str] = frozenset()
+    no_migs: Counter[str] = Counter()
+    # Positional, in ServerFacts' field order: SERVER_COLUMNS, the counts, then the rest.
+    return {
+        row[0]: ServerFacts(
+            *(
+                *row,
+                *counted.get(row[0], (0, 0, 0)),
+                frozenset(names[row[0]]) if row[0] in names else no_names,
+                mig_profiles.get(row[0], no_migs),
+                tuple(gpu_claims.get(row[0], ())),
+                unhealthy.get(row[0]) or {},
+            )
+        )
+        for row in zip(*columns, strict=True)
+    }
 
 
 def _load_profiles(servers: dict[int, ServerFacts]) -> dict[int, HardwareProfileFacts]:
@@ -292,12 +357,8 @@ def _load_profiles(servers: dict[int, ServerFacts]) -> dict[int, HardwareProfile
 NODE_COLUMNS = (
     "id",
     "cluster_id",
-    "name",
     "kind",
-    "hostname",
-    "addresses",
-    "system_uuid",
-    "machine_id",
+    "name",
     "state",
     "raw_state",
     "state_flags",
@@ -308,66 +369,121 @@ NODE_COLUMNS = (
     "gpu_allocatable",
     "gpu_used",
     "gres",
-    "resources",
     "mig_resources",
+    "resources",
     "gpu_product",
     "gpu_replicas",
     "mig_strategy",
+    "hostname",
+    "addresses",
+    "system_uuid",
+    "machine_id",
     "server_id",
     "binding_method",
 )
+"""The Node columns `NodeFacts` is made of, in its field order (`resources` becomes
+`shared_gpus`)."""
 
 
 def _load_nodes(
     clusters: dict[int, str], server_ids: Collection[int] | None = None
 ) -> list[NodeFacts]:
-    """Every node that is not gone (or those bound to `server_ids`), as the rules see it."""
-    nodes = Node.objects.filter(gone_at__isnull=True).order_by("id")
+    """Every node that is not gone (or those bound to `server_ids`), as the rules see it,
+    in id order."""
+    nodes = Node.objects.filter(gone_at__isnull=True).order_by()
     if server_ids is not None:
-        # A few rows: sorted here, so that SQLite looks them up by server, not in id order.
-        nodes = nodes.filter(server_id__in=server_ids).order_by()
-    rows = sorted(nodes.values(*NODE_COLUMNS), key=itemgetter("id"))
-    return [node_facts(row, clusters[row["cluster_id"]]) for row in rows]
-
-
-def node_facts(row: dict[str, Any], cluster: str) -> NodeFacts:
-    """A node row (`NODE_COLUMNS`) as typed facts: GRES as records, MIG resources by
-    normalised profile, the shared GPU resource pulled out of the extended resources."""
-    shared = (row["resources"] or {}).get(SHARED_GPU_RESOURCE)
-    return NodeFacts(
-        id=row["id"],
-        cluster_id=row["cluster_id"],
-        cluster=cluster,
-        kind=row["kind"],
-        name=row["name"],
-        state=row["state"],
-        raw_state=row["raw_state"] or "",
-        state_flags=tuple(row["state_flags"] or ()),
-        ready=row["ready"],
-        schedulable=row["schedulable"],
-        reason=row["reason"] or "",
-        gpu_capacity=row["gpu_capacity"],
-        gpu_allocatable=row["gpu_allocatable"],
-        gpu_used=row["gpu_used"],
-        gres=tuple(_gres_record(g) for g in row["gres"] or ()),
-        mig_resources={
-            normalize_mig_profile(k) or k: v for k, v in (row["mig_resources"] or {}).items()
-        },
-        shared_gpus=(
-            ResourceCount(shared.get("capacity", 0), shared.get("allocatable", 0))
-            if shared
-            else None
-        ),
-        gpu_product=row["gpu_product"] or "",
-        gpu_replicas=max(row["gpu_replicas"] or 1, 1),
-        mig_strategy=(row["mig_strategy"] or "").lower(),
-        hostname=row["hostname"] or "",
-        addresses=tuple(row["addresses"] or ()),
-        system_uuid=row["system_uuid"],
-        machine_id=row["machine_id"],
-        server_id=row["server_id"],
-        binding_method=row["binding_method"],
+        nodes = nodes.filter(server_id__in=server_ids)
+    (
+        ids,
+        cluster_ids,
+        kinds,
+        names,
+        states,
+        raw_states,
+        state_flags,
+        ready,
+        schedulable,
+        reasons,
+        capacity,
+        allocatable,
+        used,
+        gres,
+        mig_resources,
+        shared_gpus,
+        products,
+        replicas,
+        mig_strategies,
+        hostnames,
+        addresses,
+        system_uuids,
+        machine_ids,
+        server_ids_,
+        methods,
+    ) = _columns(nodes, NODE_COLUMNS, decode=NODE_JSON)
+    facts = list(
+        map(
+            NodeFacts,
+            ids,
+            cluster_ids,
+            map(clusters.__getitem__, cluster_ids),
+            kinds,
+            names,
+            states,
+            _text(raw_states),
+            state_flags,
+            ready,
+            schedulable,
+            _text(reasons),
+            capacity,
+            allocatable,
+            used,
+            gres,
+            mig_resources,
+            shared_gpus,
+            _text(products),
+            [max(r or 1, 1) for r in replicas],
+            [(s or "").lower() for s in mig_strategies],
+            _text(hostnames),
+            addresses,
+            system_uuids,
+            machine_ids,
+            server_ids_,
+            methods,
+        )
     )
+    facts.sort(key=attrgetter("id"))
+    return facts
+
+
+def _text(values: list[str | None]) -> list[str]:
+    return [v or "" for v in values]
+
+
+def _gres(value: Any) -> tuple[GresRecord, ...]:
+    return tuple(_gres_record(g) for g in value or ())
+
+
+def _mig_resources(value: Any) -> dict[str, int]:
+    return {normalize_mig_profile(k) or k: v for k, v in (value or {}).items()}
+
+
+def _shared_gpus(resources: Any) -> ResourceCount | None:
+    """The shared GPU resource (time-slicing, renameByDefault) among a node's extended
+    resources."""
+    shared = (resources or {}).get(SHARED_GPU_RESOURCE)
+    if not shared:
+        return None
+    return ResourceCount(shared.get("capacity", 0), shared.get("allocatable", 0))
+
+
+NODE_JSON: dict[str, Callable[[Any], Any]] = {
+    "state_flags": _tuple,
+    "gres": _gres,
+    "mig_resources": _mig_resources,
+    "resources": _shared_gpus,
+    "addresses": _tuple,
+}
+"""How each JSON column of a node becomes its fact."""
 
 
 def _gres_record(gres: dict[str, Any]) -> GresRecord:
@@ -384,28 +500,41 @@ def _gres_record(gres: dict[str, Any]) -> GresRecord:
 # Binding ------------------------------------------------------------------------------
 
 
-def _index(servers: dict[int, ServerFacts]) -> dict[str, dict[str, set[int]]]:
-    index: dict[str, dict[str, set[int]]] = {
-        k: defaultdict(set) for k in ("uuid", "mid", "fqdn", "short", "addr")
-    }
+def _index(servers: dict[int, ServerFacts]) -> dict[str, dict[str, tuple[int, ...]]]:
+    """Server ids by each name a node may know a server by, lower-case: system UUID
+    (`uuid`), machine-id (`mid`), FQDN, short hostname and address. Tuples, not sets: nearly
+    every name is one server's, and 25,000 servers make 100,000 of them."""
+    uuids: dict[str, tuple[int, ...]] = {}
+    mids: dict[str, tuple[int, ...]] = {}
+    fqdns: dict[str, tuple[int, ...]] = {}
+    shorts: dict[str, tuple[int, ...]] = {}
+    addresses: dict[str, tuple[int, ...]] = {}
+
+    def put(table: dict[str, tuple[int, ...]], key: str, server_id: int) -> None:
+        found = table.get(key)
+        if found is None:
+            table[key] = (server_id,)
+        elif server_id not in found:
+            table[key] = (*found, server_id)
+
     for s in servers.values():
         if s.system_uuid:
-            index["uuid"][s.system_uuid.lower()].add(s.id)
+            put(uuids, s.system_uuid.lower(), s.id)
         if s.machine_id:
-            index["mid"][s.machine_id.lower()].add(s.id)
+            put(mids, s.machine_id.lower(), s.id)
         for name in (s.hostname, s.fqdn):
             name = (name or "").strip().lower().rstrip(".")
             if not name:
                 continue
             if "." in name:
-                index["fqdn"][name].add(s.id)
-            index["short"][short_hostname(name)].add(s.id)
+                put(fqdns, name, s.id)
+            put(shorts, short_hostname(name), s.id)
         for address in s.addresses:
-            index["addr"][address.strip().lower()].add(s.id)
-    return index
+            put(addresses, address.strip().lower(), s.id)
+    return {"uuid": uuids, "mid": mids, "fqdn": fqdns, "short": shorts, "addr": addresses}
 
 
-def _match_names(names: Iterable[str], index) -> tuple[set[int], str]:
+def _match_names(names: Iterable[str], index) -> tuple[tuple[int, ...], str]:
     for name in names:
         name = (name or "").strip().lower().rstrip(".")
         if name and "." in name and name in index["fqdn"]:
@@ -414,10 +543,10 @@ def _match_names(names: Iterable[str], index) -> tuple[set[int], str]:
         short = short_hostname(name)
         if short and short in index["short"]:
             return index["short"][short], BindingMethod.HOSTNAME
-    return set(), BindingMethod.NONE
+    return (), BindingMethod.NONE
 
 
-def binding_for(node: NodeFacts, index) -> tuple[set[int], str]:
+def binding_for(node: NodeFacts, index) -> tuple[tuple[int, ...], str]:
     """The servers a node's identity points at, and how (UUID, machine-id, names, addresses)."""
     if node.kind == ClusterKind.KUBERNETES:
         if node.system_uuid and node.system_uuid in index["uuid"]:
@@ -433,7 +562,7 @@ def binding_for(node: NodeFacts, index) -> tuple[set[int], str]:
         address = address.strip().lower()
         if address in index["addr"]:
             return index["addr"][address], BindingMethod.ADDRESS
-    return set(), BindingMethod.NONE
+    return (), BindingMethod.NONE
 
 
 def _is_ip(value: str) -> bool:
@@ -458,7 +587,7 @@ def _bind(
             bound.append(node)
             continue
         found, method = binding_for(node, index)
-        server_id = next(iter(found)) if len(found) == 1 else None
+        server_id = found[0] if len(found) == 1 else None
         if len(found) > 1:
             ambiguous[node.id] = frozenset(found)
             method = BindingMethod.NONE
