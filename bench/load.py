@@ -17,9 +17,17 @@ upgrade across the fleet): the time until every report is applied (polling the d
 and that none is lost. Goals (issue 11): >= 840 heartbeats/s, 0 errors, within 2x of the
 floor, p99 <= 100 ms.
 
+Sizing the Celery worker (`--drain C1xP1,C2xP2`): for each worker shape (concurrency x
+prefetch multiplier) in turn, D servers' changed reports are posted while no worker runs (they
+wait in Redis, as after a fleet-wide upgrade), then a worker of that shape is started and
+timed from its first applied report to its last: applies/s of the worker alone, same run,
+nothing else competing. `--pg-set synchronous_commit=off` sets a PostgreSQL parameter on the
+benchmark's own database (every connection of the run), to compare settings run against run.
+
     .venv/bin/python bench/load.py                           # 300 servers, 16 clients, 10 s
     .venv/bin/python bench/load.py --servers 1000 --burst 2000 --duration 20
     .venv/bin/python bench/load.py --shapes sync:2,sync:4,gthread:2x4 --burst 0   # sizing
+    .venv/bin/python bench/load.py --servers 16 --duration 0 --burst 0 --drain 1x1,2x1,4x1
 
 Shapes: `sync:W` (W sync workers) or `gthread:WxT` (W workers of T threads). The machine's
 other load is printed with the figures (`os.getloadavg`): on a shared machine run it twice.
@@ -42,7 +50,7 @@ import tempfile
 import threading
 import time
 import uuid
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,7 +79,7 @@ def wait_for_port(port: int, process: subprocess.Popen, what: str, timeout: floa
 
 @contextmanager
 def process(args: list[str], *, env: dict, what: str, log: Path, port: int | None = None):
-    """A child process in its own group, stopped by its pid (TERM, then KILL)."""
+    """A child process in its own group, stopped by its pid (TERM, then KILL to the group)."""
     with open(log, "ab") as out:
         child = subprocess.Popen(
             args, cwd=ROOT, env=env, stdout=out, stderr=out, start_new_session=True
@@ -81,23 +89,34 @@ def process(args: list[str], *, env: dict, what: str, log: Path, port: int | Non
             wait_for_port(port, child, what)
         yield child
     finally:
+        # TERM to the leader alone: gunicorn's master and Celery's main process stop their own
+        # workers (a TERM to the whole group kills Celery's pool under it: WorkerLostError).
         if child.poll() is None:
-            os.killpg(child.pid, signal.SIGTERM)
-            try:
+            child.send_signal(signal.SIGTERM)
+            with suppress(subprocess.TimeoutExpired):
                 child.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(child.pid, signal.SIGKILL)
-                child.wait(5)
+        with suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)  # whatever of the group is left
+        child.wait(5)
 
 
 @contextmanager
-def database(admin_url: str, name: str):
-    """A fresh PostgreSQL database for the run; dropped afterwards."""
+def database(admin_url: str, name: str, settings: list[str] = ()):
+    """A fresh PostgreSQL database for the run, with `name=value` parameters set on it (for
+    every connection to it, not the server's others); dropped afterwards."""
     import psycopg
+    from psycopg import sql
 
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')
+        for setting in settings:
+            key, _, value = setting.partition("=")
+            conn.execute(
+                sql.SQL("ALTER DATABASE {} SET {} = {}").format(
+                    sql.Identifier(name), sql.Identifier(key.strip()), sql.Literal(value.strip())
+                )
+            )
     try:
         yield re.sub(r"/[^/]*$", f"/{name}", admin_url)
     finally:
@@ -254,6 +273,14 @@ def main() -> None:
     parser.add_argument("--shapes", default="gthread:2x4", help="comma-separated, see above")
     parser.add_argument("--burst", type=int, default=2000, help="servers in the burst; 0: none")
     parser.add_argument("--celery-concurrency", type=int, default=2)
+    parser.add_argument("--celery-prefetch", type=int, default=1, help="prefetch multiplier")
+    parser.add_argument(
+        "--drain", default="", help="worker shapes CxP (concurrency x prefetch) to compare"
+    )
+    parser.add_argument("--drain-reports", type=int, default=300, help="reports per shape")
+    parser.add_argument(
+        "--pg-set", action="append", default=[], help="name=value on the run's database"
+    )
     parser.add_argument("--health-checks", default="1", help="DATABASE_CONN_HEALTH_CHECKS")
     parser.add_argument("--conn-max-age", default="60", help="DATABASE_CONN_MAX_AGE")
     parser.add_argument(
@@ -266,7 +293,9 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="atlas-load-"))
     with ExitStack() as stack:
         stack.callback(shutil.rmtree, work, True)
-        db_url = stack.enter_context(database(args.postgres, f"atlas_load_{os.getpid()}"))
+        db_url = stack.enter_context(
+            database(args.postgres, f"atlas_load_{os.getpid()}", args.pg_set)
+        )
         redis_port = free_port()
         env = {
             **os.environ,
@@ -315,15 +344,10 @@ def main() -> None:
             )
         )  # fmt: skip
         worker_log = work / "celery.log"
-        stack.enter_context(
-            process(
-                [str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "WARNING",
-                 "--concurrency", str(args.celery_concurrency), "--prefetch-multiplier", "1",
-                 "-O", "fair", "--without-gossip", "--without-mingle",
-                 "--pidfile", str(work / "celery.pid")],
-                env=env, what="celery worker", log=worker_log,
-            )
-        )  # fmt: skip
+        worker = stack.enter_context(ExitStack())  # closed early by --drain
+        worker.enter_context(
+            celery_worker(args.celery_concurrency, args.celery_prefetch, env, work, worker_log)
+        )
 
         fleet = Fleet()
 
@@ -391,9 +415,10 @@ def main() -> None:
             f"\n{args.clients} keep-alive clients, {args.duration:.0f} s each, "
             f"8-GPU reports of {len(heartbeat[0][0]):,} bytes; CONN_MAX_AGE={args.conn_max_age}, "
             f"health checks {args.health_checks}; Celery worker concurrency "
-            f"{args.celery_concurrency}"
+            f"{args.celery_concurrency}, prefetch {args.celery_prefetch}; PostgreSQL "
+            f"{', '.join(args.pg_set) or 'defaults'}"
         )
-        for shape in shapes:
+        for shape in shapes if args.duration else ():
             load = os.getloadavg()[0]
             print(f"\nshape {shape} (load average before: {load:.2f})")
             print(
@@ -435,8 +460,57 @@ def main() -> None:
 
         if args.burst:
             burst(args, env, work, shapes[0], register, full_jobs, applied)
-        if worker_log.exists() and "Traceback" in worker_log.read_text("utf-8", "replace"):
-            print(f"\nthe Celery worker logged tracebacks: {worker_log}")
+        if args.drain:
+            worker.close()
+            drain(args, env, work, shapes[0], register, full_jobs, applied, worker_log)
+        logged = worker_log.read_text("utf-8", "replace") if worker_log.exists() else ""
+        if "Traceback" in logged:
+            first = logged[logged.index("Traceback") :][:1500]
+            print(f"\nthe Celery worker logged tracebacks; the first:\n{first}")
+
+
+def celery_worker(concurrency: int, prefetch: int, env: dict, work: Path, log: Path):
+    """The worker as README's production shape starts it, of the given size."""
+    return process(
+        [str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "WARNING",
+         "--concurrency", str(concurrency), "--prefetch-multiplier", str(prefetch),
+         "-O", "fair", "--without-gossip", "--without-mingle",
+         "--pidfile", str(work / f"celery-{concurrency}x{prefetch}.pid")],
+        env=env, what="celery worker", log=log,
+    )  # fmt: skip
+
+
+def drain(args, env, work, shape, register, full_jobs, applied, worker_log) -> None:
+    """Each worker shape drains the same backlog: D changed reports queued while no worker
+    ran; timed from its first applied report to its last (worker start-up left out)."""
+    count = args.drain_reports
+    keys, reports = register("drain", count)
+    port = free_port()
+    print(
+        f"\nworker drain: {count} changed reports queued, then one worker "
+        f"(concurrency x prefetch multiplier) applies them; shape {shape}"
+    )
+    print(f"  {'worker':<10}{'applied':>10}{'seconds':>10}{'reports/s':>11}{'load avg':>10}")
+    with process(
+        gunicorn_args(shape, port, "config.wsgi"),
+        env=env, what="gunicorn", log=work / "gunicorn.log", port=port,
+    ):  # fmt: skip
+        rounds = [("first", None)] + [(s.strip(), s.strip()) for s in args.drain.split(",")]
+        for n, (label, size) in enumerate(rounds):
+            driver = f"{900 + n}.0.0"
+            batch = [dict(r, driver={**r["driver"], "driver_version": driver}) for r in reports]
+            posted = Load(port, args.clients).run(full_jobs(keys, batch, 202, b"pending"))
+            if posted["errors"]:
+                print("    post errors:", posted["errors"][:3])
+            concurrency, _, prefetch = (size or f"{args.celery_concurrency}x1").partition("x")
+            load = os.getloadavg()[0]
+            with celery_worker(int(concurrency), int(prefetch or 1), env, work, worker_log):
+                applied("drain", driver, 1, 120)  # the worker is up and applying
+                done, seconds = applied("drain", driver, count, 1200)
+            if size is None:
+                continue  # the servers' first reports: not a comparison
+            rate = (count - 1) / seconds if seconds > 0 else 0.0
+            print(f"  {label:<10}{done:>10}{seconds:>10.1f}{rate:>11.1f}{load:>10.2f}")
 
 
 def burst(args, env, work, shape, register, full_jobs, applied) -> None:
