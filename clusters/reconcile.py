@@ -211,39 +211,20 @@ def _columns(
     queryset: QuerySet, columns: Sequence[str], decode: Mapping[str, Callable[[Any], Any]]
 ) -> list[list[Any]]:
     """The values of `queryset.values_list(*columns)`, column by column, converted as Django
-    converts them (`_converted_columns`)."""
-    rows, converters = _fetch(queryset, columns)
-    return _converted_columns(rows, columns, converters, decode)
-
-
-Converters = dict[int, tuple[list[Any], Any]]
-
-
-def _fetch(queryset: QuerySet, columns: Sequence[str]) -> tuple[list[tuple[Any, ...]], Converters]:
-    """The raw rows of `queryset.values_list(*columns)` in one fetch, and Django's converters
-    for them by column position."""
-    compiler = queryset.values_list(*columns).query.get_compiler(using=queryset.db)
-    sql, params = compiler.as_sql()
-    expressions = [selected[0] for selected in compiler.select[: compiler.col_count]]
-    converters = compiler.get_converters(expressions)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall(), converters
-
-
-def _converted_columns(
-    rows: list[tuple[Any, ...]],
-    columns: Sequence[str],
-    converters: Converters,
-    decode: Mapping[str, Callable[[Any], Any]],
-) -> list[list[Any]]:
-    """Raw rows as converted columns, each distinct value converted once.
+    converts them, with each distinct value converted once.
 
     JSON text is decoded, then passed through `decode[column]`, once per distinct text and
     shared by every row holding that text (so `decode` returns values nobody mutates):
     thousands of nodes carry the same GRES, flags and resources, and decoding them row by row
     through Django's converters was most of a full pass.
     """
+    compiler = queryset.values_list(*columns).query.get_compiler(using=queryset.db)
+    sql, params = compiler.as_sql()
+    expressions = [selected[0] for selected in compiler.select[: compiler.col_count]]
+    converters = compiler.get_converters(expressions)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
     values = [list(column) for column in zip(*rows, strict=True)] or [[] for _ in columns]
     for pos, (convs, expression) in converters.items():
         if isinstance(expression.output_field, JSONField):
@@ -404,44 +385,14 @@ NODE_COLUMNS = (
 `shared_gpus`)."""
 
 
-_KNOWN_NODES: dict[tuple[Any, ...], NodeFacts] = {}
-"""The last full pass's node facts by raw row (every `NODE_COLUMNS` value as fetched): a node
-whose row has not changed since is neither decoded nor built again, the bulk of a steady
-pass. Replaced by each full pass, so it holds no more than the fleet's live nodes (about 40
-MB a worker process at 50,000); keyed by the whole row, and the cluster's name checked, so a
-fact is never stale."""
-
-
 def _load_nodes(
     clusters: dict[int, str], server_ids: Collection[int] | None = None
 ) -> list[NodeFacts]:
     """Every node that is not gone (or those bound to `server_ids`), as the rules see it,
-    in id order. Unchanged rows reuse the last full pass's facts (`_KNOWN_NODES`)."""
+    in id order."""
     nodes = Node.objects.filter(gone_at__isnull=True).order_by()
     if server_ids is not None:
         nodes = nodes.filter(server_id__in=server_ids)
-    rows, converters = _fetch(nodes, NODE_COLUMNS)
-    known, kept, changed = _KNOWN_NODES, [], []
-    for row in rows:
-        fact = known.get(row)
-        if fact is not None and fact.cluster == clusters.get(fact.cluster_id):
-            kept.append((row, fact))
-        else:
-            changed.append(row)
-    built = list(zip(changed, _node_facts(changed, converters, clusters), strict=True))
-    if server_ids is None:
-        _KNOWN_NODES.clear()
-        _KNOWN_NODES.update(kept)
-        _KNOWN_NODES.update(built)
-    facts = [fact for _, fact in kept] + [fact for _, fact in built]
-    facts.sort(key=attrgetter("id"))
-    return facts
-
-
-def _node_facts(
-    rows: list[tuple[Any, ...]], converters: Converters, clusters: dict[int, str]
-) -> list[NodeFacts]:
-    """Raw node rows (`NODE_COLUMNS`) as facts, in their order."""
     (
         ids,
         cluster_ids,
@@ -466,10 +417,10 @@ def _node_facts(
         addresses,
         system_uuids,
         machine_ids,
-        server_ids,
+        server_ids_,
         methods,
-    ) = _converted_columns(rows, NODE_COLUMNS, converters, NODE_JSON)
-    return list(
+    ) = _columns(nodes, NODE_COLUMNS, decode=NODE_JSON)
+    facts = list(
         map(
             NodeFacts,
             ids,
@@ -496,10 +447,12 @@ def _node_facts(
             addresses,
             system_uuids,
             machine_ids,
-            server_ids,
+            server_ids_,
             methods,
         )
     )
+    facts.sort(key=attrgetter("id"))
+    return facts
 
 
 def _text(values: list[str | None]) -> list[str]:

@@ -166,23 +166,3 @@ def test_every_node_column_lands_in_its_own_fact():
     assert (loaded[1].ready, loaded[1].gpu_replicas, loaded[1].shared_gpus) == (False, 1, None)
     assert loaded[1].gres == loaded[0].gres  # one decoded value, shared
     assert _load_nodes({cluster.id: "prod"}, server_ids=[bound.id]) == loaded[:1]
-
-
-def test_a_full_pass_rebuilds_the_facts_of_changed_nodes_only():
-    """The facts of unchanged rows are kept from the last full pass; a changed column or a
-    renamed cluster makes new ones."""
-    cluster = Cluster.objects.create(name="prod", kind="slurm")
-    gres = [{"name": "gpu", "type": "h100", "count": 8}]
-    first = Node.objects.create(cluster=cluster, name="a", kind="slurm", gres=gres)
-    second = Node.objects.create(cluster=cluster, name="b", kind="slurm", gres=gres)
-    before = _load_nodes({cluster.id: "prod"})
-
-    Node.objects.filter(id=second.id).update(gres=[{"name": "gpu", "type": "h100", "count": 4}])
-    after = _load_nodes({cluster.id: "prod"})
-
-    assert after[0] is before[0]
-    assert after[1] is not before[1]
-    assert after[1].gres == (GresRecord("gpu", "h100", 4),)
-    renamed = _load_nodes({cluster.id: "hpc"})
-    assert [n.cluster for n in renamed] == ["hpc", "hpc"]
-    assert [n.id for n in renamed] == [first.id, second.id]
