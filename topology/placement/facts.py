@@ -17,7 +17,9 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True)
 class FleetGpu:
-    """A GPU of a node's server. `problem` is its most serious `GpuProblem` (None: healthy)."""
+    """A GPU of a node's server. `problem` is its most serious `GpuProblem` (None: healthy);
+    `action` the type of its most serious open health finding (None: no action needed,
+    `health.action`). Placement skips a GPU with either."""
 
     id: int
     index: int
@@ -26,6 +28,11 @@ class FleetGpu:
     numa_node: int | None
     mig: bool
     problem: str | None
+    action: str | None = None
+
+    @property
+    def usable(self) -> bool:
+        return self.problem is None and self.action is None
 
 
 @dataclass(slots=True)
@@ -71,12 +78,21 @@ class FleetNode:
     shared_busy: set[int] = field(default_factory=set)
     shared_used: int = 0
     healthy_whole: int | None = None
+    needing_action: int | None = None
+    """With `healthy_whole` (`fleet_counts`): GPUs of its server needing action (not lost)."""
     critical_findings: int = 0
     """Open critical findings on the node or its server: such a node is ranked last."""
 
     @property
     def whole_free(self) -> int:
         return max(self.whole_allocatable - (self.whole_used or 0), 0)
+
+    @property
+    def gpus_needing_action(self) -> int:
+        """GPUs of its server (not lost) that need action: skipped by placement."""
+        if self.needing_action is not None:
+            return self.needing_action
+        return sum(1 for g in self.gpus if g.action and g.problem != "lost")
 
 
 @dataclass

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from clusters.choices import ClusterKind
+from health.action import action_label
 from inventory.gpu_models import gpu_model_matches, gpu_models_agree
 from inventory.health import GpuProblem
 
@@ -23,6 +24,7 @@ from .types import (
     BlockedNode,
     Filters,
     GpuChoice,
+    NeedingAction,
     NodeChoice,
     PlacementRequest,
     PlanRank,
@@ -35,6 +37,7 @@ BLOCK_ORDER = (
     "not_ready",
     "not_schedulable",
     "unhealthy_gpu",
+    "needs_action",
     "mig_layout",
     "in_use",
     "too_small",
@@ -47,6 +50,7 @@ BLOCK_TEXT = {
     "not_ready": "not ready",
     "not_schedulable": "drained or cordoned",
     "unhealthy_gpu": "with unhealthy or lost GPUs",
+    "needs_action": "with GPUs needing action (drain, reset or RMA)",
     "mig_layout": "with another MIG layout",
     "in_use": "busy",
     "too_small": "too small",
@@ -94,6 +98,7 @@ def _block(node: FleetNode, reason: str, detail: str) -> BlockedNode:
         server=node.server_id,
         reason=reason,
         detail=detail,
+        gpus_needing_action=node.gpus_needing_action,
     )
 
 
@@ -156,7 +161,7 @@ def node_offer(node: FleetNode, filters: Filters) -> Offer | BlockedNode | None:
             size = (models[0].memory_bytes or 0) // 2**30
             return _block(node, "memory", f"{size} GiB per GPU")
     busy = (node.busy_indexes or set()) | node.shared_busy
-    offered = [g for g in eligible if g.problem is None and not g.mig and g.index not in busy]
+    offered = [g for g in eligible if g.usable and not g.mig and g.index not in busy]
     free = min(node.whole_free, len(offered) - node.shared_used)
     return Offer(node=node, free=max(free, 0), gpus=offered)
 
@@ -168,7 +173,7 @@ def _mig_offer(node: FleetNode, filters: Filters) -> Offer | BlockedNode:
         d
         for d in node.migs
         if d.profile == profile
-        and not any(g.id == d.gpu_id and g.problem for g in node.gpus)
+        and not any(g.id == d.gpu_id and not g.usable for g in node.gpus)
         and (
             not filters.min_gpu_memory_bytes
             or (d.memory_bytes or 0) >= filters.min_gpu_memory_bytes
@@ -267,15 +272,24 @@ def _shortfall(offer: Offer, m: int, filters: Filters) -> BlockedNode:
         return _block(node, "in_use", f"{offer.free} of {total} {unit} free")
     gpus = node.gpus
     size = max(node.whole_allocatable, len(gpus))
-    healthy = [g for g in gpus if g.problem is None]
+    usable = [g for g in gpus if g.usable]
     problems = Counter(g.problem for g in gpus if g.problem)
-    mig = [g for g in healthy if g.mig]
+    # GPUs needing action and healthy by their counters: disjoint from `problems`
+    actions = Counter(g.action for g in gpus if g.action and g.problem is None)
+    mig = [g for g in usable if g.mig]
     if size < m and not mig:
         return _block(node, "too_small", f"has {size} GPUs; the request needs {m} on one node")
-    if problems and offer.free + sum(problems.values()) >= m:
-        named = sorted((GpuProblem(p).label, n) for p, n in problems.items())
-        text = ", ".join(f"{n} {label}" for label, n in named)
-        return _block(node, "unhealthy_gpu", f"{offer.free} GPU(s) free; unhealthy: {text}")
+    excluded = sum(problems.values()) + sum(actions.values())
+    if excluded and offer.free + excluded >= m:
+        parts = []
+        if problems:
+            named = sorted((GpuProblem(p).label, n) for p, n in problems.items())
+            parts.append("unhealthy: " + ", ".join(f"{n} {label}" for label, n in named))
+        if actions:
+            named = sorted((action_label(a), n) for a, n in actions.items())
+            parts.append("need action: " + ", ".join(f"{n} {label}" for label, n in named))
+        reason = "unhealthy_gpu" if problems else "needs_action"
+        return _block(node, reason, f"{offer.free} GPU(s) free; " + "; ".join(parts))
     if mig and offer.free + len(mig) >= m:
         return _block(node, "mig_layout", f"{len(mig)} of its GPUs are in MIG mode")
     if node.whole_allocatable < m and node.gpus:
@@ -584,6 +598,7 @@ def node_choice(option: Option, fleet: Fleet, filters: Filters) -> NodeChoice:
         nics=nics,
         in_use_known=not option.rank.in_use_unknown,
         critical_findings=node.critical_findings,
+        gpus_needing_action=node.gpus_needing_action,
     )
 
 
@@ -603,3 +618,38 @@ def node_free_gpus(fleet: Fleet) -> dict[int, int]:
         if isinstance(offer, Offer):
             free[node.id] = offer.free
     return free
+
+
+def nodes_needing_action(nodes: Iterable[FleetNode]) -> list[NeedingAction]:
+    """The nodes whose servers have GPUs needing action (placement skips those GPUs): how many
+    each and why, the most first."""
+    rows = []
+    for node in nodes:
+        count = node.gpus_needing_action
+        if not count:
+            continue
+        types = Counter(g.action for g in node.gpus if g.action and g.problem != "lost")
+        rows.append(
+            NeedingAction(
+                node=node.name,
+                node_id=node.id,
+                cluster=node.cluster,
+                server=node.server_id,
+                server_hostname=node.server_hostname,
+                gpus=count,
+                reasons=[f"{n} {action_label(t)}" for t, n in sorted(types.items())],
+            )
+        )
+    rows.sort(key=lambda r: (-r.gpus, r.cluster, r.node))
+    return rows
+
+
+def needing_action_words(rows: list[NeedingAction]) -> str | None:
+    """The answer's sentence about GPUs skipped for health, None when none was."""
+    if not rows:
+        return None
+    gpus = sum(r.gpus for r in rows)
+    return (
+        f"{gpus} GPU(s) on {len(rows)} node(s) skipped: they need action (drain, reset or RMA) "
+        "by an open health finding"
+    )

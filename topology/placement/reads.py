@@ -36,6 +36,7 @@ from django.db.models.functions import Cast, Coalesce
 from agent.mig import normalize_mig_profile
 from clusters.choices import ClusterKind, Severity
 from clusters.models import Cluster, Finding, Node
+from health.action import gpu_action_type, gpu_needs_action
 from inventory.choices import GpuStatus
 from inventory.health import UNHEALTHY, gpu_problem_code, problem_of_code
 from inventory.models import Gpu, Link, MigDevice
@@ -208,29 +209,34 @@ def _node_rows(scope: QuerySet[Node]) -> QuerySet:
 
 
 def fleet_counts(*, cluster: str | None = None) -> Fleet:
-    """Nodes with their servers' healthy whole-GPU counts, not the GPUs: two queries.
+    """Nodes with their servers' usable whole-GPU counts, not the GPUs: two queries.
 
-    Enough for what is free per node (`node_free_gpus`), at a tenth of the rows of
-    `fleet_load`; placement needs the GPUs themselves, failure domains do not.
+    Usable: healthy (`inventory.health`), outside MIG mode and not needing action
+    (`health.action`); GPUs needing action are counted beside. Enough for what is free per node
+    (`node_free_gpus`), at a tenth of the rows of `fleet_load`; placement needs the GPUs
+    themselves, failure domains do not.
     """
     scope = _scope(cluster)
     nodes = [_node_facts(row) for row in _node_rows(scope)]
-    healthy = ~UNHEALTHY & ~Q(mig_mode_current=True)
+    action = Q(gpu_needs_action())
+    usable = ~UNHEALTHY & ~Q(mig_mode_current=True) & ~action
     counts = {
-        server_id: n
-        for server_id, n, known in Gpu.objects.filter(
+        server_id: (n, needing)
+        for server_id, n, needing, known in Gpu.objects.filter(
             server_id__in=scope.filter(server__isnull=False).values("server_id")
         )
         .exclude(status=GpuStatus.LOST)
         .order_by()
         .values("server_id")
-        .annotate(n=Count("id", filter=healthy), known=Count("id"))
-        .values_list("server_id", "n", "known")
+        .annotate(
+            n=Count("id", filter=usable), needing=Count("id", filter=action), known=Count("id")
+        )
+        .values_list("server_id", "n", "needing", "known")
         if known
     }
     for node in nodes:
         if node.server_id in counts:
-            node.healthy_whole = counts[node.server_id]
+            node.healthy_whole, node.needing_action = counts[node.server_id]
     share_servers(nodes)
     return Fleet(nodes=nodes, classes={}, pairs={})
 
@@ -256,15 +262,22 @@ def fleet_load(
     gpu_rows = (
         Gpu.objects.filter(server_id__in=servers)
         .order_by()
-        .annotate(gpu_state=_gpu_state())
+        .annotate(gpu_state=_gpu_state(), action=gpu_action_type())
         .values_list(
-            "id", "server_id", "index", "name", "memory_total_bytes", "numa_node", "gpu_state"
+            "id",
+            "server_id",
+            "index",
+            "name",
+            "memory_total_bytes",
+            "numa_node",
+            "gpu_state",
+            "action",
         )
     )
-    for gpu_id, server_id, index, name, memory, numa, state in _rows(gpu_rows):
+    for gpu_id, server_id, index, name, memory, numa, state, action in _rows(gpu_rows):
         problem = problem_of_code(state >> 1)
         by_server[server_id].append(
-            FleetGpu(gpu_id, index, name, memory, numa, bool(state & 1), problem)
+            FleetGpu(gpu_id, index, name, memory, numa, bool(state & 1), problem, action)
         )
     migs: dict[int, list[FleetMig]] = defaultdict(list)
     if with_mig:

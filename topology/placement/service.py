@@ -19,7 +19,16 @@ from clusters.choices import ClusterKind
 
 from .alternatives import placement_alternatives
 from .facts import fleet_merge
-from .planner import BLOCK_ORDER, ClusterPlan, Option, Planner, node_choice, plan_request
+from .planner import (
+    BLOCK_ORDER,
+    ClusterPlan,
+    Option,
+    Planner,
+    needing_action_words,
+    node_choice,
+    nodes_needing_action,
+    plan_request,
+)
 from .reads import answer_details, fleet_load
 from .types import (
     Alternative,
@@ -106,6 +115,8 @@ def placement_find(
             others = fleet_load(other_than=request.cluster, with_mig=bool(profile))
             whole = Planner(fleet_merge(fleet, others).of_kind(request.scheduler))
         alternatives = placement_alternatives(whole, request)
+    in_scope = {p.cluster for p in plans}
+    needing = nodes_needing_action(n for n in fleet.nodes if n.cluster in in_scope)
     servers = {o.node.server_id for o in chosen + spare if o.node.server_id is not None}
     answered = fleet.with_details(*answer_details(servers))
     filters = Filters.of(request)
@@ -141,6 +152,9 @@ def placement_find(
         cost=mixing_cost(best.models) if best and best.mixes_models else None,
         scheduler=request.scheduler,
         scope=_scope_text(request, fleet.clusters()),
+        needing_action=needing[:BLOCKED_LIMIT],
+        gpus_needing_action=sum(n.gpus for n in needing),
+        health=needing_action_words(needing),
     )
 
 
