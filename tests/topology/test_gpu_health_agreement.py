@@ -167,6 +167,8 @@ def test_placement_failure_domains_capacity_and_pages_skip_the_same_gpus_needing
     (chosen,) = placement_find(cluster="prod", gpus=4).nodes
     assert len(chosen.gpus) == 4 and {g.uuid for g in chosen.gpus}.isdisjoint(out)
     assert chosen.gpus_needing_action == len(live_needing)
+    shown = client.get("/placement/?cluster=prod&gpus=4").content.decode()
+    assert 'id="placement-needing-action"' in shown and "1 Fatal Xid on a GPU" in shown
     body = api.get("/api/v1/placement/?cluster=prod&gpus=4").json()
     assert body["fits"] and body["gpus_needing_action"] == len(live_needing)
     assert body["needing_action"][0]["gpus"] == len(live_needing)
