@@ -162,6 +162,18 @@ class ClusterAnswerSerializer(serializers.Serializer):
     )
 
 
+class PlacementFabricSerializer(serializers.Serializer):
+    hops = serializers.IntegerField(
+        allow_null=True,
+        help_text="switches between the farthest two nodes: 1 one leaf, 3 via a spine, 5 via a "
+        "core; null when a node's fabric is unknown",
+    )
+    leaves = serializers.IntegerField(help_text="leaf switches (or rail leaf groups) used")
+    spine_groups = serializers.IntegerField()
+    nvlink_domains = serializers.IntegerField()
+    why = serializers.CharField(help_text="why these nodes, in words")
+
+
 class PlacementResultSerializer(serializers.Serializer):
     fits = serializers.BooleanField()
     total_gpus = serializers.IntegerField(help_text="GPUs placed: 2 nodes x 8 is 16")
@@ -190,6 +202,9 @@ class PlacementResultSerializer(serializers.Serializer):
     scope = serializers.CharField(
         allow_null=True,
         help_text="which clusters were considered, in words, when the request named a scheduler",
+    )
+    fabric = PlacementFabricSerializer(
+        allow_null=True, help_text="multi-node answers: how close the nodes are on the network"
     )
     needing_action = NeedingActionSerializer(
         many=True, help_text="nodes whose GPUs needing action were skipped (at most 50)"

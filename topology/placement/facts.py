@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from .gpu_sets import GpuSet, SetRank, best_gpu_set
+from .locality import Place
 
 if TYPE_CHECKING:
     from .types import Filters
@@ -109,6 +110,8 @@ class Fleet:
     pairs: dict[int, dict[tuple[int, int], str]]
     nic_pix: dict[int, list[str]] = field(default_factory=dict)
     uuids: dict[int, str] = field(default_factory=dict)
+    places: dict[int, Place] = field(default_factory=dict)
+    """Server id -> where it sits on the fabric (`locality`); read for multi-node requests."""
     _sets: dict[tuple, tuple[tuple[int, ...], str | None, SetRank] | None] = field(
         default_factory=dict
     )

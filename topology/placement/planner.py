@@ -20,6 +20,7 @@ from inventory.health import GpuProblem
 
 from .facts import Fleet, FleetGpu, FleetMig, FleetNode
 from .gpu_sets import NO_PAIRS_RANK, UNKNOWN_RANK, GpuSet, SetRank, set_rank
+from .locality import NOWHERE, Locality, Place, choose_local, locality_of
 from .types import (
     BlockedNode,
     Filters,
@@ -318,6 +319,8 @@ class ClusterPlan:
     spare: list[Option]
     blocked: list[BlockedNode]
     reason: str | None
+    locality: Locality | None = None
+    """How close the nodes chosen are on the network, and why they were chosen."""
 
     @property
     def models(self) -> list[str]:
@@ -374,11 +377,24 @@ class Planner:
                 options.append(result)
         options.sort(key=_option_key)
         if len(options) >= count:
-            return ClusterPlan(
-                cluster, kind, shape, options[:count], options[count:], blocked, None
-            )
+            chosen, locality = self._near(options, count)
+            taken = {id(o) for o in chosen}
+            spare = [o for o in options if id(o) not in taken]
+            return ClusterPlan(cluster, kind, shape, chosen, spare, blocked, None, locality)
         reason = self._fixed_reason(kind, shape, filters, options, live, blocked)
         return ClusterPlan(cluster, kind, shape, options, [], blocked, reason)
+
+    def place(self, node: FleetNode) -> Place:
+        return self.fleet.places.get(node.server_id or 0, NOWHERE)
+
+    def _near(self, options: list[Option], count: int) -> tuple[list[Option], Locality]:
+        """`count` of the ranked options, close on the fabric (`locality.choose_local`); nodes
+        with a critical finding join only when the others are too few."""
+        calm = [o for o in options if not _troubled(o.node)]
+        if count > 1 and self.fleet.places and len(calm) >= count:
+            return choose_local(calm, count, lambda o: self.place(o.node))
+        chosen = options[:count]
+        return chosen, locality_of([self.place(o.node) for o in chosen], count)
 
     def _capacity(self, offer: Offer, filters: Filters) -> int:
         """The most GPUs one node can give under the filters (NVLink or NUMA may cap it)."""
@@ -408,15 +424,8 @@ class Planner:
                 blocked.append(_shortfall(offer, 1, filters))
         full = {id(o): option_for(o, c, self.fleet, filters) for c, o in sized}
         sized.sort(key=lambda co: (_troubled(co[1].node), -co[0], _option_rank(full[id(co[1])])))
-        remaining, chosen = shape.total, []
-        prefix = 0
-        count = 0
-        for capacity, _offer in sized:
-            prefix += capacity
-            count += 1
-            if prefix >= remaining:
-                break
-        if prefix < remaining or not sized:
+        chosen = self._spread_pick(sized, full, shape.total, filters)
+        if chosen is None:
             free = sum(c for c, _ in sized)
             within = " (NVLink-connected within each node)" if filters.nvlink_only else ""
             reason = (
@@ -425,8 +434,34 @@ class Planner:
             )
             options = [o for o in full.values() if isinstance(o, Option)]
             return ClusterPlan(cluster, kind, shape, [], options, blocked, reason)
-        head = sized[: count - 1]
-        for capacity, offer in head:
+        locality = locality_of([self.place(o.node) for o in chosen], len(chosen))
+        if len(chosen) > 1 and self.fleet.places:
+            chosen, locality = self._spread_near(sized, full, shape.total, filters, chosen)
+        used = {o.node.id for o in chosen}
+        spare = [o for o in full.values() if isinstance(o, Option) and o.node.id not in used]
+        spare.sort(key=lambda o: (_troubled(o.node), -o.m, o.rank))
+        chosen.sort(key=lambda o: (_troubled(o.node), -o.m, o.rank))
+        return ClusterPlan(cluster, kind, shape, chosen, spare, blocked, None, locality)
+
+    def _spread_pick(
+        self,
+        sized: list[tuple[int, Offer]],
+        full: dict[int, Option | BlockedNode],
+        total: int,
+        filters: Filters,
+    ) -> list[Option] | None:
+        """The fewest of `sized` (fullest first) that hold `total`: whole nodes, then the
+        tightest fit for the rest; None when they cannot."""
+        prefix = count = 0
+        for capacity, _offer in sized:
+            prefix += capacity
+            count += 1
+            if prefix >= total:
+                break
+        if prefix < total or not sized:
+            return None
+        remaining, chosen = total, []
+        for capacity, offer in sized[: count - 1]:
             option = full[id(offer)]
             assert isinstance(option, Option)
             chosen.append(option)
@@ -439,11 +474,53 @@ class Planner:
                     tail.append(option)
         tail.sort(key=_option_key)
         chosen.append(tail[0])
-        used = {o.node.id for o in chosen}
-        spare = [o for o in full.values() if isinstance(o, Option) and o.node.id not in used]
-        spare.sort(key=lambda o: (_troubled(o.node), -o.m, o.rank))
-        chosen.sort(key=lambda o: (_troubled(o.node), -o.m, o.rank))
-        return ClusterPlan(cluster, kind, shape, chosen, spare, blocked, None)
+        return chosen
+
+    def _spread_near(
+        self,
+        sized: list[tuple[int, Offer]],
+        full: dict[int, Option | BlockedNode],
+        total: int,
+        filters: Filters,
+        default: list[Option],
+    ) -> tuple[list[Option], Locality]:
+        """A spread on as few nodes as `default`, under one leaf, else one spine group, else
+        one NVLink domain, where one holds it (the best ranked of each group win ties)."""
+        position = {offer.node.id: i for i, (_, offer) in enumerate(sized)}
+        calm = [(c, o) for c, o in sized if not _troubled(o.node)]
+        levels = (
+            ("leaf", "under one leaf switch", 1),
+            ("spine", "under one spine group", 3),
+            ("nvlink", "in one NVLink domain", None),
+        )
+        for attribute, words, hops in levels:
+            groups: dict[str, list[tuple[int, Offer]]] = {}
+            for capacity, offer in calm:
+                key = getattr(self.place(offer.node), attribute)
+                if key is not None:
+                    groups.setdefault(key, []).append((capacity, offer))
+            fits = []
+            for group in groups.values():
+                picked = self._spread_pick(group, full, total, filters)
+                if picked is not None and len(picked) <= len(default):
+                    spent = sum(position[o.node.id] for o in picked)
+                    fits.append((len(picked), spent, picked))
+            if fits:
+                _, _, best = min(fits, key=lambda fit: (fit[0], fit[1]))
+                found = locality_of([self.place(o.node) for o in best], len(best))
+                between = f": {hops} switch(es) between them" if hops else ""
+                why = f"all {len(best)} nodes {words}{between}"
+                if attribute != "leaf":
+                    why = f"no leaf holds the job on {len(default)} nodes; " + why
+                return best, Locality(
+                    found.nodes,
+                    found.leaves,
+                    found.spine_groups,
+                    found.nvlink_domains,
+                    found.hops,
+                    why,
+                )
+        return default, locality_of([self.place(o.node) for o in default], len(default))
 
     def _fixed_reason(
         self,

@@ -42,6 +42,7 @@ from inventory.health import UNHEALTHY, gpu_problem_code, problem_of_code
 from inventory.models import Gpu, Link, MigDevice
 
 from .facts import Fleet, FleetGpu, FleetMig, FleetNode, share_servers
+from .locality import Place
 
 
 def _parse_indexes(text: str | None) -> set[int] | None:
@@ -371,3 +372,94 @@ def placement_choices() -> dict[str, list[str]]:
             .distinct()
         ),
     }
+
+
+def fleet_places() -> dict[int, Place]:
+    """Where every server bound to a fabric sits: its leaf (or leaf group), spine group and
+    NVLink domain (three queries; `locality`).
+
+    A leaf group (the rail leaves of one scalable unit) counts as one leaf: NIC k of each of
+    its servers meets NIC k of the others on leaf k. A spine group is what the leaves reach
+    through switches of tier 2 and below. A server cabled to several leaf groups (a miswired
+    one) takes the lowest.
+    """
+    from fabric.choices import LinkState
+    from fabric.models import FabricLink
+
+    live = FabricLink.objects.filter(gone_at__isnull=True, state=LinkState.UP)
+    leaves: dict[int, tuple[str, str, int]] = {}
+    for server_id, switch_id, name, override, inferred, group, fabric_id in (
+        live.filter(a_switch__isnull=False, b_adapter__server__isnull=False)
+        .order_by()
+        .values_list(
+            "b_adapter__server_id",
+            "a_switch_id",
+            "a_switch__name",
+            "a_switch__tier_override",
+            "a_switch__tier_inferred",
+            "a_switch__leaf_group",
+            "a_switch__fabric_id",
+        )
+        .distinct()
+    ):
+        if (override or inferred) not in (None, 1):
+            continue
+        key = f"{fabric_id}:g{group}" if group else f"{fabric_id}:s{switch_id}"
+        label = f"leaf group {group}" if group else (name or f"switch {switch_id}")
+        if server_id not in leaves or key < leaves[server_id][0]:
+            leaves[server_id] = (key, label, switch_id)
+    parent: dict[int, int] = {}
+    names: dict[int, str] = {}
+
+    def root(x: int) -> int:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b, a_tier, b_tier, a_name, b_name in live.filter(
+        a_switch__isnull=False, b_switch__isnull=False
+    ).values_list(
+        "a_switch_id",
+        "b_switch_id",
+        Coalesce("a_switch__tier_override", "a_switch__tier_inferred"),
+        Coalesce("b_switch__tier_override", "b_switch__tier_inferred"),
+        "a_switch__name",
+        "b_switch__name",
+    ):
+        if not a_tier or not b_tier or a_tier > 2 or b_tier > 2:
+            continue
+        for switch, tier, name in ((a, a_tier, a_name), (b, b_tier, b_name)):
+            if tier == 2:
+                names[switch] = name or f"switch {switch}"
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    spine_names: dict[int, str] = {}
+    for switch, name in names.items():
+        r = root(switch)
+        spine_names[r] = min(spine_names.get(r, name), name)
+    domains: dict[int, str] = {}
+    for server_id, cluster_uuid, clique in (
+        Gpu.objects.exclude(fabric_cluster_uuid="")
+        .exclude(status=GpuStatus.LOST)
+        .order_by("server_id", "index")
+        .values_list("server_id", "fabric_cluster_uuid", "fabric_clique_id")
+    ):
+        domains.setdefault(server_id, f"{cluster_uuid.lower()}/{clique}")
+    places: dict[int, Place] = {}
+    for server_id in leaves.keys() | domains.keys():
+        leaf = leaves.get(server_id)
+        spine = spine_label = None
+        if leaf is not None and leaf[2] in parent:
+            r = root(leaf[2])
+            spine, spine_label = f"spine:{r}", spine_names.get(r, "")
+        places[server_id] = Place(
+            leaf=leaf[0] if leaf else None,
+            spine=spine,
+            nvlink=domains.get(server_id),
+            leaf_name=leaf[1] if leaf else "",
+            spine_name=f"spines from {spine_label}" if spine_label else "",
+        )
+    return places

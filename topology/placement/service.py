@@ -13,12 +13,14 @@ memory, so a query costs the same number of round trips at 20 nodes and at 25,00
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from agent.mig import normalize_mig_profile
 from clusters.choices import ClusterKind
 
 from .alternatives import placement_alternatives
 from .facts import fleet_merge
+from .locality import Locality
 from .planner import (
     BLOCK_ORDER,
     ClusterPlan,
@@ -29,7 +31,7 @@ from .planner import (
     nodes_needing_action,
     plan_request,
 )
-from .reads import answer_details, fleet_load
+from .reads import answer_details, fleet_load, fleet_places
 from .types import (
     Alternative,
     BlockedNode,
@@ -94,6 +96,8 @@ def placement_find(
         request_shape(request, kind)  # validate before touching the database
     fleet = fleet_load(cluster=request.cluster, with_mig=bool(profile))
     _check_scheduler(request, fleet.clusters())
+    if _may_span_nodes(request):
+        fleet.places = fleet_places()
     planner = Planner(fleet.of_kind(request.scheduler))
     plans = plan_request(planner, request)
     fitting = sorted((p for p in plans if p.fits), key=lambda p: p.rank())
@@ -152,6 +156,7 @@ def placement_find(
         cost=mixing_cost(best.models) if best and best.mixes_models else None,
         scheduler=request.scheduler,
         scope=_scope_text(request, fleet.clusters()),
+        fabric=_fabric(best.locality) if best and best.locality else None,
         needing_action=needing[:BLOCKED_LIMIT],
         gpus_needing_action=sum(n.gpus for n in needing),
         health=needing_action_words(needing),
@@ -186,10 +191,32 @@ def _scope_text(request: PlacementRequest, clusters: dict[str, str]) -> str | No
     return text
 
 
+def _may_span_nodes(request: PlacementRequest) -> bool:
+    """Whether some scheduler may place the request on several nodes (its fabric matters)."""
+    if request.nodes is not None:
+        return request.nodes > 1
+    if request.gpus_per_node is not None:
+        return (request.gpus or 0) > request.gpus_per_node
+    return (request.gpus or 0) > 1
+
+
 def mixing_cost(models: list[str]) -> str:
     """The words for a job placed over several GPU models (only when no one model fits, unless
     the request allowed mixing)."""
     return f"mixes GPU models ({', '.join(models)}): it runs at the slowest GPU's pace"
+
+
+def _fabric(locality: Locality) -> dict[str, Any] | None:
+    """The answer's `fabric`: how far apart the nodes chosen are, and why (multi-node only)."""
+    if locality.nodes < 2:
+        return None
+    return {
+        "hops": locality.hops,
+        "leaves": locality.leaves,
+        "spine_groups": locality.spine_groups,
+        "nvlink_domains": locality.nvlink_domains,
+        "why": locality.why,
+    }
 
 
 def _requested_total(request: PlacementRequest) -> int:

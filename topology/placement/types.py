@@ -293,6 +293,9 @@ class PlacementResult:
     """The scheduler the request was for; None: every cluster was tried."""
     scope: str | None = None
     """Which clusters were considered, in words, when the request named a scheduler."""
+    fabric: dict[str, Any] | None = None
+    """Multi-node answers: `hops` (switches between the farthest two nodes chosen, None when
+    a fabric is unknown), `leaves`, `spine_groups`, `nvlink_domains`, and `why` in words."""
     needing_action: list[NeedingAction] = field(default_factory=list)
     """Nodes in scope whose GPUs needing action were skipped, the most first (at most 50)."""
     gpus_needing_action: int = 0
