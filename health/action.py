@@ -12,7 +12,7 @@ so lists and aggregates judge every GPU in the query that reads them.
 
 from __future__ import annotations
 
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
 from clusters.models import Finding
 from inventory.choices import GpuStatus
@@ -35,18 +35,6 @@ def findings_needing_action() -> QuerySet[Finding]:
 def gpu_needs_action(gpu: str = "pk") -> Exists:
     """Per GPU row in SQL (`gpu` names its id column): True while it needs action."""
     return Exists(findings_needing_action().filter(gpu_id=OuterRef(gpu)))
-
-
-def gpu_action_type(gpu: str = "pk") -> Subquery:
-    """Per GPU row in SQL: the type of its most serious open health finding, NULL when none
-    (severity words sort critical < info < warning; info findings are not raised by health)."""
-    worst = (
-        findings_needing_action()
-        .filter(gpu_id=OuterRef(gpu))
-        .order_by("severity", "type")
-        .values("type")[:1]
-    )
-    return Subquery(worst)
 
 
 def action_label(finding_type: str | None) -> str:

@@ -112,6 +112,8 @@ class Fleet:
     uuids: dict[int, str] = field(default_factory=dict)
     places: dict[int, Place] = field(default_factory=dict)
     """Server id -> where it sits on the fabric (`locality`); read for multi-node requests."""
+    summarized: int = 0
+    """Servers read from their summary rather than their GPU rows (`reads.fleet_load`)."""
     _sets: dict[tuple, tuple[tuple[int, ...], str | None, SetRank] | None] = field(
         default_factory=dict
     )

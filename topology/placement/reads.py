@@ -36,7 +36,7 @@ from django.db.models.functions import Cast, Coalesce
 from agent.mig import normalize_mig_profile
 from clusters.choices import ClusterKind, Severity
 from clusters.models import Cluster, Finding, Node
-from health.action import gpu_action_type, gpu_needs_action
+from health.action import findings_needing_action, gpu_needs_action
 from inventory.choices import GpuStatus
 from inventory.health import UNHEALTHY, gpu_problem_code, problem_of_code
 from inventory.models import Gpu, Link, MigDevice
@@ -209,96 +209,49 @@ def _node_rows(scope: QuerySet[Node]) -> QuerySet:
     )
 
 
-def fleet_counts(*, cluster: str | None = None) -> Fleet:
-    """Nodes with their servers' usable whole-GPU counts, not the GPUs: two queries.
+def fresh_summaries(servers: QuerySet) -> QuerySet:
+    """The summaries (`topology.ServerPlacement`) of `servers` (a `server_id` values query)
+    built from their server's current report: a stale or missing one reads the rows instead."""
+    from topology.models import ServerPlacement
 
-    Usable: healthy (`inventory.health`), outside MIG mode and not needing action
-    (`health.action`); GPUs needing action are counted beside. Enough for what is free per node
-    (`node_free_gpus`), at a tenth of the rows of `fleet_load`; placement needs the GPUs
-    themselves, failure domains do not.
-    """
-    scope = _scope(cluster)
-    nodes = [_node_facts(row) for row in _node_rows(scope)]
-    action = Q(gpu_needs_action())
-    usable = ~UNHEALTHY & ~Q(mig_mode_current=True) & ~action
-    counts = {
-        server_id: (n, needing)
-        for server_id, n, needing, known in Gpu.objects.filter(
-            server_id__in=scope.filter(server__isnull=False).values("server_id")
-        )
-        .exclude(status=GpuStatus.LOST)
-        .order_by()
-        .values("server_id")
-        .annotate(
-            n=Count("id", filter=usable), needing=Count("id", filter=action), known=Count("id")
-        )
-        .values_list("server_id", "n", "needing", "known")
-        if known
-    }
-    for node in nodes:
-        if node.server_id in counts:
-            node.healthy_whole, node.needing_action = counts[node.server_id]
-    share_servers(nodes)
-    return Fleet(nodes=nodes, classes={}, pairs={})
+    return ServerPlacement.objects.filter(
+        server_id__in=servers, stamp=F("server__last_report_hash")
+    ).exclude(stamp="")
 
 
-def fleet_load(
-    *,
-    cluster: str | None = None,
-    other_than: str | None = None,
-    with_mig: bool = False,
-    with_links: bool = True,
-) -> Fleet:
-    """Nodes in scope with their servers' GPUs and GPU-pair link classes: five queries at most
-    (nodes, GPUs, MIG devices with `with_mig`, link classes and mixed pairs with `with_links`).
+def _stale(servers: QuerySet) -> QuerySet:
+    """`servers` without a fresh summary (a `server_id` values query)."""
+    return servers.exclude(server_id__in=fresh_summaries(servers).values("server_id"))
 
-    Pair links are read only for servers whose GPU pairs are not all of one class (a DGX is
-    NV18 throughout; a PCIe server mixes PIX/NODE/SYS), so a fleet of 25,000 NVLink servers
-    reads one class row per server instead of 28.
-    """
-    scope = _scope(cluster, other_than)
-    servers = scope.filter(server__isnull=False).values("server_id")
-    nodes = [_node_facts(row) for row in _node_rows(scope)]
-    by_server: dict[int, list[FleetGpu]] = defaultdict(list)
-    gpu_rows = (
+
+def gpu_rows(servers: QuerySet) -> Iterable[tuple]:
+    """(id, server_id, index, name, memory_total_bytes, numa_node, state) of the servers' GPUs;
+    `state` is `_gpu_state` (problem code x 2, plus 1 in MIG mode). One query."""
+    return _rows(
         Gpu.objects.filter(server_id__in=servers)
         .order_by()
-        .annotate(gpu_state=_gpu_state(), action=gpu_action_type())
+        .annotate(gpu_state=_gpu_state())
         .values_list(
-            "id",
-            "server_id",
-            "index",
-            "name",
-            "memory_total_bytes",
-            "numa_node",
-            "gpu_state",
-            "action",
+            "id", "server_id", "index", "name", "memory_total_bytes", "numa_node", "gpu_state"
         )
     )
-    for gpu_id, server_id, index, name, memory, numa, state, action in _rows(gpu_rows):
-        problem = problem_of_code(state >> 1)
-        by_server[server_id].append(
-            FleetGpu(gpu_id, index, name, memory, numa, bool(state & 1), problem, action)
-        )
-    migs: dict[int, list[FleetMig]] = defaultdict(list)
-    if with_mig:
-        rows = MigDevice.objects.filter(gpu__server_id__in=servers).order_by()
-        for row in rows.values("uuid", "gpu_id", "gpu__server_id", "profile", "memory_bytes"):
-            migs[row["gpu__server_id"]].append(
-                FleetMig(
-                    uuid=row["uuid"],
-                    gpu_id=row["gpu_id"],
-                    profile=normalize_mig_profile(row["profile"]) or row["profile"],
-                    memory_bytes=row["memory_bytes"],
-                )
-            )
-    for node in nodes:
-        if node.server_id is not None:
-            node.gpus = sorted(by_server.get(node.server_id, []), key=lambda g: g.index)
-            node.migs = migs.get(node.server_id, [])
-    share_servers(nodes)
-    if not with_links:
-        return Fleet(nodes=nodes, classes={}, pairs={})
+
+
+def mig_rows(servers: QuerySet) -> Iterable[tuple]:
+    """(uuid, gpu_id, server_id, profile, memory_bytes) of the servers' MIG devices (one
+    query)."""
+    return (
+        MigDevice.objects.filter(gpu__server_id__in=servers)
+        .order_by()
+        .values_list("uuid", "gpu_id", "gpu__server_id", "profile", "memory_bytes")
+    )
+
+
+def link_rows(
+    servers: QuerySet,
+) -> tuple[dict[int, set[str]], dict[int, dict[tuple[int, int], str]]]:
+    """Per server its GPU pair link classes, and the class of every pair where it mixes
+    several (two queries, the second only when one does)."""
     per_server = (
         Link.objects.filter(gpu_b__isnull=False, server_id__in=servers)
         .order_by()
@@ -318,7 +271,148 @@ def fleet_load(
             .values_list("server_id", "gpu_a_id", "gpu_b_id", "link_class")
         ):
             pairs[server_id][(a, b) if a < b else (b, a)] = link_class
-    return Fleet(nodes=nodes, classes=dict(classes), pairs=dict(pairs))
+    return classes, dict(pairs)
+
+
+def gpu_actions(servers: QuerySet) -> dict[int, tuple[int, str, int]]:
+    """GPU id -> (server id, type of its most serious open health finding, its `_gpu_state`)
+    for the servers' GPUs needing action (`health.action`): one query over the open findings,
+    which are few, whatever the fleet."""
+    state = Subquery(
+        Gpu.objects.filter(pk=OuterRef("gpu_id")).annotate(s=_gpu_state()).values("s")[:1],
+        output_field=IntegerField(),
+    )
+    found: dict[int, tuple[int, str, int]] = {}
+    for gpu_id, server_id, finding_type, gpu_state in (
+        findings_needing_action()
+        .filter(gpu__server_id__in=servers)
+        .annotate(gpu_state=state)
+        .order_by("gpu_id", "severity", "type")
+        .values_list("gpu_id", "gpu__server_id", "type", "gpu_state")
+    ):
+        found.setdefault(gpu_id, (server_id, finding_type, gpu_state))
+    return found
+
+
+def fleet_counts(*, cluster: str | None = None) -> Fleet:
+    """Nodes with their servers' usable whole-GPU counts, not the GPUs: four queries (nodes,
+    summaries, GPU counts of servers without a fresh summary, GPUs needing action).
+
+    Usable: healthy (`inventory.health`), outside MIG mode and not needing action
+    (`health.action`); GPUs needing action are counted beside. Enough for what is free per node
+    (`node_free_gpus`), at a tenth of the rows of `fleet_load`; placement needs the GPUs
+    themselves, failure domains do not.
+    """
+    scope = _scope(cluster)
+    servers = scope.filter(server__isnull=False).values("server_id")
+    nodes = [_node_facts(row) for row in _node_rows(scope)]
+    counts: dict[int, tuple[int, int]] = {
+        server_id: (usable, 0)
+        for server_id, usable, known in fresh_summaries(servers).values_list(
+            "server_id", "usable", "known"
+        )
+        if known
+    }
+    for server_id, _type, state in gpu_actions(servers).values():
+        if server_id in counts and state >> 1 != 1:  # not lost
+            usable, needing = counts[server_id]
+            counts[server_id] = (usable - (state == 0), needing + 1)
+    action = Q(gpu_needs_action())
+    usable_q = ~UNHEALTHY & ~Q(mig_mode_current=True) & ~action
+    counts.update(
+        {
+            server_id: (n, needing)
+            for server_id, n, needing, known in Gpu.objects.filter(server_id__in=_stale(servers))
+            .exclude(status=GpuStatus.LOST)
+            .order_by()
+            .values("server_id")
+            .annotate(
+                n=Count("id", filter=usable_q),
+                needing=Count("id", filter=action),
+                known=Count("id"),
+            )
+            .values_list("server_id", "n", "needing", "known")
+            if known
+        }
+    )
+    for node in nodes:
+        if node.server_id in counts:
+            node.healthy_whole, node.needing_action = counts[node.server_id]
+    share_servers(nodes)
+    return Fleet(nodes=nodes, classes={}, pairs={})
+
+
+def fleet_load(
+    *,
+    cluster: str | None = None,
+    other_than: str | None = None,
+    with_mig: bool = False,
+    with_links: bool = True,
+) -> Fleet:
+    """Nodes in scope with their servers' GPUs and GPU-pair link classes: seven queries at most
+    (nodes, summaries, GPUs needing action; for servers without a fresh summary their GPUs,
+    MIG devices with `with_mig`, link classes and mixed pairs with `with_links`).
+
+    A fresh summary (`topology.ServerPlacement`) is one row per server instead of its eight
+    GPU rows and their links; servers without one are read from the rows, the same way the
+    summaries are built (`summaries.summary_of`), so the answers do not depend on which.
+    Pair links are read only for servers whose GPU pairs are not all of one class (a DGX is
+    NV18 throughout; a PCIe server mixes PIX/NODE/SYS).
+    """
+    scope = _scope(cluster, other_than)
+    servers = scope.filter(server__isnull=False).values("server_id")
+    nodes = [_node_facts(row) for row in _node_rows(scope)]
+    fields = ["server_id", "gpus", "links"] + (["migs"] if with_mig else [])
+    by_server: dict[int, list[FleetGpu]] = {}
+    migs: dict[int, list[FleetMig]] = defaultdict(list)
+    classes: dict[int, set[str]] = {}
+    pairs: dict[int, dict[tuple[int, int], str]] = {}
+    summarized = 0
+    for row in fresh_summaries(servers).values_list(*fields):
+        server_id, gpus_text, links_text = row[0], row[1], row[2]
+        summarized += 1
+        by_server[server_id] = [
+            FleetGpu(g, i, n, mem, numa, bool(st & 1), problem_of_code(st >> 1))
+            for g, i, n, mem, numa, st in json.loads(gpus_text)
+        ]
+        links = json.loads(links_text)
+        if links["classes"]:
+            classes[server_id] = set(links["classes"])
+        if links["pairs"]:
+            pairs[server_id] = {(a, b): c for a, b, c in links["pairs"]}
+        if with_mig:
+            migs[server_id] = [
+                FleetMig(uuid, gpu_id, normalize_mig_profile(profile) or profile, memory)
+                for uuid, gpu_id, profile, memory in json.loads(row[3])
+            ]
+    stale = _stale(servers)
+    for gpu_id, server_id, index, name, memory, numa, state in gpu_rows(stale):
+        by_server.setdefault(server_id, []).append(
+            FleetGpu(
+                gpu_id, index, name, memory, numa, bool(state & 1), problem_of_code(state >> 1)
+            )
+        )
+    if with_mig:
+        for uuid, gpu_id, server_id, profile, memory in mig_rows(stale):
+            migs[server_id].append(
+                FleetMig(uuid, gpu_id, normalize_mig_profile(profile) or profile, memory)
+            )
+    actions = gpu_actions(servers)
+    for gpus in by_server.values():
+        for gpu in gpus:
+            if gpu.id in actions:
+                gpu.action = actions[gpu.id][1]
+    for node in nodes:
+        if node.server_id is not None:
+            node.gpus = sorted(by_server.get(node.server_id, []), key=lambda g: g.index)
+            node.migs = migs.get(node.server_id, [])
+    share_servers(nodes)
+    if not with_links:
+        return Fleet(nodes=nodes, classes={}, pairs={}, summarized=summarized)
+    stale_classes, stale_pairs = link_rows(stale)
+    classes.update(stale_classes)
+    pairs.update(stale_pairs)
+    return Fleet(nodes=nodes, classes=classes, pairs=pairs, summarized=summarized)
 
 
 def _rows(queryset: QuerySet) -> Iterable[tuple]:
