@@ -47,7 +47,9 @@ class ServerPlacement(models.Model):
     )
     stamp = models.CharField(max_length=64)
     gpus = models.TextField(help_text="JSON [[id, index, name, memory, numa, state], ...]")
-    links = models.TextField(help_text='JSON {"classes": [...], "pairs": [[a, b, class], ...]}')
+    links = models.TextField(
+        help_text='the one link class (NV18), "" for none, or JSON {"classes", "pairs"} when mixed'
+    )
     migs = models.TextField(help_text="JSON [[uuid, gpu_id, profile, memory], ...]")
     usable = models.PositiveIntegerField(help_text="GPUs healthy and outside MIG mode")
     known = models.PositiveIntegerField(help_text="GPUs not lost")

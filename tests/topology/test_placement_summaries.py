@@ -129,4 +129,6 @@ def test_a_summary_counts_usable_and_known_gpus_in_index_order():
     built = summary_of(gpus, {"NV18"}, {}, [("MIG-1", 11, "1g.10gb", 10)])
     assert json.loads(built["gpus"])[0][0] == 11
     assert (built["usable"], built["known"]) == (1, 2)  # MIG and lost are not usable
-    assert json.loads(built["links"]) == {"classes": ["NV18"], "pairs": []}
+    assert built["links"] == "NV18"
+    mixed = summary_of(gpus, {"PIX", "SYS"}, {(11, 12): "PIX", (11, 13): "SYS"}, [])
+    assert json.loads(mixed["links"])["pairs"] == [[11, 12, "PIX"], [11, 13, "SYS"]]

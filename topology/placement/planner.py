@@ -162,7 +162,11 @@ def node_offer(node: FleetNode, filters: Filters) -> Offer | BlockedNode | None:
             size = (models[0].memory_bytes or 0) // 2**30
             return _block(node, "memory", f"{size} GiB per GPU")
     busy = (node.busy_indexes or set()) | node.shared_busy
-    offered = [g for g in eligible if g.usable and not g.mig and g.index not in busy]
+    offered = [
+        g
+        for g in eligible
+        if g.problem is None and g.action is None and not g.mig and g.index not in busy
+    ]
     free = min(node.whole_free, len(offered) - node.shared_used)
     return Offer(node=node, free=max(free, 0), gpus=offered)
 

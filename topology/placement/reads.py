@@ -375,11 +375,12 @@ def fleet_load(
             FleetGpu(g, i, n, mem, numa, bool(st & 1), problem_of_code(st >> 1))
             for g, i, n, mem, numa, st in json.loads(gpus_text)
         ]
-        links = json.loads(links_text)
-        if links["classes"]:
+        if links_text.startswith("{"):
+            links = json.loads(links_text)
             classes[server_id] = set(links["classes"])
-        if links["pairs"]:
             pairs[server_id] = {(a, b): c for a, b, c in links["pairs"]}
+        elif links_text:
+            classes[server_id] = {links_text}
         if with_mig:
             migs[server_id] = [
                 FleetMig(uuid, gpu_id, normalize_mig_profile(profile) or profile, memory)

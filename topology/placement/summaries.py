@@ -51,17 +51,22 @@ def summary_of(
     ordered = sorted(gpus, key=lambda g: (g[1], g[0]))
     return {
         "gpus": json.dumps([list(g) for g in ordered], separators=(",", ":")),
-        "links": json.dumps(
-            {
-                "classes": sorted(classes),
-                "pairs": sorted([a, b, c] for (a, b), c in pairs.items()),
-            },
-            separators=(",", ":"),
-        ),
+        "links": _links_text(classes, pairs),
         "migs": json.dumps(sorted(list(m) for m in migs), separators=(",", ":")),
         "usable": sum(1 for g in gpus if g[5] == 0),
         "known": sum(1 for g in gpus if g[5] >> 1 != 1),  # problem code 1: lost
     }
+
+
+def _links_text(classes: set[str], pairs: dict[tuple[int, int], str]) -> str:
+    """One class (a DGX: NV18 throughout) as itself, "" for none; JSON only for a server that
+    mixes classes, so most summaries decode without a JSON parse."""
+    if not pairs and len(classes) <= 1:
+        return next(iter(classes), "")
+    return json.dumps(
+        {"classes": sorted(classes), "pairs": sorted([a, b, c] for (a, b), c in pairs.items())},
+        separators=(",", ":"),
+    )
 
 
 def placement_summaries_refresh(
