@@ -25,6 +25,7 @@ from inventory.choices import GpuStatus
 from inventory.models import Gpu, MigDevice, Nic, Server
 
 from .placement import Fleet, fleet_counts, node_free_gpus
+from .placement.service import gc_paused
 
 SERVER_FIELDS = ("id", "hostname", "rack", "rack_position", "is_virtual", "physical_host_id")
 
@@ -37,6 +38,7 @@ class FailureDomainError(ValueError):
         self.field = field
 
 
+@gc_paused
 def failure_domain(
     *, server: int | None = None, rack: str | None = None, switch: str | None = None
 ) -> dict[str, Any]:

@@ -12,8 +12,11 @@ memory, so a query costs the same number of round trips at 20 nodes and at 25,00
 
 from __future__ import annotations
 
+import functools
+import gc
 from collections import Counter
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
 
 from agent.mig import normalize_mig_profile
 from clusters.choices import ClusterKind
@@ -43,10 +46,31 @@ from .types import (
     request_shape,
 )
 
+P = ParamSpec("P")
+R = TypeVar("R")
 BLOCKED_LIMIT = 50
 CANDIDATE_LIMIT = 10
 
 
+def gc_paused(fn: Callable[P, R]) -> Callable[P, R]:
+    """Run `fn` with the cyclic garbage collector off: 200,000 GPU objects that live for one
+    query would otherwise trigger full collections that scan them again and again (the time
+    grew faster than the fleet). Reference counting still frees them when the query ends."""
+
+    @functools.wraps(fn)
+    def paused(*args: P.args, **kwargs: P.kwargs) -> R:
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    return paused
+
+
+@gc_paused
 def placement_find(
     *,
     cluster: str | None = None,
