@@ -18,6 +18,7 @@ from clusters.choices import FindingType
 from clusters.models import Finding
 from clusters.reconcile import reconcile_all
 from health.action import findings_needing_action, needing_action_share
+from health.pages import gpus_needing_action
 from health.services import health_findings_sync, health_sweep
 from inventory.health import GpuProblem
 from inventory.models import AgentToken, Gpu, Server
@@ -147,8 +148,12 @@ def test_placement_failure_domains_capacity_and_pages_skip_the_same_gpus_needing
     client.force_login(user)
 
     # the health page lists the GPUs needing action (its rows with a GPU), and only those
-    page = client.get("/health/")
-    assert {f.gpu.uuid for f in page.context["needing_action"] if f.gpu} == drained
+    assert {f.gpu.uuid for f in gpus_needing_action() if f.gpu} == drained
+    page = client.get("/health/").content.decode()
+    assert all(
+        f'href="/gpus/{pk}/"' in page
+        for pk in Gpu.objects.filter(uuid__in=drained).values_list("pk", flat=True)
+    )
     # the GPUs page judges counters only: the drained GPU is healthy there, and listed
     healthy = {g.uuid for g in client.get("/gpus/?health=healthy").context["page"]}
     assert drain_uuid in healthy and healthy.isdisjoint(fleet)
