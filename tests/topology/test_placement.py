@@ -419,13 +419,13 @@ def test_the_reads_cost_the_queries_their_docstrings_say(django_assert_num_queri
     for summarized in (False, True):  # rows, then summaries: the same round trips
         if summarized:
             assert placement_summaries_refresh() == 3
-        with django_assert_num_queries(4):  # nodes, summaries, needing action, other counts
+        # nodes, summaries, needing action; then the rows of servers without a summary:
+        # their GPU counts, or their GPUs, MIG devices, link classes and mixed pairs
+        with django_assert_num_queries(3 if summarized else 4):
             assert len(fleet_counts().nodes) == 3
-        # nodes, summaries, GPUs, MIG devices, needing action, link classes, and pairs of
-        # mixed servers read from rows (none once every server has a summary)
-        with django_assert_num_queries(6 if summarized else 7):
+        with django_assert_num_queries(3 if summarized else 7):
             assert fleet_load(with_mig=True).summarized == (3 if summarized else 0)
-        with django_assert_num_queries(5 if summarized else 6):
+        with django_assert_num_queries(3 if summarized else 6):
             fleet_load()
     with django_assert_num_queries(3):  # clusters, GPU models, MIG profiles
         assert placement_choices()["mig_profiles"] == ["1g.10gb"]

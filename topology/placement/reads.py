@@ -219,8 +219,17 @@ def fresh_summaries(servers: QuerySet) -> QuerySet:
     ).exclude(stamp="")
 
 
-def _stale(servers: QuerySet) -> QuerySet:
-    """`servers` without a fresh summary (a `server_id` values query)."""
+IN_LIST_LIMIT = 2000
+
+
+def _stale(servers: QuerySet, nodes: list[FleetNode], fresh: set[int]) -> Any:
+    """The servers in scope without a fresh summary: None when there is none (their row reads
+    are skipped), their ids when few, else a subquery (an id list that long costs more)."""
+    stale = {n.server_id for n in nodes if n.server_id is not None} - fresh
+    if not stale:
+        return None
+    if len(stale) <= IN_LIST_LIMIT:
+        return sorted(stale)
     return servers.exclude(server_id__in=fresh_summaries(servers).values("server_id"))
 
 
@@ -295,8 +304,8 @@ def gpu_actions(servers: QuerySet) -> dict[int, tuple[int, str, int]]:
 
 
 def fleet_counts(*, cluster: str | None = None) -> Fleet:
-    """Nodes with their servers' usable whole-GPU counts, not the GPUs: four queries (nodes,
-    summaries, GPU counts of servers without a fresh summary, GPUs needing action).
+    """Nodes with their servers' usable whole-GPU counts, not the GPUs: four queries at most
+    (nodes, summaries, GPUs needing action, GPU counts of servers without a fresh summary).
 
     Usable: healthy (`inventory.health`), outside MIG mode and not needing action
     (`health.action`); GPUs needing action are counted beside. Enough for what is free per node
@@ -306,12 +315,9 @@ def fleet_counts(*, cluster: str | None = None) -> Fleet:
     scope = _scope(cluster)
     servers = scope.filter(server__isnull=False).values("server_id")
     nodes = [_node_facts(row) for row in _node_rows(scope)]
+    summaries = list(fresh_summaries(servers).values_list("server_id", "usable", "known"))
     counts: dict[int, tuple[int, int]] = {
-        server_id: (usable, 0)
-        for server_id, usable, known in fresh_summaries(servers).values_list(
-            "server_id", "usable", "known"
-        )
-        if known
+        server_id: (usable, 0) for server_id, usable, known in summaries if known
     }
     for server_id, _type, state in gpu_actions(servers).values():
         if server_id in counts and state >> 1 != 1:  # not lost
@@ -319,10 +325,11 @@ def fleet_counts(*, cluster: str | None = None) -> Fleet:
             counts[server_id] = (usable - (state == 0), needing + 1)
     action = Q(gpu_needs_action())
     usable_q = ~UNHEALTHY & ~Q(mig_mode_current=True) & ~action
+    stale = _stale(servers, nodes, {row[0] for row in summaries})
     counts.update(
         {
             server_id: (n, needing)
-            for server_id, n, needing, known in Gpu.objects.filter(server_id__in=_stale(servers))
+            for server_id, n, needing, known in Gpu.objects.filter(server_id__in=stale or [])
             .exclude(status=GpuStatus.LOST)
             .order_by()
             .values("server_id")
@@ -334,6 +341,8 @@ def fleet_counts(*, cluster: str | None = None) -> Fleet:
             .values_list("server_id", "n", "needing", "known")
             if known
         }
+        if stale
+        else {}
     )
     for node in nodes:
         if node.server_id in counts:
@@ -350,8 +359,8 @@ def fleet_load(
     with_links: bool = True,
 ) -> Fleet:
     """Nodes in scope with their servers' GPUs and GPU-pair link classes: seven queries at most
-    (nodes, summaries, GPUs needing action; for servers without a fresh summary their GPUs,
-    MIG devices with `with_mig`, link classes and mixed pairs with `with_links`).
+    (nodes, summaries, GPUs needing action; only when some server has no fresh summary, those
+    servers' GPUs, MIG devices with `with_mig`, link classes and mixed pairs with `with_links`).
 
     A fresh summary (`topology.ServerPlacement`) is one row per server instead of its eight
     GPU rows and their links; servers without one are read from the rows, the same way the
@@ -386,14 +395,14 @@ def fleet_load(
                 FleetMig(uuid, gpu_id, normalize_mig_profile(profile) or profile, memory)
                 for uuid, gpu_id, profile, memory in json.loads(row[3])
             ]
-    stale = _stale(servers)
-    for gpu_id, server_id, index, name, memory, numa, state in gpu_rows(stale):
+    stale = _stale(servers, nodes, set(by_server))
+    for gpu_id, server_id, index, name, memory, numa, state in gpu_rows(stale) if stale else ():
         by_server.setdefault(server_id, []).append(
             FleetGpu(
                 gpu_id, index, name, memory, numa, bool(state & 1), problem_of_code(state >> 1)
             )
         )
-    if with_mig:
+    if with_mig and stale:
         for uuid, gpu_id, server_id, profile, memory in mig_rows(stale):
             migs[server_id].append(
                 FleetMig(uuid, gpu_id, normalize_mig_profile(profile) or profile, memory)
@@ -410,9 +419,10 @@ def fleet_load(
     share_servers(nodes)
     if not with_links:
         return Fleet(nodes=nodes, classes={}, pairs={}, summarized=summarized)
-    stale_classes, stale_pairs = link_rows(stale)
-    classes.update(stale_classes)
-    pairs.update(stale_pairs)
+    if stale:
+        stale_classes, stale_pairs = link_rows(stale)
+        classes.update(stale_classes)
+        pairs.update(stale_pairs)
     return Fleet(nodes=nodes, classes=classes, pairs=pairs, summarized=summarized)
 
 
