@@ -8,6 +8,7 @@ import pytest
 
 from fabric.services import fabric_snapshot_ingest
 from fabric.synthetic import synthetic_fabric
+from inventory.models import Gpu
 from tests.reports import make_report
 from topology.placement import PlacementRequest, Planner, placement_find, plan_request
 from topology.placement.locality import NOWHERE, Place, choose_local, describe, hops_between
@@ -115,6 +116,11 @@ def test_the_answer_says_how_many_switches_separate_the_nodes_of_a_discovered_fa
     places = fleet_places()
     assert len(places) == 12 and len({p.leaf for p in places.values()}) == 3
     assert len({p.spine for p in places.values()}) == 1
+    Gpu.objects.filter(server__hostname__in=built.servers[:2]).update(
+        fabric_cluster_uuid="A1B2", fabric_clique_id=7
+    )
+    domains = {p.nvlink for p in fleet_places().values()}
+    assert domains == {"a1b2/7", None}  # the fabric's rule: one domain, between two hosts
 
     two = placement_find(cluster="hpc", nodes=2, gpus_per_node=8)
     assert two.fabric["hops"] == 1 and two.fabric["leaves"] == 1

@@ -489,6 +489,7 @@ def fleet_places() -> dict[int, Place]:
     one) takes the lowest.
     """
     from fabric.choices import LinkState
+    from fabric.graph import nvlink_domains
     from fabric.models import FabricLink
 
     live = FabricLink.objects.filter(gone_at__isnull=True, state=LinkState.UP)
@@ -545,14 +546,18 @@ def fleet_places() -> dict[int, Place]:
     for switch, name in names.items():
         r = root(switch)
         spine_names[r] = min(spine_names.get(r, name), name)
-    domains: dict[int, str] = {}
-    for server_id, cluster_uuid, clique in (
-        Gpu.objects.exclude(fabric_cluster_uuid="")
+    gpus = (
+        (str(server_id), cluster_uuid, clique)
+        for server_id, cluster_uuid, clique in Gpu.objects.exclude(fabric_cluster_uuid="")
         .exclude(status=GpuStatus.LOST)
-        .order_by("server_id", "index")
+        .order_by()
         .values_list("server_id", "fabric_cluster_uuid", "fabric_clique_id")
-    ):
-        domains.setdefault(server_id, f"{cluster_uuid.lower()}/{clique}")
+    )
+    domains = {  # the fabric's one rule: the domain most of a server's GPUs report
+        int(host): f"{cluster_uuid}/{clique}"
+        for (cluster_uuid, clique), hosts in nvlink_domains(gpus).items()
+        for host in hosts
+    }
     places: dict[int, Place] = {}
     for server_id in leaves.keys() | domains.keys():
         leaf = leaves.get(server_id)
