@@ -274,6 +274,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "topology.tasks.render_fleet_figures",
         "schedule": env_int("ATLAS_FIGURE_RENDER_INTERVAL_S", 30),
     },
+    # Per-server placement summaries follow applied reports (stale ones are read from rows).
+    "refresh-placement-summaries": {
+        "task": "topology.tasks.refresh_placement_summaries",
+        "schedule": 30,
+    },
     # Fabric adapters bind to servers that reported after the fabric's last snapshot.
     "rebind-fabrics": {
         "task": "fabric.tasks.rebind_fabrics",

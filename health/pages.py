@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, F, Max, QuerySet, Sum
+from django.db.models import Count, F, Max, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
@@ -15,8 +15,9 @@ from core.findings import by_severity
 from core.palette import CRITICAL, WARNING, tone_colour
 from topology.figures.common import FONT, esc
 
+from .action import OPEN_HEALTH, gpus_needing_action_by_type, gpus_needing_action_count
 from .catalog import event_info, xid_info
-from .choices import EventKind, HealthFindingType
+from .choices import EventKind
 from .models import HealthEvent
 
 OFFENDERS = 20  # rows of each ranking
@@ -24,12 +25,39 @@ TIMELINE_DAYS = 30
 
 
 def gpus_needing_action() -> QuerySet[Finding]:
-    """Open health findings, the most serious first, with their GPU and server (one query)."""
-    return by_severity(
-        Finding.objects.filter(
-            type__in=HealthFindingType.values, resolved_at__isnull=True
-        ).select_related("gpu", "server")
+    """Open health findings, the most serious first, with their GPU and server (one query).
+
+    The rows with a GPU are the GPUs needing action (`health.action.NEEDS_ACTION`); the others
+    are about a slot or a server."""
+    return by_severity(Finding.objects.filter(OPEN_HEALTH).select_related("gpu", "server"))
+
+
+def health_overview(*, now: datetime | None = None) -> dict[str, Any]:
+    """The overview's health card: GPUs needing action by finding type (with the distinct
+    total) and the health events of the last day and week (three queries)."""
+    now = now or timezone.now()
+    day, week = now - timedelta(days=1), now - timedelta(days=7)
+    events = HealthEvent.objects.filter(last_seen__gte=week).aggregate(
+        day_episodes=Count("id", filter=Q(last_seen__gte=day)),
+        day_events=Sum("count", filter=Q(last_seen__gte=day)),
+        day_critical=Count("id", filter=Q(last_seen__gte=day, severity="critical")),
+        week_episodes=Count("id"),
+        week_events=Sum("count"),
+        week_critical=Count("id", filter=Q(severity="critical")),
     )
+    return {
+        "needing_action": gpus_needing_action_count(),
+        "by_type": gpus_needing_action_by_type(),
+        "events": [
+            {
+                "window": window,
+                "episodes": events[f"{key}_episodes"] or 0,
+                "events": events[f"{key}_events"] or 0,
+                "critical": events[f"{key}_critical"] or 0,
+            }
+            for key, window in (("day", "last day"), ("week", "last week"))
+        ],
+    }
 
 
 def _ranked(events: QuerySet[HealthEvent], *keys: str) -> list[dict[str, Any]]:

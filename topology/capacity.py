@@ -38,14 +38,21 @@ class Layout:
     share_over_network: float
     share_nvlink: float
     within_server_link: str | None
+    gpus_needing_action: int = 0
+    """Expected GPUs out of service for health, at the fleet's share needing action now."""
+    servers_whole: int = 0
+    """Expected servers with no GPU needing action: the ones that still hold a full-node job.
+    One bad GPU takes a whole-node job's server, so denser servers lose more of them."""
 
 
-def layout(gpus: int, per_server: int, *, nvlink: bool = True) -> Layout:
+def layout(gpus: int, per_server: int, *, nvlink: bool = True, action_share: float = 0.0) -> Layout:
     """N GPUs in servers of `per_server` each (one scheduler node per server).
 
     A pair of GPUs talks within a server when both sit in it: servers x C(per_server, 2) pairs
     of the C(total, 2); the rest cross the network. `nvlink` says whether GPUs in one server are
-    NVLink-connected (SXM/HGX boards) or only PCIe.
+    NVLink-connected (SXM/HGX boards) or only PCIe. `action_share` (0..1) is the share of GPUs
+    needing action (drain, reset, RMA), each independently: a server keeps every GPU with
+    probability (1 - share) ** per_server.
     """
     servers = math.ceil(gpus / per_server)
     total = servers * per_server
@@ -70,13 +77,21 @@ def layout(gpus: int, per_server: int, *, nvlink: bool = True) -> Layout:
         share_over_network=round(1 - share_within, 4) if pairs else 0.0,
         share_nvlink=round(share_within, 4) if link == "NVLink" else 0.0,
         within_server_link=link,
+        gpus_needing_action=round(total * action_share),
+        servers_whole=round(servers * (1 - action_share) ** per_server),
     )
 
 
 def capacity_compare(
-    *, gpus: int, per_server: Iterable[int], nvlink: bool = True, model: str | None = None
+    *,
+    gpus: int,
+    per_server: Iterable[int],
+    nvlink: bool = True,
+    model: str | None = None,
+    action_share: float = 0.0,
 ) -> dict:
-    """Layouts of `gpus` GPUs side by side, densest first. Raises CapacityRequestError."""
+    """Layouts of `gpus` GPUs side by side, densest first; `action_share` is the fleet's share
+    of GPUs needing action (`health.action`), counted as lost. Raises CapacityRequestError."""
     if gpus < 1 or gpus > 10_000_000:
         raise CapacityRequestError("gpus", "between 1 and 10,000,000")
     sizes = sorted({int(p) for p in per_server}, reverse=True)
@@ -85,5 +100,7 @@ def capacity_compare(
     return {
         "gpus": gpus,
         "model": model or None,
-        "layouts": [layout(gpus, p, nvlink=nvlink) for p in sizes],
+        "action_share": round(action_share, 4),
+        "action_percent": round(action_share * 100, 2),
+        "layouts": [layout(gpus, p, nvlink=nvlink, action_share=action_share) for p in sizes],
     }

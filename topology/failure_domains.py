@@ -20,10 +20,12 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet
 
 from clusters.models import Node
+from health.action import gpu_needs_action
 from inventory.choices import GpuStatus
 from inventory.models import Gpu, MigDevice, Nic, Server
 
 from .placement import Fleet, fleet_counts, node_free_gpus
+from .placement.service import gc_paused
 
 SERVER_FIELDS = ("id", "hostname", "rack", "rack_position", "is_virtual", "physical_host_id")
 
@@ -36,6 +38,7 @@ class FailureDomainError(ValueError):
         self.field = field
 
 
+@gc_paused
 def failure_domain(
     *, server: int | None = None, rack: str | None = None, switch: str | None = None
 ) -> dict[str, Any]:
@@ -66,7 +69,8 @@ def failure_domain(
     gpus = list(
         Gpu.objects.filter(server_id__in=lost_ids)
         .exclude(status=GpuStatus.LOST)
-        .values("id", "server_id", "index", "uuid", "name", "mig_mode_current")
+        .annotate(needs_action=gpu_needs_action())
+        .values("id", "server_id", "index", "uuid", "name", "mig_mode_current", "needs_action")
     )
     migs = list(
         MigDevice.objects.filter(gpu__server_id__in=lost_ids)
@@ -89,6 +93,7 @@ def failure_domain(
         "servers": len(rows),
         "nodes": len(lost_nodes),
         "gpus": len(gpus),
+        "gpus_needing_action": sum(1 for g in gpus if g["needs_action"]),
         "mig_devices": len(migs),
         "server_list": [
             {
@@ -126,6 +131,7 @@ def failure_domain(
                 "server_hostname": hostnames.get(g["server_id"], ""),
                 "name": g["name"],
                 "mig_enabled": bool(g["mig_mode_current"]),
+                "needs_action": bool(g["needs_action"]),
             }
             for g in gpus
         ],
@@ -185,7 +191,8 @@ def capacity_after(fleet: Fleet, lost_node_ids: set[int]) -> dict[str, Any]:
     """Per cluster and partition: GPU capacity lost and its share; the largest job before/after.
 
     The largest job is the most free GPUs on one node (a Kubernetes pod) and the total free
-    (a Slurm job spread over nodes), among ready, schedulable nodes.
+    (a Slurm job spread over nodes), among ready, schedulable nodes. GPUs needing action
+    (`health.action`) are lost already: never free, before or after, and counted per cluster.
     """
     free = node_free_gpus(fleet)
     clusters: dict[str, dict[str, Any]] = {}
@@ -204,9 +211,11 @@ def capacity_after(fleet: Fleet, lost_node_ids: set[int]) -> dict[str, Any]:
                 "largest_node_free_after": 0,
                 "free_gpus_before": 0,
                 "free_gpus_after": 0,
+                "gpus_needing_action": 0,
             },
         )
         entry["gpu_capacity"] += node.gpu_capacity
+        entry["gpus_needing_action"] += node.gpus_needing_action
         node_free = free.get(node.id, 0)
         entry["free_gpus_before"] += node_free
         entry["largest_node_free_before"] = max(entry["largest_node_free_before"], node_free)

@@ -29,3 +29,34 @@ class RenderedFigure(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name}@{self.revision}"
+
+
+class ServerPlacement(models.Model):
+    """What placement and failure domains need of one server, built from its GPU, link and
+    MIG rows (`topology.placement.summaries`), so a query reads one row per server instead of
+    eight GPU rows and their links.
+
+    `stamp` is the server's `last_report_hash` it was built from: a summary whose stamp is not
+    the server's current hash is stale, and the reads take that server's rows instead (answers
+    never depend on whether a summary is fresh). Health findings are not in it: the reads
+    overlay the open ones (`health.action`), which are few and change on their own clock.
+    """
+
+    server = models.OneToOneField(
+        "inventory.Server", primary_key=True, on_delete=models.CASCADE, related_name="placement"
+    )
+    stamp = models.CharField(max_length=64)
+    gpus = models.TextField(help_text="JSON [[id, index, name, memory, numa, state], ...]")
+    links = models.TextField(
+        help_text='the one link class (NV18), "" for none, or JSON {"classes", "pairs"} when mixed'
+    )
+    migs = models.TextField(help_text="JSON [[uuid, gpu_id, profile, memory], ...]")
+    usable = models.PositiveIntegerField(help_text="GPUs healthy and outside MIG mode")
+    known = models.PositiveIntegerField(help_text="GPUs not lost")
+    built_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["server_id"]
+
+    def __str__(self) -> str:
+        return f"placement of server {self.server_id}@{self.stamp[:8]}"

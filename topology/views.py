@@ -7,6 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from clusters import selectors as cluster_selectors
+from health.pages import health_overview
 from inventory import selectors as inventory_selectors
 
 from .figures import highlight_gpus
@@ -25,6 +26,7 @@ def overview(request: HttpRequest) -> HttpResponse:
             "changes": inventory_selectors.recent_changes(),
             "nodes": cluster_selectors.scheduler_summary(),
             "top_findings": cluster_selectors.top_open_findings(limit=8),
+            "health": health_overview(),
         },
     )
 

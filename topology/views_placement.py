@@ -14,6 +14,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from clusters.choices import ClusterKind
+from health.action import needing_action_share
 
 from .api.serializers import CapacityQuerySerializer, PlacementQuerySerializer
 from .capacity import CapacityRequestError, capacity_compare
@@ -151,6 +152,7 @@ def _capacity(request: HttpRequest) -> dict[str, Any]:
             per_server=values["per_server"],
             nvlink=values["nvlink"],
             model=values.get("model"),
+            action_share=needing_action_share(),
         )
     except CapacityRequestError as exc:
         context["errors"] = [_error(exc.field, exc)]

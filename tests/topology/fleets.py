@@ -112,6 +112,7 @@ def node(
     gpus: int = 8,
     used: int | None = 0,
     problems: dict[int, str] | None = None,
+    actions: dict[int, str] | None = None,
     agent: bool = True,
     **kw: Any,
 ) -> FleetNode:
@@ -141,7 +142,13 @@ def node(
     built = FleetNode(**values)
     if agent and server is not None:
         built.gpus = [
-            gpu(i, i // (gpus // 2 or 1), server=server, problem=(problems or {}).get(i))
+            gpu(
+                i,
+                i // (gpus // 2 or 1),
+                server=server,
+                problem=(problems or {}).get(i),
+                action=(actions or {}).get(i),
+            )
             for i in range(gpus)
         ]
     return built

@@ -28,6 +28,7 @@ def test_capacity_lost_per_cluster_and_partition_with_the_largest_job_before_and
         "largest_node_free_after": 8,
         "free_gpus_before": 18,
         "free_gpus_after": 10,
+        "gpus_needing_action": 0,
         "share_lost": pytest.approx(0.3333),
     }
     assert (hpc["gpu_capacity_lost"], hpc["share_lost"], hpc["free_gpus_after"]) == (8, 0.5, 8)
@@ -42,6 +43,15 @@ def test_unhealthy_gpus_are_not_free_before_or_after():
     (prod,) = after["clusters"]
     assert prod["largest_node_free_before"] == 8 and prod["free_gpus_before"] == 14
     assert prod["free_gpus_after"] == 8 and prod["gpu_capacity_lost"] == 8
+
+
+def test_gpus_needing_action_are_lost_already_and_counted():
+    drain = node("dgx-01", 1, actions={2: "gpu_fatal_xid", 3: "gpu_repeated_failure"})
+    after = capacity_after(nvlink_fleet(drain, node("dgx-02", 2)), {drain.id})
+    (prod,) = after["clusters"]
+    assert prod["gpus_needing_action"] == 2
+    assert prod["largest_node_free_before"] == 8 and prod["free_gpus_before"] == 14
+    assert prod["free_gpus_after"] == 8
 
 
 def test_nothing_lost_is_a_zero_share_and_an_empty_fleet_has_no_clusters():

@@ -1,23 +1,30 @@
 """One fleet, one answer: the GPUs page, the findings and placement name the same unhealthy GPUs.
 
 A server bound to a schedulable Kubernetes node has an uncorrected ECC error on GPU 1, a row
-remap pending a reset on GPU 2, and has lost GPU 3 (its last report no longer shows it).
+remap pending a reset on GPU 2, and has lost GPU 3 (its last report no longer shows it). Then
+GPU 4, healthy by its counters, falls off the bus: the health rules ask for action on it, and
+the health page, placement, failure domains, the capacity planner and the overview agree.
 """
 
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from clusters.choices import FindingType
 from clusters.models import Finding
 from clusters.reconcile import reconcile_all
+from health.action import findings_needing_action, needing_action_share
+from health.pages import gpus_needing_action
+from health.services import health_findings_sync, health_sweep
 from inventory.health import GpuProblem
-from inventory.models import AgentToken, Gpu
+from inventory.models import AgentToken, Gpu, Server
 from inventory.services import report_apply, report_receive
 from tests.reports import gpu_uuid, make_report
-from topology.failure_domains import capacity_after
+from topology.failure_domains import capacity_after, failure_domain
 from topology.placement import fleet_counts, fleet_load, placement_find
 
 from .fleets import k8s_fleet
@@ -95,3 +102,107 @@ def test_a_healed_gpu_leaves_every_view_together(fleet, client, user):
     uuids = set(Gpu.objects.filter(id__in=excluded).values_list("uuid", flat=True))
     assert listed == set(finding.details["gpus"]) == uuids == fleet - {gpu_uuid("dgx-01", 1)}
     assert GpuProblem.UNCORRECTED_ECC.label not in finding.message
+
+
+# A GPU needing action: healthy by its counters, but an open health finding asks to drain it.
+
+DRAINED = 4  # GPU 4 falls off the bus (Xid 79): a fatal event, a finding, an action
+
+
+@pytest.fixture
+def drained(fleet):
+    report = make_report("dgx-01", skip_gpus=(3,))
+    for gpu in report["gpus"]:
+        gpu.update(ecc_errors_uncorrected=0, remapped_rows_failure=False)
+    report["gpus"][1]["ecc_errors_uncorrected"] = 2
+    report["gpus"][2]["remapped_rows_pending"] = True
+    bus = next(g["pci_bus_id"] for g in report["gpus"] if g["index"] == DRAINED)
+    seen = (timezone.now() - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    report["events"] = [
+        {
+            "kind": "xid",
+            "code": 79,
+            "pci_bus_id": bus,
+            "gpu_uuid": gpu_uuid("dgx-01", DRAINED),
+            "time": seen,
+            "message": "GPU has fallen off the bus.",
+            "count": 1,
+        }
+    ]
+    token = AgentToken.objects.get(name="dgx-01")
+    report_apply(report_id=report_receive(token=token, body=json.dumps(report).encode()).report_id)
+    reconcile_all()
+    health_sweep()
+    health_findings_sync()
+    needing = set(findings_needing_action().values_list("gpu__uuid", flat=True))
+    assert gpu_uuid("dgx-01", DRAINED) in needing
+    return needing
+
+
+def test_placement_failure_domains_capacity_and_pages_skip_the_same_gpus_needing_action(
+    fleet, drained, client, user, api
+):
+    drain_uuid = gpu_uuid("dgx-01", DRAINED)
+    out = fleet | drained  # unhealthy by counters, or needing action
+    live_needing = drained - {gpu_uuid("dgx-01", 3)}
+    client.force_login(user)
+
+    # the health page lists the GPUs needing action (its rows with a GPU), and only those
+    assert {f.gpu.uuid for f in gpus_needing_action() if f.gpu} == drained
+    page = client.get("/health/").content.decode()
+    assert all(
+        f'href="/gpus/{pk}/"' in page
+        for pk in Gpu.objects.filter(uuid__in=drained).values_list("pk", flat=True)
+    )
+    # the GPUs page judges counters only: the drained GPU is healthy there, and listed
+    healthy = {g.uuid for g in client.get("/gpus/?health=healthy").context["page"]}
+    assert drain_uuid in healthy and healthy.isdisjoint(fleet)
+
+    # placement reads the same rule and skips them, in words and per node
+    (node,) = fleet_load(cluster="prod").nodes
+    uuids = dict(Gpu.objects.values_list("id", "uuid"))
+    assert {uuids[g.id] for g in node.gpus if g.action} == drained
+    assert node.gpus_needing_action == len(live_needing)
+    result = placement_find(cluster="prod", gpus=5)
+    assert not result.fits and result.blocked[0].reason == "unhealthy_gpu"
+    assert "need action: 1 Fatal Xid on a GPU" in result.blocked[0].detail
+    assert result.gpus_needing_action == len(live_needing)
+    assert result.needing_action[0].node == node.name
+    assert f"{len(live_needing)} GPU(s) on 1 node(s) skipped" in result.health
+    (chosen,) = placement_find(cluster="prod", gpus=4).nodes
+    assert len(chosen.gpus) == 4 and {g.uuid for g in chosen.gpus}.isdisjoint(out)
+    assert chosen.gpus_needing_action == len(live_needing)
+    shown = client.get("/placement/?cluster=prod&gpus=4").content.decode()
+    assert 'id="placement-needing-action"' in shown and "1 Fatal Xid on a GPU" in shown
+    body = api.get("/api/v1/placement/?cluster=prod&gpus=4").json()
+    assert body["fits"] and body["gpus_needing_action"] == len(live_needing)
+    assert body["needing_action"][0]["gpus"] == len(live_needing)
+
+    # failure domains and capacity count them as lost already
+    counted = fleet_counts(cluster="prod")
+    assert [(n.healthy_whole, n.needing_action) for n in counted.nodes] == [(4, len(live_needing))]
+    (prod,) = capacity_after(counted, set())["clusters"]
+    assert prod["largest_node_free_before"] == 4
+    assert prod["gpus_needing_action"] == len(live_needing)
+    server = Server.objects.get(hostname="dgx-01")
+    domain = failure_domain(server=server.pk)
+    assert domain["gpus_needing_action"] == len(live_needing)
+    assert {g["uuid"] for g in domain["gpu_list"] if g["needs_action"]} == live_needing
+    assert domain["clusters"][0]["free_gpus_before"] == 4
+    share = len(live_needing) / Gpu.objects.exclude(status="lost").count()
+    assert needing_action_share() == pytest.approx(share)
+    layouts = client.get("/placement/?tab=capacity&gpus=80&per_server=8,1").context["capacity"]
+    assert layouts["action_share"] == round(share, 4)
+    dense, sparse = layouts["layouts"]
+    assert dense.gpus_needing_action == sparse.gpus_needing_action == round(80 * share)
+    assert dense.servers_whole < dense.servers and sparse.servers_whole == round(80 * (1 - share))
+
+    # the overview shows them by finding type, with the events of the day and week
+    overview = client.get("/")
+    card = overview.context["health"]
+    assert card["needing_action"] == len(drained)
+    assert {r["label"] for r in card["by_type"]} >= {"Fatal Xid on a GPU"}
+    assert card["events"][0]["episodes"] >= 1 and card["events"][0]["critical"] >= 1
+    text = overview.content.decode()
+    assert 'id="overview-health"' in text and "Fatal Xid on a GPU" in text
+    assert f"{len(drained)}</span> GPUs need action" in text

@@ -20,6 +20,7 @@ from topology.placement import (
     placement_choices,
     placement_find,
 )
+from topology.placement.summaries import placement_summaries_refresh
 
 from .fleets import k8s_fleet, pcie_report, pods, slurm_fleet
 
@@ -415,11 +416,16 @@ def test_the_reads_cost_the_queries_their_docstrings_say(django_assert_num_queri
         ["mig-01"], cluster="mig", reports=[make_report("mig-01", mig_gpus={0: ["1g.10gb"]})]
     )
 
-    with django_assert_num_queries(2):  # nodes, healthy GPU counts per server
-        assert len(fleet_counts().nodes) == 3
-    with django_assert_num_queries(5):  # nodes, GPUs, MIG devices, link classes, pairs
-        assert len(fleet_load(with_mig=True).nodes) == 3
-    with django_assert_num_queries(4):
-        fleet_load()
+    for summarized in (False, True):  # rows, then summaries: the same round trips
+        if summarized:
+            assert placement_summaries_refresh() == 3
+        # nodes, summaries, needing action; then the rows of servers without a summary:
+        # their GPU counts, or their GPUs, MIG devices, link classes and mixed pairs
+        with django_assert_num_queries(3 if summarized else 4):
+            assert len(fleet_counts().nodes) == 3
+        with django_assert_num_queries(3 if summarized else 7):
+            assert fleet_load(with_mig=True).summarized == (3 if summarized else 0)
+        with django_assert_num_queries(3 if summarized else 6):
+            fleet_load()
     with django_assert_num_queries(3):  # clusters, GPU models, MIG profiles
         assert placement_choices()["mig_profiles"] == ["1g.10gb"]

@@ -15,7 +15,12 @@ from topology.placement import (
     node_offer,
     plan_request,
 )
-from topology.placement.planner import Option, option_for
+from topology.placement.planner import (
+    Option,
+    needing_action_words,
+    nodes_needing_action,
+    option_for,
+)
 
 from .fleets import gpu, node, nvlink_fleet, slurm
 
@@ -73,6 +78,39 @@ def test_unhealthy_gpus_are_not_offered_and_block_a_full_node():
         "5 GPU(s) free; unhealthy: 1 lost, 1 page retirement or row remap pending a reset, "
         "1 uncorrected ECC errors"
     )
+
+
+def test_gpus_needing_action_are_skipped_and_counted_per_node_in_words():
+    drain = node(
+        "dgx-01",
+        1,
+        problems={3: "uncorrected_ecc"},
+        actions={1: "gpu_fatal_xid", 2: "gpu_repeated_failure", 3: "gpu_uncorrected_ecc"},
+    )
+    offer = node_offer(drain, Filters())
+    assert offer.free == 5 and [g.index for g in offer.gpus] == [0, 4, 5, 6, 7]
+    blocked = option_for(offer, 7, nvlink_fleet(drain), Filters())
+    assert blocked.reason == "unhealthy_gpu" and blocked.gpus_needing_action == 3
+    assert blocked.detail == (
+        "5 GPU(s) free; unhealthy: 1 uncorrected ECC errors; "
+        "need action: 1 Fatal Xid on a GPU, 1 GPU failing again"
+    )
+    only_action = node("dgx-02", 2, actions={0: "gpu_fatal_xid"})
+    blocked = option_for(
+        node_offer(only_action, Filters()), 8, nvlink_fleet(only_action), Filters()
+    )
+    assert (blocked.reason, blocked.reason_text) == (
+        "needs_action",
+        "GPUs needing action (drain, reset or RMA)",
+    )
+    (row,) = nodes_needing_action([only_action, node("dgx-03", 3)])
+    assert (row.node, row.gpus, row.reasons) == ("dgx-02", 1, ["1 Fatal Xid on a GPU"])
+    assert needing_action_words([row]) == (
+        "1 GPU(s) on 1 node(s) skipped: they need action (drain, reset or RMA) by an open "
+        "health finding"
+    )
+    assert needing_action_words([]) is None
+    assert node_free_gpus(nvlink_fleet(only_action, drain)) == {only_action.id: 7, drain.id: 5}
 
 
 def test_the_ranking_is_named_and_prefers_the_tightest_known_fit():

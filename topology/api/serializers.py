@@ -105,6 +105,9 @@ class PlacementNodeSerializer(serializers.Serializer):
     critical_findings = serializers.IntegerField(
         help_text="open critical findings on the node or its server: such nodes rank last"
     )
+    gpus_needing_action = serializers.IntegerField(
+        help_text="GPUs of its server skipped: an open health finding asks to drain, reset or RMA"
+    )
 
 
 class BlockedNodeSerializer(serializers.Serializer):
@@ -114,11 +117,24 @@ class BlockedNodeSerializer(serializers.Serializer):
     kind = serializers.CharField()
     server = serializers.IntegerField(allow_null=True)
     reason = serializers.CharField(
-        help_text="not_ready, not_schedulable, unhealthy_gpu, mig_layout, in_use, too_small, "
-        "nvlink, numa, memory, model"
+        help_text="not_ready, not_schedulable, unhealthy_gpu, needs_action, mig_layout, in_use, "
+        "too_small, nvlink, numa, memory, model"
     )
     reason_text = serializers.CharField(help_text="the reason in words")
     detail = serializers.CharField()
+    gpus_needing_action = serializers.IntegerField(help_text="GPUs of its server needing action")
+
+
+class NeedingActionSerializer(serializers.Serializer):
+    node = serializers.CharField()
+    node_id = serializers.IntegerField()
+    cluster = serializers.CharField()
+    server = serializers.IntegerField(allow_null=True)
+    server_hostname = serializers.CharField(allow_null=True)
+    gpus = serializers.IntegerField(help_text="GPUs of the node's server skipped")
+    reasons = serializers.ListField(
+        child=serializers.CharField(), help_text="GPUs per health finding type, in words"
+    )
 
 
 class AlternativeSerializer(serializers.Serializer):
@@ -144,6 +160,18 @@ class ClusterAnswerSerializer(serializers.Serializer):
     mixes_models = serializers.BooleanField(
         help_text="fits only by mixing GPU models: the job runs at the slowest GPU's pace"
     )
+
+
+class PlacementFabricSerializer(serializers.Serializer):
+    hops = serializers.IntegerField(
+        allow_null=True,
+        help_text="switches between the farthest two nodes: 1 one leaf, 3 via a spine, 5 via a "
+        "core; null when a node's fabric is unknown",
+    )
+    leaves = serializers.IntegerField(help_text="leaf switches (or rail leaf groups) used")
+    spine_groups = serializers.IntegerField()
+    nvlink_domains = serializers.IntegerField()
+    why = serializers.CharField(help_text="why these nodes, in words")
 
 
 class PlacementResultSerializer(serializers.Serializer):
@@ -175,6 +203,16 @@ class PlacementResultSerializer(serializers.Serializer):
         allow_null=True,
         help_text="which clusters were considered, in words, when the request named a scheduler",
     )
+    fabric = PlacementFabricSerializer(
+        allow_null=True, help_text="multi-node answers: how close the nodes are on the network"
+    )
+    needing_action = NeedingActionSerializer(
+        many=True, help_text="nodes whose GPUs needing action were skipped (at most 50)"
+    )
+    gpus_needing_action = serializers.IntegerField(
+        help_text="GPUs skipped in the clusters asked: open health findings (drain, reset, RMA)"
+    )
+    health = serializers.CharField(allow_null=True, help_text="the GPUs skipped, in words")
 
 
 # Failure domains ------------------------------------------------------------------------
@@ -230,6 +268,9 @@ class LostGpuSerializer(serializers.Serializer):
     server_hostname = serializers.CharField()
     name = serializers.CharField()
     mig_enabled = serializers.BooleanField()
+    needs_action = serializers.BooleanField(
+        help_text="an open health finding asks to drain, reset or RMA it: already out of service"
+    )
 
 
 class LostMigDeviceSerializer(serializers.Serializer):
@@ -262,6 +303,9 @@ class ClusterCapacitySerializer(serializers.Serializer):
     free_gpus_after = serializers.IntegerField(
         help_text="free GPUs in all afterwards: the largest multi-node job"
     )
+    gpus_needing_action = serializers.IntegerField(
+        help_text="GPUs already lost to health (open findings: drain, reset, RMA), not free before"
+    )
 
 
 class PartitionCapacitySerializer(serializers.Serializer):
@@ -277,6 +321,9 @@ class FailureDomainSerializer(serializers.Serializer):
     servers = serializers.IntegerField(help_text="servers lost, VMs of a lost host included")
     nodes = serializers.IntegerField(help_text="scheduler nodes lost, every cluster")
     gpus = serializers.IntegerField()
+    gpus_needing_action = serializers.IntegerField(
+        help_text="of the GPUs lost, those already out of service for health"
+    )
     mig_devices = serializers.IntegerField()
     server_list = LostServerSerializer(many=True)
     node_list = LostNodeSerializer(many=True)
@@ -378,9 +425,18 @@ class LayoutSerializer(serializers.Serializer):
     share_over_network = serializers.FloatField()
     share_nvlink = serializers.FloatField()
     within_server_link = serializers.CharField(allow_null=True)
+    gpus_needing_action = serializers.IntegerField(
+        help_text="expected GPUs out of service for health, at the fleet's share now"
+    )
+    servers_whole = serializers.IntegerField(
+        help_text="expected servers with no GPU needing action (they hold a full-node job)"
+    )
 
 
 class CapacitySerializer(serializers.Serializer):
     gpus = serializers.IntegerField()
     model = serializers.CharField(allow_null=True)
+    action_share = serializers.FloatField(
+        help_text="0..1: the fleet's GPUs needing action now (open health findings)"
+    )
     layouts = LayoutSerializer(many=True)

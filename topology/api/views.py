@@ -8,6 +8,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from health.action import needing_action_share
+
 from ..capacity import CapacityRequestError, capacity_compare
 from ..failure_domains import FailureDomainError, failure_domain, failure_domain_ranking
 from ..placement import PlacementRequestError, placement_find
@@ -63,6 +65,7 @@ class CapacityView(APIView):
                 per_server=data["per_server"],
                 nvlink=data["nvlink"],
                 model=data.get("model"),
+                action_share=needing_action_share(),
             )
         except CapacityRequestError as exc:
             _invalid(exc)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from .gpu_sets import GpuSet, SetRank, best_gpu_set
+from .locality import Place
 
 if TYPE_CHECKING:
     from .types import Filters
@@ -17,7 +18,9 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True)
 class FleetGpu:
-    """A GPU of a node's server. `problem` is its most serious `GpuProblem` (None: healthy)."""
+    """A GPU of a node's server. `problem` is its most serious `GpuProblem` (None: healthy);
+    `action` the type of its most serious open health finding (None: no action needed,
+    `health.action`). Placement skips a GPU with either."""
 
     id: int
     index: int
@@ -26,6 +29,11 @@ class FleetGpu:
     numa_node: int | None
     mig: bool
     problem: str | None
+    action: str | None = None
+
+    @property
+    def usable(self) -> bool:
+        return self.problem is None and self.action is None
 
 
 @dataclass(slots=True)
@@ -71,12 +79,21 @@ class FleetNode:
     shared_busy: set[int] = field(default_factory=set)
     shared_used: int = 0
     healthy_whole: int | None = None
+    needing_action: int | None = None
+    """With `healthy_whole` (`fleet_counts`): GPUs of its server needing action (not lost)."""
     critical_findings: int = 0
     """Open critical findings on the node or its server: such a node is ranked last."""
 
     @property
     def whole_free(self) -> int:
         return max(self.whole_allocatable - (self.whole_used or 0), 0)
+
+    @property
+    def gpus_needing_action(self) -> int:
+        """GPUs of its server (not lost) that need action: skipped by placement."""
+        if self.needing_action is not None:
+            return self.needing_action
+        return sum(1 for g in self.gpus if g.action and g.problem != "lost")
 
 
 @dataclass
@@ -93,6 +110,10 @@ class Fleet:
     pairs: dict[int, dict[tuple[int, int], str]]
     nic_pix: dict[int, list[str]] = field(default_factory=dict)
     uuids: dict[int, str] = field(default_factory=dict)
+    places: dict[int, Place] = field(default_factory=dict)
+    """Server id -> where it sits on the fabric (`locality`); read for multi-node requests."""
+    summarized: int = 0
+    """Servers read from their summary rather than their GPU rows (`reads.fleet_load`)."""
     _sets: dict[tuple, tuple[tuple[int, ...], str | None, SetRank] | None] = field(
         default_factory=dict
     )

@@ -14,15 +14,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from clusters.choices import ClusterKind
+from health.action import action_label
 from inventory.gpu_models import gpu_model_matches, gpu_models_agree
 from inventory.health import GpuProblem
 
 from .facts import Fleet, FleetGpu, FleetMig, FleetNode
 from .gpu_sets import NO_PAIRS_RANK, UNKNOWN_RANK, GpuSet, SetRank, set_rank
+from .locality import NOWHERE, Locality, Place, choose_local, locality_of
 from .types import (
     BlockedNode,
     Filters,
     GpuChoice,
+    NeedingAction,
     NodeChoice,
     PlacementRequest,
     PlanRank,
@@ -35,6 +38,7 @@ BLOCK_ORDER = (
     "not_ready",
     "not_schedulable",
     "unhealthy_gpu",
+    "needs_action",
     "mig_layout",
     "in_use",
     "too_small",
@@ -47,6 +51,7 @@ BLOCK_TEXT = {
     "not_ready": "not ready",
     "not_schedulable": "drained or cordoned",
     "unhealthy_gpu": "with unhealthy or lost GPUs",
+    "needs_action": "with GPUs needing action (drain, reset or RMA)",
     "mig_layout": "with another MIG layout",
     "in_use": "busy",
     "too_small": "too small",
@@ -94,6 +99,7 @@ def _block(node: FleetNode, reason: str, detail: str) -> BlockedNode:
         server=node.server_id,
         reason=reason,
         detail=detail,
+        gpus_needing_action=node.gpus_needing_action,
     )
 
 
@@ -156,7 +162,11 @@ def node_offer(node: FleetNode, filters: Filters) -> Offer | BlockedNode | None:
             size = (models[0].memory_bytes or 0) // 2**30
             return _block(node, "memory", f"{size} GiB per GPU")
     busy = (node.busy_indexes or set()) | node.shared_busy
-    offered = [g for g in eligible if g.problem is None and not g.mig and g.index not in busy]
+    offered = [
+        g
+        for g in eligible
+        if g.problem is None and g.action is None and not g.mig and g.index not in busy
+    ]
     free = min(node.whole_free, len(offered) - node.shared_used)
     return Offer(node=node, free=max(free, 0), gpus=offered)
 
@@ -168,7 +178,7 @@ def _mig_offer(node: FleetNode, filters: Filters) -> Offer | BlockedNode:
         d
         for d in node.migs
         if d.profile == profile
-        and not any(g.id == d.gpu_id and g.problem for g in node.gpus)
+        and not any(g.id == d.gpu_id and not g.usable for g in node.gpus)
         and (
             not filters.min_gpu_memory_bytes
             or (d.memory_bytes or 0) >= filters.min_gpu_memory_bytes
@@ -267,15 +277,24 @@ def _shortfall(offer: Offer, m: int, filters: Filters) -> BlockedNode:
         return _block(node, "in_use", f"{offer.free} of {total} {unit} free")
     gpus = node.gpus
     size = max(node.whole_allocatable, len(gpus))
-    healthy = [g for g in gpus if g.problem is None]
+    usable = [g for g in gpus if g.usable]
     problems = Counter(g.problem for g in gpus if g.problem)
-    mig = [g for g in healthy if g.mig]
+    # GPUs needing action and healthy by their counters: disjoint from `problems`
+    actions = Counter(g.action for g in gpus if g.action and g.problem is None)
+    mig = [g for g in usable if g.mig]
     if size < m and not mig:
         return _block(node, "too_small", f"has {size} GPUs; the request needs {m} on one node")
-    if problems and offer.free + sum(problems.values()) >= m:
-        named = sorted((GpuProblem(p).label, n) for p, n in problems.items())
-        text = ", ".join(f"{n} {label}" for label, n in named)
-        return _block(node, "unhealthy_gpu", f"{offer.free} GPU(s) free; unhealthy: {text}")
+    excluded = sum(problems.values()) + sum(actions.values())
+    if excluded and offer.free + excluded >= m:
+        parts = []
+        if problems:
+            named = sorted((GpuProblem(p).label, n) for p, n in problems.items())
+            parts.append("unhealthy: " + ", ".join(f"{n} {label}" for label, n in named))
+        if actions:
+            named = sorted((action_label(a), n) for a, n in actions.items())
+            parts.append("need action: " + ", ".join(f"{n} {label}" for label, n in named))
+        reason = "unhealthy_gpu" if problems else "needs_action"
+        return _block(node, reason, f"{offer.free} GPU(s) free; " + "; ".join(parts))
     if mig and offer.free + len(mig) >= m:
         return _block(node, "mig_layout", f"{len(mig)} of its GPUs are in MIG mode")
     if node.whole_allocatable < m and node.gpus:
@@ -304,6 +323,8 @@ class ClusterPlan:
     spare: list[Option]
     blocked: list[BlockedNode]
     reason: str | None
+    locality: Locality | None = None
+    """How close the nodes chosen are on the network, and why they were chosen."""
 
     @property
     def models(self) -> list[str]:
@@ -360,11 +381,24 @@ class Planner:
                 options.append(result)
         options.sort(key=_option_key)
         if len(options) >= count:
-            return ClusterPlan(
-                cluster, kind, shape, options[:count], options[count:], blocked, None
-            )
+            chosen, locality = self._near(options, count)
+            taken = {id(o) for o in chosen}
+            spare = [o for o in options if id(o) not in taken]
+            return ClusterPlan(cluster, kind, shape, chosen, spare, blocked, None, locality)
         reason = self._fixed_reason(kind, shape, filters, options, live, blocked)
         return ClusterPlan(cluster, kind, shape, options, [], blocked, reason)
+
+    def place(self, node: FleetNode) -> Place:
+        return self.fleet.places.get(node.server_id or 0, NOWHERE)
+
+    def _near(self, options: list[Option], count: int) -> tuple[list[Option], Locality]:
+        """`count` of the ranked options, close on the fabric (`locality.choose_local`); nodes
+        with a critical finding join only when the others are too few."""
+        calm = [o for o in options if not _troubled(o.node)]
+        if count > 1 and self.fleet.places and len(calm) >= count:
+            return choose_local(calm, count, lambda o: self.place(o.node))
+        chosen = options[:count]
+        return chosen, locality_of([self.place(o.node) for o in chosen], count)
 
     def _capacity(self, offer: Offer, filters: Filters) -> int:
         """The most GPUs one node can give under the filters (NVLink or NUMA may cap it)."""
@@ -394,15 +428,8 @@ class Planner:
                 blocked.append(_shortfall(offer, 1, filters))
         full = {id(o): option_for(o, c, self.fleet, filters) for c, o in sized}
         sized.sort(key=lambda co: (_troubled(co[1].node), -co[0], _option_rank(full[id(co[1])])))
-        remaining, chosen = shape.total, []
-        prefix = 0
-        count = 0
-        for capacity, _offer in sized:
-            prefix += capacity
-            count += 1
-            if prefix >= remaining:
-                break
-        if prefix < remaining or not sized:
+        chosen = self._spread_pick(sized, full, shape.total, filters)
+        if chosen is None:
             free = sum(c for c, _ in sized)
             within = " (NVLink-connected within each node)" if filters.nvlink_only else ""
             reason = (
@@ -411,8 +438,34 @@ class Planner:
             )
             options = [o for o in full.values() if isinstance(o, Option)]
             return ClusterPlan(cluster, kind, shape, [], options, blocked, reason)
-        head = sized[: count - 1]
-        for capacity, offer in head:
+        locality = locality_of([self.place(o.node) for o in chosen], len(chosen))
+        if len(chosen) > 1 and self.fleet.places:
+            chosen, locality = self._spread_near(sized, full, shape.total, filters, chosen)
+        used = {o.node.id for o in chosen}
+        spare = [o for o in full.values() if isinstance(o, Option) and o.node.id not in used]
+        spare.sort(key=lambda o: (_troubled(o.node), -o.m, o.rank))
+        chosen.sort(key=lambda o: (_troubled(o.node), -o.m, o.rank))
+        return ClusterPlan(cluster, kind, shape, chosen, spare, blocked, None, locality)
+
+    def _spread_pick(
+        self,
+        sized: list[tuple[int, Offer]],
+        full: dict[int, Option | BlockedNode],
+        total: int,
+        filters: Filters,
+    ) -> list[Option] | None:
+        """The fewest of `sized` (fullest first) that hold `total`: whole nodes, then the
+        tightest fit for the rest; None when they cannot."""
+        prefix = count = 0
+        for capacity, _offer in sized:
+            prefix += capacity
+            count += 1
+            if prefix >= total:
+                break
+        if prefix < total or not sized:
+            return None
+        remaining, chosen = total, []
+        for capacity, offer in sized[: count - 1]:
             option = full[id(offer)]
             assert isinstance(option, Option)
             chosen.append(option)
@@ -425,11 +478,53 @@ class Planner:
                     tail.append(option)
         tail.sort(key=_option_key)
         chosen.append(tail[0])
-        used = {o.node.id for o in chosen}
-        spare = [o for o in full.values() if isinstance(o, Option) and o.node.id not in used]
-        spare.sort(key=lambda o: (_troubled(o.node), -o.m, o.rank))
-        chosen.sort(key=lambda o: (_troubled(o.node), -o.m, o.rank))
-        return ClusterPlan(cluster, kind, shape, chosen, spare, blocked, None)
+        return chosen
+
+    def _spread_near(
+        self,
+        sized: list[tuple[int, Offer]],
+        full: dict[int, Option | BlockedNode],
+        total: int,
+        filters: Filters,
+        default: list[Option],
+    ) -> tuple[list[Option], Locality]:
+        """A spread on as few nodes as `default`, under one leaf, else one spine group, else
+        one NVLink domain, where one holds it (the best ranked of each group win ties)."""
+        position = {offer.node.id: i for i, (_, offer) in enumerate(sized)}
+        calm = [(c, o) for c, o in sized if not _troubled(o.node)]
+        levels = (
+            ("leaf", "under one leaf switch", 1),
+            ("spine", "under one spine group", 3),
+            ("nvlink", "in one NVLink domain", None),
+        )
+        for attribute, words, hops in levels:
+            groups: dict[str, list[tuple[int, Offer]]] = {}
+            for capacity, offer in calm:
+                key = getattr(self.place(offer.node), attribute)
+                if key is not None:
+                    groups.setdefault(key, []).append((capacity, offer))
+            fits = []
+            for group in groups.values():
+                picked = self._spread_pick(group, full, total, filters)
+                if picked is not None and len(picked) <= len(default):
+                    spent = sum(position[o.node.id] for o in picked)
+                    fits.append((len(picked), spent, picked))
+            if fits:
+                _, _, best = min(fits, key=lambda fit: (fit[0], fit[1]))
+                found = locality_of([self.place(o.node) for o in best], len(best))
+                between = f": {hops} switch(es) between them" if hops else ""
+                why = f"all {len(best)} nodes {words}{between}"
+                if attribute != "leaf":
+                    why = f"no leaf holds the job on {len(default)} nodes; " + why
+                return best, Locality(
+                    found.nodes,
+                    found.leaves,
+                    found.spine_groups,
+                    found.nvlink_domains,
+                    found.hops,
+                    why,
+                )
+        return default, locality_of([self.place(o.node) for o in default], len(default))
 
     def _fixed_reason(
         self,
@@ -584,6 +679,7 @@ def node_choice(option: Option, fleet: Fleet, filters: Filters) -> NodeChoice:
         nics=nics,
         in_use_known=not option.rank.in_use_unknown,
         critical_findings=node.critical_findings,
+        gpus_needing_action=node.gpus_needing_action,
     )
 
 
@@ -603,3 +699,38 @@ def node_free_gpus(fleet: Fleet) -> dict[int, int]:
         if isinstance(offer, Offer):
             free[node.id] = offer.free
     return free
+
+
+def nodes_needing_action(nodes: Iterable[FleetNode]) -> list[NeedingAction]:
+    """The nodes whose servers have GPUs needing action (placement skips those GPUs): how many
+    each and why, the most first."""
+    rows = []
+    for node in nodes:
+        count = node.gpus_needing_action
+        if not count:
+            continue
+        types = Counter(g.action for g in node.gpus if g.action and g.problem != "lost")
+        rows.append(
+            NeedingAction(
+                node=node.name,
+                node_id=node.id,
+                cluster=node.cluster,
+                server=node.server_id,
+                server_hostname=node.server_hostname,
+                gpus=count,
+                reasons=[f"{n} {action_label(t)}" for t, n in sorted(types.items())],
+            )
+        )
+    rows.sort(key=lambda r: (-r.gpus, r.cluster, r.node))
+    return rows
+
+
+def needing_action_words(rows: list[NeedingAction]) -> str | None:
+    """The answer's sentence about GPUs skipped for health, None when none was."""
+    if not rows:
+        return None
+    gpus = sum(r.gpus for r in rows)
+    return (
+        f"{gpus} GPU(s) on {len(rows)} node(s) skipped: they need action (drain, reset or RMA) "
+        "by an open health finding"
+    )

@@ -36,11 +36,13 @@ from django.db.models.functions import Cast, Coalesce
 from agent.mig import normalize_mig_profile
 from clusters.choices import ClusterKind, Severity
 from clusters.models import Cluster, Finding, Node
+from health.action import findings_needing_action, gpu_needs_action
 from inventory.choices import GpuStatus
 from inventory.health import UNHEALTHY, gpu_problem_code, problem_of_code
 from inventory.models import Gpu, Link, MigDevice
 
 from .facts import Fleet, FleetGpu, FleetMig, FleetNode, share_servers
+from .locality import Place
 
 
 def _parse_indexes(text: str | None) -> set[int] | None:
@@ -207,53 +209,34 @@ def _node_rows(scope: QuerySet[Node]) -> QuerySet:
     )
 
 
-def fleet_counts(*, cluster: str | None = None) -> Fleet:
-    """Nodes with their servers' healthy whole-GPU counts, not the GPUs: two queries.
+def fresh_summaries(servers: QuerySet) -> QuerySet:
+    """The summaries (`topology.ServerPlacement`) of `servers` (a `server_id` values query)
+    built from their server's current report: a stale or missing one reads the rows instead."""
+    from topology.models import ServerPlacement
 
-    Enough for what is free per node (`node_free_gpus`), at a tenth of the rows of
-    `fleet_load`; placement needs the GPUs themselves, failure domains do not.
-    """
-    scope = _scope(cluster)
-    nodes = [_node_facts(row) for row in _node_rows(scope)]
-    healthy = ~UNHEALTHY & ~Q(mig_mode_current=True)
-    counts = {
-        server_id: n
-        for server_id, n, known in Gpu.objects.filter(
-            server_id__in=scope.filter(server__isnull=False).values("server_id")
-        )
-        .exclude(status=GpuStatus.LOST)
-        .order_by()
-        .values("server_id")
-        .annotate(n=Count("id", filter=healthy), known=Count("id"))
-        .values_list("server_id", "n", "known")
-        if known
-    }
-    for node in nodes:
-        if node.server_id in counts:
-            node.healthy_whole = counts[node.server_id]
-    share_servers(nodes)
-    return Fleet(nodes=nodes, classes={}, pairs={})
+    return ServerPlacement.objects.filter(
+        server_id__in=servers, stamp=F("server__last_report_hash")
+    ).exclude(stamp="")
 
 
-def fleet_load(
-    *,
-    cluster: str | None = None,
-    other_than: str | None = None,
-    with_mig: bool = False,
-    with_links: bool = True,
-) -> Fleet:
-    """Nodes in scope with their servers' GPUs and GPU-pair link classes: five queries at most
-    (nodes, GPUs, MIG devices with `with_mig`, link classes and mixed pairs with `with_links`).
+IN_LIST_LIMIT = 2000
 
-    Pair links are read only for servers whose GPU pairs are not all of one class (a DGX is
-    NV18 throughout; a PCIe server mixes PIX/NODE/SYS), so a fleet of 25,000 NVLink servers
-    reads one class row per server instead of 28.
-    """
-    scope = _scope(cluster, other_than)
-    servers = scope.filter(server__isnull=False).values("server_id")
-    nodes = [_node_facts(row) for row in _node_rows(scope)]
-    by_server: dict[int, list[FleetGpu]] = defaultdict(list)
-    gpu_rows = (
+
+def _stale(servers: QuerySet, nodes: list[FleetNode], fresh: set[int]) -> Any:
+    """The servers in scope without a fresh summary: None when there is none (their row reads
+    are skipped), their ids when few, else a subquery (an id list that long costs more)."""
+    stale = {n.server_id for n in nodes if n.server_id is not None} - fresh
+    if not stale:
+        return None
+    if len(stale) <= IN_LIST_LIMIT:
+        return sorted(stale)
+    return servers.exclude(server_id__in=fresh_summaries(servers).values("server_id"))
+
+
+def gpu_rows(servers: QuerySet) -> Iterable[tuple]:
+    """(id, server_id, index, name, memory_total_bytes, numa_node, state) of the servers' GPUs;
+    `state` is `_gpu_state` (problem code x 2, plus 1 in MIG mode). One query."""
+    return _rows(
         Gpu.objects.filter(server_id__in=servers)
         .order_by()
         .annotate(gpu_state=_gpu_state())
@@ -261,30 +244,23 @@ def fleet_load(
             "id", "server_id", "index", "name", "memory_total_bytes", "numa_node", "gpu_state"
         )
     )
-    for gpu_id, server_id, index, name, memory, numa, state in _rows(gpu_rows):
-        problem = problem_of_code(state >> 1)
-        by_server[server_id].append(
-            FleetGpu(gpu_id, index, name, memory, numa, bool(state & 1), problem)
-        )
-    migs: dict[int, list[FleetMig]] = defaultdict(list)
-    if with_mig:
-        rows = MigDevice.objects.filter(gpu__server_id__in=servers).order_by()
-        for row in rows.values("uuid", "gpu_id", "gpu__server_id", "profile", "memory_bytes"):
-            migs[row["gpu__server_id"]].append(
-                FleetMig(
-                    uuid=row["uuid"],
-                    gpu_id=row["gpu_id"],
-                    profile=normalize_mig_profile(row["profile"]) or row["profile"],
-                    memory_bytes=row["memory_bytes"],
-                )
-            )
-    for node in nodes:
-        if node.server_id is not None:
-            node.gpus = sorted(by_server.get(node.server_id, []), key=lambda g: g.index)
-            node.migs = migs.get(node.server_id, [])
-    share_servers(nodes)
-    if not with_links:
-        return Fleet(nodes=nodes, classes={}, pairs={})
+
+
+def mig_rows(servers: QuerySet) -> Iterable[tuple]:
+    """(uuid, gpu_id, server_id, profile, memory_bytes) of the servers' MIG devices (one
+    query)."""
+    return (
+        MigDevice.objects.filter(gpu__server_id__in=servers)
+        .order_by()
+        .values_list("uuid", "gpu_id", "gpu__server_id", "profile", "memory_bytes")
+    )
+
+
+def link_rows(
+    servers: QuerySet,
+) -> tuple[dict[int, set[str]], dict[int, dict[tuple[int, int], str]]]:
+    """Per server its GPU pair link classes, and the class of every pair where it mixes
+    several (two queries, the second only when one does)."""
     per_server = (
         Link.objects.filter(gpu_b__isnull=False, server_id__in=servers)
         .order_by()
@@ -304,7 +280,150 @@ def fleet_load(
             .values_list("server_id", "gpu_a_id", "gpu_b_id", "link_class")
         ):
             pairs[server_id][(a, b) if a < b else (b, a)] = link_class
-    return Fleet(nodes=nodes, classes=dict(classes), pairs=dict(pairs))
+    return classes, dict(pairs)
+
+
+def gpu_actions(servers: QuerySet) -> dict[int, tuple[int, str, int]]:
+    """GPU id -> (server id, type of its most serious open health finding, its `_gpu_state`)
+    for the servers' GPUs needing action (`health.action`): one query over the open findings,
+    which are few, whatever the fleet."""
+    state = Subquery(
+        Gpu.objects.filter(pk=OuterRef("gpu_id")).annotate(s=_gpu_state()).values("s")[:1],
+        output_field=IntegerField(),
+    )
+    found: dict[int, tuple[int, str, int]] = {}
+    for gpu_id, server_id, finding_type, gpu_state in (
+        findings_needing_action()
+        .filter(gpu__server_id__in=servers)
+        .annotate(gpu_state=state)
+        .order_by("gpu_id", "severity", "type")
+        .values_list("gpu_id", "gpu__server_id", "type", "gpu_state")
+    ):
+        found.setdefault(gpu_id, (server_id, finding_type, gpu_state))
+    return found
+
+
+def fleet_counts(*, cluster: str | None = None) -> Fleet:
+    """Nodes with their servers' usable whole-GPU counts, not the GPUs: four queries at most
+    (nodes, summaries, GPUs needing action, GPU counts of servers without a fresh summary).
+
+    Usable: healthy (`inventory.health`), outside MIG mode and not needing action
+    (`health.action`); GPUs needing action are counted beside. Enough for what is free per node
+    (`node_free_gpus`), at a tenth of the rows of `fleet_load`; placement needs the GPUs
+    themselves, failure domains do not.
+    """
+    scope = _scope(cluster)
+    servers = scope.filter(server__isnull=False).values("server_id")
+    nodes = [_node_facts(row) for row in _node_rows(scope)]
+    summaries = list(fresh_summaries(servers).values_list("server_id", "usable", "known"))
+    counts: dict[int, tuple[int, int]] = {
+        server_id: (usable, 0) for server_id, usable, known in summaries if known
+    }
+    for server_id, _type, state in gpu_actions(servers).values():
+        if server_id in counts and state >> 1 != 1:  # not lost
+            usable, needing = counts[server_id]
+            counts[server_id] = (usable - (state == 0), needing + 1)
+    action = Q(gpu_needs_action())
+    usable_q = ~UNHEALTHY & ~Q(mig_mode_current=True) & ~action
+    stale = _stale(servers, nodes, {row[0] for row in summaries})
+    counts.update(
+        {
+            server_id: (n, needing)
+            for server_id, n, needing, known in Gpu.objects.filter(server_id__in=stale or [])
+            .exclude(status=GpuStatus.LOST)
+            .order_by()
+            .values("server_id")
+            .annotate(
+                n=Count("id", filter=usable_q),
+                needing=Count("id", filter=action),
+                known=Count("id"),
+            )
+            .values_list("server_id", "n", "needing", "known")
+            if known
+        }
+        if stale
+        else {}
+    )
+    for node in nodes:
+        if node.server_id in counts:
+            node.healthy_whole, node.needing_action = counts[node.server_id]
+    share_servers(nodes)
+    return Fleet(nodes=nodes, classes={}, pairs={})
+
+
+def fleet_load(
+    *,
+    cluster: str | None = None,
+    other_than: str | None = None,
+    with_mig: bool = False,
+    with_links: bool = True,
+) -> Fleet:
+    """Nodes in scope with their servers' GPUs and GPU-pair link classes: seven queries at most
+    (nodes, summaries, GPUs needing action; only when some server has no fresh summary, those
+    servers' GPUs, MIG devices with `with_mig`, link classes and mixed pairs with `with_links`).
+
+    A fresh summary (`topology.ServerPlacement`) is one row per server instead of its eight
+    GPU rows and their links; servers without one are read from the rows, the same way the
+    summaries are built (`summaries.summary_of`), so the answers do not depend on which.
+    Pair links are read only for servers whose GPU pairs are not all of one class (a DGX is
+    NV18 throughout; a PCIe server mixes PIX/NODE/SYS).
+    """
+    scope = _scope(cluster, other_than)
+    servers = scope.filter(server__isnull=False).values("server_id")
+    nodes = [_node_facts(row) for row in _node_rows(scope)]
+    fields = ["server_id", "gpus", "links"] + (["migs"] if with_mig else [])
+    by_server: dict[int, list[FleetGpu]] = {}
+    migs: dict[int, list[FleetMig]] = defaultdict(list)
+    classes: dict[int, set[str]] = {}
+    pairs: dict[int, dict[tuple[int, int], str]] = {}
+    summarized = 0
+    for row in fresh_summaries(servers).values_list(*fields):
+        server_id, gpus_text, links_text = row[0], row[1], row[2]
+        summarized += 1
+        by_server[server_id] = [
+            FleetGpu(g, i, n, mem, numa, bool(st & 1), problem_of_code(st >> 1))
+            for g, i, n, mem, numa, st in json.loads(gpus_text)
+        ]
+        if links_text.startswith("{"):
+            links = json.loads(links_text)
+            classes[server_id] = set(links["classes"])
+            pairs[server_id] = {(a, b): c for a, b, c in links["pairs"]}
+        elif links_text:
+            classes[server_id] = {links_text}
+        if with_mig:
+            migs[server_id] = [
+                FleetMig(uuid, gpu_id, normalize_mig_profile(profile) or profile, memory)
+                for uuid, gpu_id, profile, memory in json.loads(row[3])
+            ]
+    stale = _stale(servers, nodes, set(by_server))
+    for gpu_id, server_id, index, name, memory, numa, state in gpu_rows(stale) if stale else ():
+        by_server.setdefault(server_id, []).append(
+            FleetGpu(
+                gpu_id, index, name, memory, numa, bool(state & 1), problem_of_code(state >> 1)
+            )
+        )
+    if with_mig and stale:
+        for uuid, gpu_id, server_id, profile, memory in mig_rows(stale):
+            migs[server_id].append(
+                FleetMig(uuid, gpu_id, normalize_mig_profile(profile) or profile, memory)
+            )
+    actions = gpu_actions(servers)
+    for gpus in by_server.values():
+        for gpu in gpus:
+            if gpu.id in actions:
+                gpu.action = actions[gpu.id][1]
+    for node in nodes:
+        if node.server_id is not None:
+            node.gpus = sorted(by_server.get(node.server_id, []), key=lambda g: g.index)
+            node.migs = migs.get(node.server_id, [])
+    share_servers(nodes)
+    if not with_links:
+        return Fleet(nodes=nodes, classes={}, pairs={}, summarized=summarized)
+    if stale:
+        stale_classes, stale_pairs = link_rows(stale)
+        classes.update(stale_classes)
+        pairs.update(stale_pairs)
+    return Fleet(nodes=nodes, classes=classes, pairs=pairs, summarized=summarized)
 
 
 def _rows(queryset: QuerySet) -> Iterable[tuple]:
@@ -358,3 +477,99 @@ def placement_choices() -> dict[str, list[str]]:
             .distinct()
         ),
     }
+
+
+def fleet_places() -> dict[int, Place]:
+    """Where every server bound to a fabric sits: its leaf (or leaf group), spine group and
+    NVLink domain (three queries; `locality`).
+
+    A leaf group (the rail leaves of one scalable unit) counts as one leaf: NIC k of each of
+    its servers meets NIC k of the others on leaf k. A spine group is what the leaves reach
+    through switches of tier 2 and below. A server cabled to several leaf groups (a miswired
+    one) takes the lowest.
+    """
+    from fabric.choices import LinkState
+    from fabric.graph import nvlink_domains
+    from fabric.models import FabricLink
+
+    live = FabricLink.objects.filter(gone_at__isnull=True, state=LinkState.UP)
+    leaves: dict[int, tuple[str, str, int]] = {}
+    for server_id, switch_id, name, override, inferred, group, fabric_id in (
+        live.filter(a_switch__isnull=False, b_adapter__server__isnull=False)
+        .order_by()
+        .values_list(
+            "b_adapter__server_id",
+            "a_switch_id",
+            "a_switch__name",
+            "a_switch__tier_override",
+            "a_switch__tier_inferred",
+            "a_switch__leaf_group",
+            "a_switch__fabric_id",
+        )
+        .distinct()
+    ):
+        if (override or inferred) not in (None, 1):
+            continue
+        key = f"{fabric_id}:g{group}" if group else f"{fabric_id}:s{switch_id}"
+        label = f"leaf group {group}" if group else (name or f"switch {switch_id}")
+        if server_id not in leaves or key < leaves[server_id][0]:
+            leaves[server_id] = (key, label, switch_id)
+    parent: dict[int, int] = {}
+    names: dict[int, str] = {}
+
+    def root(x: int) -> int:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b, a_tier, b_tier, a_name, b_name in live.filter(
+        a_switch__isnull=False, b_switch__isnull=False
+    ).values_list(
+        "a_switch_id",
+        "b_switch_id",
+        Coalesce("a_switch__tier_override", "a_switch__tier_inferred"),
+        Coalesce("b_switch__tier_override", "b_switch__tier_inferred"),
+        "a_switch__name",
+        "b_switch__name",
+    ):
+        if not a_tier or not b_tier or a_tier > 2 or b_tier > 2:
+            continue
+        for switch, tier, name in ((a, a_tier, a_name), (b, b_tier, b_name)):
+            if tier == 2:
+                names[switch] = name or f"switch {switch}"
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    spine_names: dict[int, str] = {}
+    for switch, name in names.items():
+        r = root(switch)
+        spine_names[r] = min(spine_names.get(r, name), name)
+    gpus = (
+        (str(server_id), cluster_uuid, clique)
+        for server_id, cluster_uuid, clique in Gpu.objects.exclude(fabric_cluster_uuid="")
+        .exclude(status=GpuStatus.LOST)
+        .order_by()
+        .values_list("server_id", "fabric_cluster_uuid", "fabric_clique_id")
+    )
+    domains = {  # the fabric's one rule: the domain most of a server's GPUs report
+        int(host): f"{cluster_uuid}/{clique}"
+        for (cluster_uuid, clique), hosts in nvlink_domains(gpus).items()
+        for host in hosts
+    }
+    places: dict[int, Place] = {}
+    for server_id in leaves.keys() | domains.keys():
+        leaf = leaves.get(server_id)
+        spine = spine_label = None
+        if leaf is not None and leaf[2] in parent:
+            r = root(leaf[2])
+            spine, spine_label = f"spine:{r}", spine_names.get(r, "")
+        places[server_id] = Place(
+            leaf=leaf[0] if leaf else None,
+            spine=spine,
+            nvlink=domains.get(server_id),
+            leaf_name=leaf[1] if leaf else "",
+            spine_name=f"spines from {spine_label}" if spine_label else "",
+        )
+    return places

@@ -12,15 +12,29 @@ memory, so a query costs the same number of round trips at 20 nodes and at 25,00
 
 from __future__ import annotations
 
+import functools
+import gc
 from collections import Counter
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
 
 from agent.mig import normalize_mig_profile
 from clusters.choices import ClusterKind
 
 from .alternatives import placement_alternatives
 from .facts import fleet_merge
-from .planner import BLOCK_ORDER, ClusterPlan, Option, Planner, node_choice, plan_request
-from .reads import answer_details, fleet_load
+from .locality import Locality
+from .planner import (
+    BLOCK_ORDER,
+    ClusterPlan,
+    Option,
+    Planner,
+    needing_action_words,
+    node_choice,
+    nodes_needing_action,
+    plan_request,
+)
+from .reads import answer_details, fleet_load, fleet_places
 from .types import (
     Alternative,
     BlockedNode,
@@ -32,10 +46,31 @@ from .types import (
     request_shape,
 )
 
+P = ParamSpec("P")
+R = TypeVar("R")
 BLOCKED_LIMIT = 50
 CANDIDATE_LIMIT = 10
 
 
+def gc_paused(fn: Callable[P, R]) -> Callable[P, R]:
+    """Run `fn` with the cyclic garbage collector off: 200,000 GPU objects that live for one
+    query would otherwise trigger full collections that scan them again and again (the time
+    grew faster than the fleet). Reference counting still frees them when the query ends."""
+
+    @functools.wraps(fn)
+    def paused(*args: P.args, **kwargs: P.kwargs) -> R:
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    return paused
+
+
+@gc_paused
 def placement_find(
     *,
     cluster: str | None = None,
@@ -85,6 +120,8 @@ def placement_find(
         request_shape(request, kind)  # validate before touching the database
     fleet = fleet_load(cluster=request.cluster, with_mig=bool(profile))
     _check_scheduler(request, fleet.clusters())
+    if _may_span_nodes(request):
+        fleet.places = fleet_places()
     planner = Planner(fleet.of_kind(request.scheduler))
     plans = plan_request(planner, request)
     fitting = sorted((p for p in plans if p.fits), key=lambda p: p.rank())
@@ -106,6 +143,8 @@ def placement_find(
             others = fleet_load(other_than=request.cluster, with_mig=bool(profile))
             whole = Planner(fleet_merge(fleet, others).of_kind(request.scheduler))
         alternatives = placement_alternatives(whole, request)
+    in_scope = {p.cluster for p in plans}
+    needing = nodes_needing_action(n for n in fleet.nodes if n.cluster in in_scope)
     servers = {o.node.server_id for o in chosen + spare if o.node.server_id is not None}
     answered = fleet.with_details(*answer_details(servers))
     filters = Filters.of(request)
@@ -141,6 +180,10 @@ def placement_find(
         cost=mixing_cost(best.models) if best and best.mixes_models else None,
         scheduler=request.scheduler,
         scope=_scope_text(request, fleet.clusters()),
+        fabric=_fabric(best.locality) if best and best.locality else None,
+        needing_action=needing[:BLOCKED_LIMIT],
+        gpus_needing_action=sum(n.gpus for n in needing),
+        health=needing_action_words(needing),
     )
 
 
@@ -172,10 +215,32 @@ def _scope_text(request: PlacementRequest, clusters: dict[str, str]) -> str | No
     return text
 
 
+def _may_span_nodes(request: PlacementRequest) -> bool:
+    """Whether some scheduler may place the request on several nodes (its fabric matters)."""
+    if request.nodes is not None:
+        return request.nodes > 1
+    if request.gpus_per_node is not None:
+        return (request.gpus or 0) > request.gpus_per_node
+    return (request.gpus or 0) > 1
+
+
 def mixing_cost(models: list[str]) -> str:
     """The words for a job placed over several GPU models (only when no one model fits, unless
     the request allowed mixing)."""
     return f"mixes GPU models ({', '.join(models)}): it runs at the slowest GPU's pace"
+
+
+def _fabric(locality: Locality) -> dict[str, Any] | None:
+    """The answer's `fabric`: how far apart the nodes chosen are, and why (multi-node only)."""
+    if locality.nodes < 2:
+        return None
+    return {
+        "hops": locality.hops,
+        "leaves": locality.leaves,
+        "spine_groups": locality.spine_groups,
+        "nvlink_domains": locality.nvlink_domains,
+        "why": locality.why,
+    }
 
 
 def _requested_total(request: PlacementRequest) -> int:

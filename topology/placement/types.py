@@ -188,6 +188,8 @@ class NodeChoice:
     in_use_known: bool = True
     critical_findings: int = 0
     """Open critical findings on the node or its server: why it was ranked last."""
+    gpus_needing_action: int = 0
+    """GPUs of its server skipped because they need action (`health.action`)."""
 
 
 @dataclass(slots=True)
@@ -199,6 +201,7 @@ class BlockedNode:
     server: int | None
     reason: str
     detail: str
+    gpus_needing_action: int = 0
 
     @property
     def reason_text(self) -> str:
@@ -209,6 +212,7 @@ REASON_TEXT = {
     "not_ready": "not ready",
     "not_schedulable": "drained or cordoned",
     "unhealthy_gpu": "unhealthy or lost GPUs",
+    "needs_action": "GPUs needing action (drain, reset or RMA)",
     "mig_layout": "another MIG layout",
     "in_use": "GPUs busy",
     "too_small": "too few free GPUs on one node",
@@ -222,6 +226,20 @@ REASON_TEXT = {
 
 def reason_text(code: str) -> str:
     return REASON_TEXT.get(code, code.replace("_", " "))
+
+
+@dataclass(slots=True)
+class NeedingAction:
+    """A node whose server has GPUs needing action: placement skipped them."""
+
+    node: str
+    node_id: int
+    cluster: str
+    server: int | None
+    server_hostname: str | None
+    gpus: int
+    reasons: list[str]
+    """`2 Fatal Xid on a GPU`: GPUs per finding type (a GPU with two findings counts twice)."""
 
 
 @dataclass
@@ -275,3 +293,11 @@ class PlacementResult:
     """The scheduler the request was for; None: every cluster was tried."""
     scope: str | None = None
     """Which clusters were considered, in words, when the request named a scheduler."""
+    fabric: dict[str, Any] | None = None
+    """Multi-node answers: `hops` (switches between the farthest two nodes chosen, None when
+    a fabric is unknown), `leaves`, `spine_groups`, `nvlink_domains`, and `why` in words."""
+    needing_action: list[NeedingAction] = field(default_factory=list)
+    """Nodes in scope whose GPUs needing action were skipped, the most first (at most 50)."""
+    gpus_needing_action: int = 0
+    health: str | None = None
+    """The GPUs skipped for health, in words (None: none)."""

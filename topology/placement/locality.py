@@ -1,0 +1,188 @@
+"""Where the nodes of a multi-node job sit on the network: one leaf, one spine group, one NVLink
+domain. Pure: places in, a choice and its words out; no queries.
+
+A job on several nodes talks over the fabric, so the nodes chosen should be close: under one
+leaf switch (in a rail-optimised fabric, one leaf group: the rail leaves of one scalable unit,
+where NIC k of every server meets NIC k of the others on leaf k), else on as few leaves as
+possible under one spine group (leaves that reach each other through the spines alone), else in
+one NVLink domain (GB200 NVL72: servers whose GPUs share a fabric `cluster_uuid`/`clique_id`).
+Ties go to the scheduler ranking the planner already made (`positions`: best first).
+
+Hops count the switches a message crosses between two nodes: 1 under one leaf, 3 through a
+spine (leaf, spine, leaf), 5 through a core; unknown (None) when a node is on no known fabric.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where one server sits: its leaf (group), spine group and NVLink domain; None: unknown."""
+
+    leaf: str | None = None
+    spine: str | None = None
+    nvlink: str | None = None
+    leaf_name: str = ""
+    spine_name: str = ""
+
+
+NOWHERE = Place()
+
+
+@dataclass(frozen=True, slots=True)
+class Locality:
+    """How close the nodes chosen are, and why they were chosen, in words."""
+
+    nodes: int
+    leaves: int
+    spine_groups: int
+    nvlink_domains: int
+    hops: int | None
+    why: str
+
+
+def hops_between(a: Place, b: Place) -> int | None:
+    """Switches crossed between two servers: 1 (one leaf), 3 (one spine group), else 5."""
+    if a.leaf is None or b.leaf is None:
+        return None
+    if a.leaf == b.leaf:
+        return 1
+    if a.spine is not None and a.spine == b.spine:
+        return 3
+    return 5
+
+
+def describe(places: Sequence[Place], why: str = "") -> Locality:
+    """The locality of a set of chosen servers' places."""
+    known = [p for p in places if p.leaf is not None]
+    hops: int | None = None
+    if len(places) > 1 and len(known) == len(places):
+        hops = max(
+            (hops_between(a, b) or 0 for i, a in enumerate(places) for b in places[i + 1 :]),
+            default=0,
+        )
+    elif len(places) == 1:
+        hops = 0
+    return Locality(
+        nodes=len(places),
+        leaves=len({p.leaf for p in known}),
+        spine_groups=len({p.spine for p in known if p.spine is not None}),
+        nvlink_domains=len({p.nvlink for p in places if p.nvlink is not None}),
+        hops=hops,
+        why=why,
+    )
+
+
+def choose_local(
+    ranked: Sequence[T], count: int, place_of: Callable[[T], Place]
+) -> tuple[list[T], Locality]:
+    """`count` items of `ranked` (best first), as close on the network as they can be.
+
+    One leaf first (the leaf whose best `count` rank best), then one spine group on the fewest
+    leaves, then one NVLink domain; else the first `count` as ranked. Fewer than `count` items:
+    all of them.
+    """
+    position = {id(item): i for i, item in enumerate(ranked)}
+    places = {id(item): place_of(item) for item in ranked}
+    if count <= 1 or len(ranked) <= count:
+        chosen = list(ranked[:count])
+        return chosen, locality_of([places[id(c)] for c in chosen], count)
+    by_leaf: dict[str, list[T]] = defaultdict(list)
+    by_spine: dict[str, list[T]] = defaultdict(list)
+    by_nvlink: dict[str, list[T]] = defaultdict(list)
+    for item in ranked:
+        place = places[id(item)]
+        if place.leaf is not None:
+            by_leaf[place.leaf].append(item)
+        if place.spine is not None:
+            by_spine[place.spine].append(item)
+        if place.nvlink is not None:
+            by_nvlink[place.nvlink].append(item)
+
+    def cost(items: list[T]) -> int:
+        return sum(position[id(i)] for i in items)
+
+    def chosen_places(items: list[T]) -> list[Place]:
+        return [places[id(i)] for i in items]
+
+    leaf_fits = [items[:count] for items in by_leaf.values() if len(items) >= count]
+    if leaf_fits:
+        best = min(leaf_fits, key=lambda items: (cost(items), _nvlink_spread(chosen_places(items))))
+        place = places[id(best[0])]
+        return best, describe(
+            chosen_places(best),
+            f"all {count} nodes under one leaf switch ({place.leaf_name or place.leaf}): "
+            "1 switch between them",
+        )
+    spine_fits: list[tuple[int, int, list[T]]] = []
+    for items in by_spine.values():
+        if len(items) < count:
+            continue
+        leaves: dict[str, list[T]] = defaultdict(list)
+        for item in items:
+            leaves[places[id(item)].leaf or ""].append(item)
+        # the fewest leaves: the fullest first (ties: the best ranked)
+        order = sorted(leaves.values(), key=lambda group: (-len(group), cost(group[:1])))
+        taken: list[T] = []
+        used = 0
+        for group in order:
+            taken.extend(group[: count - len(taken)])
+            used += 1
+            if len(taken) >= count:
+                break
+        taken.sort(key=lambda i: position[id(i)])
+        spine_fits.append((used, cost(taken), taken))
+    if spine_fits:
+        used, _, best = min(spine_fits, key=lambda fit: (fit[0], fit[1]))
+        place = places[id(best[0])]
+        return best, describe(
+            chosen_places(best),
+            f"no leaf has {count} nodes that fit; {used} leaves under one spine group "
+            f"({place.spine_name or place.spine}): 3 switches between them",
+        )
+    domain_fits = [items[:count] for items in by_nvlink.values() if len(items) >= count]
+    if domain_fits:
+        best = min(domain_fits, key=cost)
+        return best, describe(
+            chosen_places(best),
+            f"no spine group has {count} nodes that fit; all {count} in one NVLink domain",
+        )
+    chosen = list(ranked[:count])
+    return chosen, locality_of(chosen_places(chosen), count)
+
+
+def _nvlink_spread(places: list[Place]) -> int:
+    return len({p.nvlink for p in places})
+
+
+def locality_of(places: list[Place], count: int) -> Locality:
+    """The locality of the best ranked, in words that say what they share."""
+    found = describe(places)
+    if count <= 1 or found.nodes <= 1:
+        words = ""
+    elif found.hops is None:
+        words = "the fabric of these nodes is not known: the best ranked"
+    elif found.hops == 1:
+        words = f"all {found.nodes} nodes under one leaf switch: 1 switch between them"
+    elif found.hops == 3:
+        words = (
+            f"{found.nodes} nodes on {found.leaves} leaves under one spine group: "
+            "3 switches between them"
+        )
+    elif found.nvlink_domains == 1 and all(p.nvlink for p in places):
+        words = f"all {found.nodes} nodes in one NVLink domain"
+    else:
+        words = (
+            f"no leaf, spine group or NVLink domain holds {count} nodes that fit: the best "
+            f"ranked, {found.hops} switches apart"
+        )
+    return Locality(
+        found.nodes, found.leaves, found.spine_groups, found.nvlink_domains, found.hops, words
+    )

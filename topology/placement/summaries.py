@@ -1,0 +1,118 @@
+"""Per-server placement summaries (`topology.ServerPlacement`): the write side.
+
+A summary holds what placement and failure domains read of one server (its GPUs with their
+state, its GPU pair link classes, its MIG devices, its usable count), built from the same row
+reads as `reads.fleet_load` uses for a server without one, so both paths give the same facts.
+It is stamped with the server's `last_report_hash`: applying a changed report makes it stale
+(the reads take the rows until it is rebuilt); a heartbeat leaves it fresh. Node bindings and
+health findings are read live beside it, so they never make it stale.
+
+`placement_summaries_refresh` rebuilds the stale ones (Celery beat, `topology.tasks`) or the
+servers named; `manage.py placement_summaries` is the backfill.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F, Q, QuerySet
+from django.utils import timezone
+
+from inventory.models import Server
+from topology.models import ServerPlacement
+
+from .reads import gpu_rows, link_rows, mig_rows
+
+BATCH = 2000
+
+
+def stale_servers() -> QuerySet:
+    """Servers with a report hash and no summary built from it (a `server_id` values query)."""
+    fresh = ServerPlacement.objects.filter(stamp=F("server__last_report_hash")).values("server_id")
+    return (
+        Server.objects.exclude(last_report_hash="")
+        .exclude(pk__in=fresh)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+
+
+def summary_of(
+    gpus: list[tuple], classes: set[str], pairs: dict[tuple[int, int], str], migs: list[tuple]
+) -> dict[str, Any]:
+    """The stored fields of one server's summary from its rows (pure).
+
+    `gpus`: (id, index, name, memory, numa, state) as `reads.gpu_rows` gives them (state:
+    problem code x 2, plus 1 in MIG mode); `migs`: (uuid, gpu_id, profile, memory).
+    """
+    ordered = sorted(gpus, key=lambda g: (g[1], g[0]))
+    return {
+        "gpus": json.dumps([list(g) for g in ordered], separators=(",", ":")),
+        "links": _links_text(classes, pairs),
+        "migs": json.dumps(sorted(list(m) for m in migs), separators=(",", ":")),
+        "usable": sum(1 for g in gpus if g[5] == 0),
+        "known": sum(1 for g in gpus if g[5] >> 1 != 1),  # problem code 1: lost
+    }
+
+
+def _links_text(classes: set[str], pairs: dict[tuple[int, int], str]) -> str:
+    """One class (a DGX: NV18 throughout) as itself, "" for none; JSON only for a server that
+    mixes classes, so most summaries decode without a JSON parse."""
+    if not pairs and len(classes) <= 1:
+        return next(iter(classes), "")
+    return json.dumps(
+        {"classes": sorted(classes), "pairs": sorted([a, b, c] for (a, b), c in pairs.items())},
+        separators=(",", ":"),
+    )
+
+
+def placement_summaries_refresh(
+    *, server_ids: list[int] | None = None, limit: int | None = None
+) -> int:
+    """Rebuild the summaries of `server_ids`, else of the stale servers (at most `limit`);
+    the number rebuilt. Five queries and two writes per batch of 2,000 servers."""
+    wanted = list(server_ids) if server_ids is not None else list(stale_servers()[:limit])
+    done = 0
+    for start in range(0, len(wanted), BATCH):
+        done += _rebuild(wanted[start : start + BATCH])
+    return done
+
+
+def _rebuild(ids: list[int]) -> int:
+    stamps = dict(
+        Server.objects.filter(pk__in=ids)
+        .exclude(last_report_hash="")
+        .values_list("pk", "last_report_hash")
+    )
+    if not stamps:
+        return 0
+    servers = Server.objects.filter(pk__in=list(stamps)).values("pk")
+    gpus: dict[int, list[tuple]] = defaultdict(list)
+    for gpu_id, server_id, index, name, memory, numa, state in gpu_rows(servers):
+        gpus[server_id].append((gpu_id, index, name, memory, numa, state))
+    migs: dict[int, list[tuple]] = defaultdict(list)
+    for uuid, gpu_id, server_id, profile, memory in mig_rows(servers):
+        migs[server_id].append((uuid, gpu_id, profile, memory))
+    classes, pairs = link_rows(servers)
+    now = timezone.now()
+    rows = [
+        ServerPlacement(
+            server_id=server_id,
+            stamp=stamp,
+            built_at=now,
+            **summary_of(
+                gpus.get(server_id, []),
+                classes.get(server_id, set()),
+                pairs.get(server_id, {}),
+                migs.get(server_id, []),
+            ),
+        )
+        for server_id, stamp in stamps.items()
+    ]
+    with transaction.atomic():
+        ServerPlacement.objects.filter(Q(server_id__in=list(stamps))).delete()
+        ServerPlacement.objects.bulk_create(rows, batch_size=BATCH)
+    return len(rows)
