@@ -36,6 +36,7 @@ from inventory.services import agent_token_create, user_token_create
 from simulator.demo import DEMO_FABRIC, demo_fabric, demo_machines, demo_snapshots
 from simulator.fleet import PushResult, push_reports
 from simulator.keepalive import Plan, post_snapshot
+from topology.placement.summaries import placement_summaries_refresh
 
 DEMO_USER = "admin"
 # What people declare and agents cannot know: the hardware a DGX H100 should have.
@@ -153,5 +154,6 @@ def demo_load(*, seed: int | str = "0") -> DemoLoad:
         with reconcile_held():
             answers = [post_snapshot(url, snapshot, api_key, timeout=60) for snapshot in snapshots]
             reconciled = reconcile_all()
+    placement_summaries_refresh()  # what beat does in production; `make run` has no beat
     plan = Plan(agent_tokens=keys, reports=reports, api_token=api_key, snapshots=snapshots)
     return DemoLoad(results, answers, reconciled, plan, admin_created, fabric)
