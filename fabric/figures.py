@@ -96,6 +96,23 @@ class FabricFigureFacts:
     cables: Sequence[CableMark] = ()
     leaf_loads: dict[str, LeafLoad] | None = None
     """Given instead of hosts and their cables when the reader already chose switch level."""
+    bundles: Sequence[TrunkBundle] | None = None
+    """Given instead of the switch-to-switch cables when the reader already summed them per
+    pair of switches (switch level and above; `trunk_bundles` is the rule)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrunkBundle:
+    """The switch-to-switch cables between two switches, summed: what the figure draws at
+    switch level and above. `a` <= `b`; `cables` and `gbps` count those up, `down` those
+    down or gone, `degraded` those up but slower or narrower than their peers."""
+
+    a: str
+    b: str
+    cables: int = 0
+    gbps: float = 0.0
+    down: int = 0
+    degraded: int = 0
 
 
 def level_for(switches: int, hosts: int, cables: int) -> str:
@@ -135,11 +152,41 @@ def fabric_figure(facts: FabricFigureFacts) -> Figure:
     if level == DETAIL:
         return _detail(facts)
     loads = facts.leaf_loads if facts.leaf_loads is not None else _fold_hosts(facts)
-    switches = _switch_keys(facts)
-    trunks = [c for c in facts.cables if c.b in switches]
+    if facts.bundles is not None:
+        bundles = list(facts.bundles)
+    else:
+        switches = _switch_keys(facts)
+        bundles = trunk_bundles(c for c in facts.cables if c.b in switches)
     if level == SWITCHES:
-        return _switch_level(facts, trunks, loads)
-    return _group_level(facts, trunks, loads)
+        return _switch_level(facts, bundles, loads)
+    return _group_level(facts, bundles, loads)
+
+
+def trunk_bundles(trunks: Iterable[CableMark]) -> list[TrunkBundle]:
+    """Switch-to-switch cables summed per pair of switches, in pair order. A reader may sum
+    them in SQL instead (`fabric.pages`) so that a large fabric's cables never reach Python;
+    both must agree."""
+    return merge_bundles(
+        TrunkBundle(
+            cable.a,
+            cable.b,
+            cables=int(up),
+            gbps=(cable.gbps or 0.0) if up else 0.0,
+            down=int(not up),
+            degraded=int(up and cable.state == DEGRADED),
+        )
+        for cable in trunks
+        for up in [cable.state not in (DOWN, GONE)]
+    )
+
+
+def merge_bundles(parts: Iterable[TrunkBundle]) -> list[TrunkBundle]:
+    """Parts summed per unordered pair of switches (a cable from a switch to itself is not
+    drawn), in pair order."""
+    return [
+        TrunkBundle(a, b, bundle.cables, bundle.gbps, bundle.down, bundle.degraded)
+        for (a, b), bundle in sorted(_regroup(parts, lambda key: key).items())
+    ]
 
 
 def _switch_keys(facts: FabricFigureFacts) -> set[str]:
@@ -369,7 +416,7 @@ def _load_text(load: LeafLoad | None) -> str:
 
 
 def _switch_level(
-    facts: FabricFigureFacts, trunks: list[CableMark], loads: dict[str, LeafLoad]
+    facts: FabricFigureFacts, pairs: list[TrunkBundle], loads: dict[str, LeafLoad]
 ) -> Figure:
     rows = _tiers(facts.switches)
     at = {
@@ -377,7 +424,7 @@ def _switch_level(
         for tier, members in rows.items()
         for key, x in _spread([s.key for s in members]).items()
     }
-    bundles = _bundle(trunks, lambda k: k)
+    bundles = {(bundle.a, bundle.b): bundle for bundle in pairs}
     names = {s.key: s.name for s in facts.switches}
     traces = _bundle_traces(bundles, at, names)
     marked_down = {k for k, load in loads.items() if load.down}
@@ -425,27 +472,28 @@ class _Bundle:
     gbps: float = 0.0
     down: int = 0
     degraded: int = 0
-    rail: int | None = None
 
 
-def _bundle(trunks: Iterable[CableMark], group_of) -> dict[tuple[str, str], _Bundle]:
+def _regroup(parts: Iterable[TrunkBundle], group_of) -> dict[tuple[str, str], _Bundle]:
+    """Bundles summed per unordered pair of the groups their ends are in; ends in no group,
+    or both in one, are left out."""
     bundles: dict[tuple[str, str], _Bundle] = {}
-    for cable in trunks:
-        a, b = group_of(cable.a), group_of(cable.b)
+    for part in parts:
+        a, b = group_of(part.a), group_of(part.b)
         if a is None or b is None or a == b:
             continue
-        bundle = bundles.setdefault((a, b) if a <= b else (b, a), _Bundle(rail=cable.rail))
-        if cable.state in (DOWN, GONE):
-            bundle.down += 1
-            continue
-        bundle.cables += 1
-        bundle.gbps += cable.gbps or 0
-        bundle.degraded += cable.state == DEGRADED
+        bundle = bundles.setdefault((a, b) if a <= b else (b, a), _Bundle())
+        bundle.cables += part.cables
+        bundle.gbps += part.gbps
+        bundle.down += part.down
+        bundle.degraded += part.degraded
     return bundles
 
 
 def _bundle_traces(
-    bundles: dict[tuple[str, str], _Bundle], at: dict[str, tuple[float, float]], names
+    bundles: dict[tuple[str, str], _Bundle] | dict[tuple[str, str], TrunkBundle],
+    at: dict[str, tuple[float, float]],
+    names,
 ) -> list[dict]:
     cables = [
         CableMark(
@@ -463,7 +511,7 @@ def _bundle_traces(
 
 
 def _group_level(
-    facts: FabricFigureFacts, trunks: list[CableMark], loads: dict[str, LeafLoad]
+    facts: FabricFigureFacts, pairs: list[TrunkBundle], loads: dict[str, LeafLoad]
 ) -> Figure:
     def group_key(switch: SwitchMark) -> str:
         return f"t{switch.tier or 1}r{switch.rail or 0}"
@@ -499,7 +547,7 @@ def _group_level(
                 )
             )
         marks.append((*at[key], text, ""))
-    traces = _bundle_traces(_bundle(trunks, of.get), at, names)
+    traces = _bundle_traces(_regroup(pairs, of.get), at, names)
     traces.append(_marker_trace(marks, SWITCH_COLOUR, "switch groups", "square", 14))
     states = {DOWN} if any(load.down for load in loads.values()) else set()
     states |= {DEGRADED} if any(load.degraded for load in loads.values()) else set()

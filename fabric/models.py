@@ -208,3 +208,20 @@ class FabricLink(models.Model):
     @property
     def speed(self) -> str:
         return f"{self.width}{self.lane_speed}"
+
+
+class FabricFigure(models.Model):
+    """A fabric's figure at switch level or above, rendered once per revision of what it
+    draws and stored (see `fabric.render`): summing every cable of a large fabric takes
+    seconds, reading this one row does not."""
+
+    fabric = models.OneToOneField(
+        Fabric, on_delete=models.CASCADE, primary_key=True, related_name="rendered_figure"
+    )
+    revision = models.CharField(max_length=64)
+    figure = models.JSONField(default=dict)
+    rendered_at = models.DateTimeField(default=timezone.now)
+    duration_ms = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.fabric_id} {self.revision}"

@@ -5,7 +5,7 @@ switch level and above the figure reads aggregates, never every server cable.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from django.db.models import Count, F, Q, Sum
@@ -28,7 +28,9 @@ from .figures import (
     HostMark,
     LeafLoad,
     SwitchMark,
+    TrunkBundle,
     level_for,
+    merge_bundles,
 )
 from .models import Fabric, FabricLink, Switch
 from .selectors import switch_tree_facts
@@ -38,10 +40,10 @@ from .services import host_key
 def degraded_link_keys(fabric: Fabric) -> set[str]:
     """Cables with an open "slower or narrower than its peers" finding (one query): the
     figure marks what the findings say, so the two never disagree."""
-    return _degraded_keys([fabric.name]).get(fabric.name, set())
+    return fabrics_degraded_keys([fabric.name]).get(fabric.name, set())
 
 
-def _degraded_keys(names: list[str]) -> dict[str, set[str]]:
+def fabrics_degraded_keys(names: list[str]) -> dict[str, set[str]]:
     """Fabric name -> its cables with an open "degraded" finding, for many fabrics at once
     (one query)."""
     found: dict[str, set[str]] = defaultdict(set)
@@ -79,11 +81,16 @@ def fabric_figure_facts(fabric: Fabric) -> FabricFigureFacts:
     return fabric_figures_facts([fabric])[fabric.pk]
 
 
-def fabric_figures_facts(fabrics: list[Fabric]) -> dict[int, FabricFigureFacts]:
+def fabric_figures_facts(
+    fabrics: list[Fabric], degraded: dict[str, set[str]] | None = None
+) -> dict[int, FabricFigureFacts]:
     """What each fabric's figure draws, read at the detail that figure will show: a fixed
-    number of queries whatever the number of fabrics (seven at most: switches, degraded
-    cables, trunks, server cables counted per fabric, then the server cables of the fabrics
-    drawn in detail, and the leaf loads (two) of those drawn at switch level)."""
+    number of queries whatever the number of fabrics (eight at most: switches, degraded
+    cables, cables counted per fabric, then the switch-to-switch and server cables of the
+    fabrics drawn in detail, and for those drawn at switch level the leaf loads and the
+    switch-to-switch bundles summed in SQL, and the degraded cables among them). A fabric
+    drawn at switch level never has its cables read one by one. `degraded` (fabric name ->
+    cable keys), when the caller read it already, saves that query."""
     ids = [fabric.pk for fabric in fabrics]
     if not ids:
         return {}
@@ -103,10 +110,61 @@ def fabric_figures_facts(fabrics: list[Fabric]) -> dict[int, FabricFigureFacts]:
                 url=reverse("fabric-switch-detail", args=[sid]),
             )
         )
-    by_name = _degraded_keys([fabric.name for fabric in fabrics])
-    degraded = {fabric.pk: by_name.get(fabric.name, set()) for fabric in fabrics}
+    if degraded is None:
+        degraded = fabrics_degraded_keys([fabric.name for fabric in fabrics])
+    slow = {fabric.pk: degraded.get(fabric.name, set()) for fabric in fabrics}
     cables = _cables(ids)
-    trunks: dict[int, list[CableMark]] = {fabric_id: [] for fabric_id in ids}
+    counted = {
+        row["fabric_id"]: (row["edge"], row["trunks"])
+        for row in cables.order_by()
+        .values("fabric_id")
+        .annotate(
+            edge=Count("id", filter=Q(b_switch__isnull=True)),
+            trunks=Count("id", filter=Q(b_switch__isnull=False)),
+        )
+    }
+    detail = [
+        fabric_id
+        for fabric_id in ids
+        if level_for(len(switches[fabric_id]), *_marks(counted.get(fabric_id, (0, 0)))) == DETAIL
+    ]
+    folded = [fabric_id for fabric_id in ids if fabric_id not in detail]
+    edge = cables.filter(b_switch__isnull=True)
+    trunks = _trunks(cables.filter(fabric_id__in=detail), slow) if detail else {}
+    hosts, marks = _host_cables(edge.filter(fabric_id__in=detail), slow) if detail else ({}, {})
+    loads: dict[int, dict[str, LeafLoad]] = {}
+    bundles: dict[int, list[TrunkBundle]] = {}
+    if folded:
+        loads, bundles = _switch_level_facts(cables.filter(fabric_id__in=folded), slow)
+    return {
+        fabric.pk: (
+            FabricFigureFacts(
+                fabric.name,
+                switches[fabric.pk],
+                list(hosts.get(fabric.pk, {}).values()),
+                trunks.get(fabric.pk, []) + marks.get(fabric.pk, []),
+            )
+            if fabric.pk in detail
+            else FabricFigureFacts(
+                fabric.name,
+                switches[fabric.pk],
+                leaf_loads=loads.get(fabric.pk, {}),
+                bundles=bundles.get(fabric.pk, []),
+            )
+        )
+        for fabric in fabrics
+    }
+
+
+def _marks(counts: tuple[int, int]) -> tuple[int, int]:
+    """(server cables, switch-to-switch cables) -> (servers at most, cables) for `level_for`."""
+    edge, trunks = counts
+    return edge, edge + trunks
+
+
+def _trunks(cables, degraded: dict[int, set[str]]) -> dict[int, list[CableMark]]:
+    """Per fabric: every switch-to-switch cable (one query)."""
+    trunks: dict[int, list[CableMark]] = defaultdict(list)
     for fabric_id, a, b, key, width, speed, gbps, state, gone in cables.filter(
         b_switch__isnull=False
     ).values_list(
@@ -129,41 +187,7 @@ def fabric_figures_facts(fabrics: list[Fabric]) -> dict[int, FabricFigureFacts]:
                 state=GONE if gone else _state(state, key, degraded[fabric_id]),
             )
         )
-    edge = cables.filter(b_switch__isnull=True)
-    host_cables = dict(
-        edge.order_by().values("fabric_id").annotate(n=Count("id")).values_list("fabric_id", "n")
-    )
-    detail = [
-        fabric_id
-        for fabric_id in ids
-        if level_for(
-            len(switches[fabric_id]),
-            host_cables.get(fabric_id, 0),
-            host_cables.get(fabric_id, 0) + len(trunks[fabric_id]),
-        )
-        == DETAIL
-    ]
-    folded = [fabric_id for fabric_id in ids if fabric_id not in detail]
-    loads = _leaf_loads(edge.filter(fabric_id__in=folded), degraded) if folded else {}
-    hosts, marks = _host_cables(edge.filter(fabric_id__in=detail), degraded) if detail else ({}, {})
-    return {
-        fabric.pk: (
-            FabricFigureFacts(
-                fabric.name,
-                switches[fabric.pk],
-                list(hosts.get(fabric.pk, {}).values()),
-                trunks[fabric.pk] + marks.get(fabric.pk, []),
-            )
-            if fabric.pk in detail
-            else FabricFigureFacts(
-                fabric.name,
-                switches[fabric.pk],
-                cables=trunks[fabric.pk],
-                leaf_loads=loads.get(fabric.pk, {}),
-            )
-        )
-        for fabric in fabrics
-    }
+    return trunks
 
 
 def _host_cables(
@@ -211,34 +235,65 @@ def _host_cables(
     return hosts, marks
 
 
-def _leaf_loads(edge, degraded: dict[int, set[str]]) -> dict[int, dict[str, LeafLoad]]:
-    """Per fabric, per switch: servers, cables and Gb/s down to servers, ports down, cables
-    degraded (two queries)."""
-    up = Q(state=LinkState.UP, gone_at__isnull=True, b_adapter__isnull=False)
+def _switch_level_facts(
+    cables, degraded: dict[int, set[str]]
+) -> tuple[dict[int, dict[str, LeafLoad]], dict[int, list[TrunkBundle]]]:
+    """Per fabric: each leaf's load (servers, cables and Gb/s down to servers, ports down,
+    cables degraded) and the switch-to-switch cables summed per pair of switches
+    (`figures.trunk_bundles` in SQL), in three queries: the cables are grouped by the
+    database, never read one by one."""
+    up = Q(state=LinkState.UP, gone_at__isnull=True)
+    edge = cables.filter(b_switch__isnull=True)
     rows = (
         edge.order_by()
         .values("fabric_id", "a_switch_id")
         .annotate(
-            servers=Count("b_adapter__host_name", filter=up, distinct=True),
-            cables=Count("id", filter=up),
-            gbps=Sum("gbps", filter=up),
-            down=Count("id", filter=~up),
+            servers=Count(
+                "b_adapter__host_name", filter=up & Q(b_adapter__isnull=False), distinct=True
+            ),
+            cables=Count("id", filter=up & Q(b_adapter__isnull=False)),
+            gbps=Sum("gbps", filter=up & Q(b_adapter__isnull=False)),
+            down=Count("id", filter=~(up & Q(b_adapter__isnull=False))),
         )
     )
-    slow: dict[int, int] = defaultdict(int)
+    pairs = (
+        cables.filter(b_switch__isnull=False)
+        .order_by()
+        .values("fabric_id", "a_switch_id", "b_switch_id")
+        .annotate(up=Count("id", filter=up), gbps=Sum("gbps", filter=up), all=Count("id"))
+    )
+    slow_leaves: Counter[int] = Counter()
+    slow_pairs: Counter[tuple[int, int, int]] = Counter()
     keys = set().union(*degraded.values())
     if keys:
-        for fabric_id, switch_id, key in edge.filter(key__in=keys).values_list(
-            "fabric_id", "a_switch_id", "key"
+        for fabric_id, a, b, key in cables.filter(up, key__in=keys).values_list(
+            "fabric_id", "a_switch_id", "b_switch_id", "key"
         ):
-            if key in degraded.get(fabric_id, ()):
-                slow[switch_id] += 1
-    found: dict[int, dict[str, LeafLoad]] = defaultdict(dict)
+            if key not in degraded.get(fabric_id, ()):
+                continue
+            if b is None:
+                slow_leaves[a] += 1
+            else:
+                slow_pairs[fabric_id, a, b] += 1
+    loads: dict[int, dict[str, LeafLoad]] = defaultdict(dict)
     for r in rows:
-        found[r["fabric_id"]][f"s{r['a_switch_id']}"] = LeafLoad(
-            r["servers"], r["cables"], r["gbps"] or 0.0, r["down"], slow[r["a_switch_id"]]
+        loads[r["fabric_id"]][f"s{r['a_switch_id']}"] = LeafLoad(
+            r["servers"], r["cables"], r["gbps"] or 0.0, r["down"], slow_leaves[r["a_switch_id"]]
         )
-    return found
+    parts: dict[int, list[TrunkBundle]] = defaultdict(list)
+    for r in pairs:
+        fabric_id, a, b = r["fabric_id"], r["a_switch_id"], r["b_switch_id"]
+        parts[fabric_id].append(
+            TrunkBundle(
+                f"s{a}",
+                f"s{b}",
+                cables=r["up"],
+                gbps=r["gbps"] or 0.0,
+                down=r["all"] - r["up"],
+                degraded=slow_pairs[fabric_id, a, b],
+            )
+        )
+    return loads, {fabric_id: merge_bundles(found) for fabric_id, found in parts.items()}
 
 
 # -- a switch ---------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from celery import shared_task
 
 from .findings import fabric_findings_sync, fabric_findings_sync_all
 from .models import Fabric
+from .render import fabric_figures_render
 from .services import ethernet_fabric_sync, fabric_rebind
 
 logger = logging.getLogger(__name__)
@@ -23,16 +24,19 @@ def rebind_fabrics() -> None:
 
 @shared_task(acks_late=True, ignore_result=True, time_limit=600)
 def sync_fabric_findings(fabric_id: int) -> None:
-    """One fabric's findings, after a snapshot, a name map or a tier changed it."""
+    """One fabric's findings, after a snapshot, a name map or a tier changed it; then its
+    figure, if stored, at what they marked."""
     fabric = Fabric.objects.defer("node_name_map").filter(pk=fabric_id).first()
     if fabric is not None:
         fabric_findings_sync(fabric=fabric)
+        fabric_figures_render([fabric.pk])  # at the revision and findings just written
 
 
 @shared_task(acks_late=True, ignore_result=True, time_limit=900)
 def sync_all_fabric_findings() -> None:
     """Every fabric's findings, periodically: servers come, go and change GPUs in between."""
     fabric_findings_sync_all()
+    fabric_figures_render()
 
 
 def findings_soon(fabric_id: int) -> None:

@@ -8,19 +8,20 @@ from django.shortcuts import get_object_or_404, render
 
 from core.tables import table_page
 
-from .figures import fabric_figure
 from .filters import SwitchFilter
 from .models import Fabric
-from .pages import fabric_figures_facts, switch_ports
+from .pages import switch_ports
+from .render import fabric_figures
 from .tables import SWITCH_FILTERS, SWITCH_TABLE, switch_rows
 
 
 def _figures() -> list[dict]:
-    """Every fabric's figure, in a fixed number of queries however many fabrics there are."""
+    """Every fabric's figure, in a fixed number of queries however many fabrics there are
+    (a large fabric's as stored at its revision: `fabric.render`)."""
     fabrics = list(Fabric.objects.defer("node_name_map", "node_names"))
-    facts = fabric_figures_facts(fabrics)
+    figures = fabric_figures(fabrics)
     return [
-        {"name": fabric.name, "summary": fabric.summary, "figure": fabric_figure(facts[fabric.pk])}
+        {"name": fabric.name, "summary": fabric.summary, "figure": figures[fabric.pk]}
         for fabric in fabrics
     ]
 

@@ -14,8 +14,10 @@ from fabric.figures import (
     FabricFigureFacts,
     HostMark,
     SwitchMark,
+    TrunkBundle,
     fabric_figure,
     rail_colour,
+    trunk_bundles,
 )
 from topology.figures.common import MAX_MARKS
 
@@ -117,3 +119,32 @@ def test_past_switch_level_too_the_switches_fold_by_tier_and_rail():
 def test_no_switch_is_an_empty_figure_that_says_so():
     figure = fabric_figure(FabricFigureFacts("ib", []))
     assert figure["layout"]["meta"]["empty"]
+
+
+def test_switch_pair_bundles_given_draw_what_the_cables_draw_at_both_folded_levels():
+    """A reader may sum the switch-to-switch cables itself (`trunk_bundles` is the rule):
+    the figure is the same at switch level and at group level, down and degraded too."""
+    for servers, level in ((600, "switches"), (4400, "groups")):
+        facts = _facts(servers, rails=2)
+        trunks = [c for c in facts.cables if c.b.startswith("sp")]
+        trunks[0] = CableMark(trunks[0].a, trunks[0].b, "4xHDR", 200.0, state=DEGRADED)
+        trunks[1] = CableMark(trunks[1].a, trunks[1].b, "4x???", None, state=DOWN)
+        edge = [c for c in facts.cables if not c.b.startswith("sp")]
+        whole = FabricFigureFacts("ib", facts.switches, facts.hosts, trunks + edge)
+        bundles = trunk_bundles(trunks)
+        assert len(bundles) == len(trunks)  # one cable per leaf and spine here
+        assert sum(b.down for b in bundles) == 1 and sum(b.degraded for b in bundles) == 1
+        summed = FabricFigureFacts("ib", facts.switches, facts.hosts, edge, bundles=bundles)
+        figure = fabric_figure(whole)
+        assert figure["layout"]["meta"]["level"] == level
+        assert fabric_figure(summed) == figure
+        assert "1 degraded" in json.dumps(figure) and "1 gone or down" in json.dumps(figure)
+
+
+def test_bundles_sum_both_directions_of_a_pair_and_leave_out_a_switch_to_itself():
+    cables = [
+        CableMark("s2", "s10", "4xNDR", 400.0),
+        CableMark("s10", "s2", "4xNDR", 400.0, state=DEGRADED),
+        CableMark("s2", "s2", "4xNDR", 400.0),
+    ]
+    assert trunk_bundles(cables) == [TrunkBundle("s10", "s2", 2, 800.0, 0, 1)]

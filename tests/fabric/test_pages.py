@@ -10,6 +10,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from fabric.figures import FabricFigureFacts
 from fabric.findings import fabric_findings_sync
 from fabric.models import Fabric, Switch
 from fabric.services import fabric_rebind, fabric_snapshot_ingest
@@ -165,3 +166,118 @@ def test_the_overview_card_costs_the_same_queries_for_one_fabric_or_three(signed
     assert by_name["ib-a"].by_model == [("DGXH100", 4, 200.0)]
     text = signed_in.get("/").content.decode()
     assert ">ib-b<" in text.split('id="fabric-card"')[1].split("</section>")[0]
+
+
+def test_the_switch_level_aggregates_summed_in_sql_draw_what_every_cable_read_draws():
+    """At switch level the page sums cables in SQL (leaf loads, switch-pair bundles); read
+    one by one and folded in Python (`figures.trunk_bundles`), the same fabric gives the
+    same facts and the same figure: up, degraded, down and gone cables of both kinds."""
+    from fabric.choices import LinkState
+    from fabric.figures import fabric_figure, trunk_bundles
+    from fabric.models import FabricLink
+    from fabric.pages import _cables, _host_cables, _trunks, degraded_link_keys, fabric_figure_facts
+
+    built = synthetic_fabric(
+        servers=720, rails=2, servers_per_leaf=16, slow={("gpu00003", 1): "4xHDR"}
+    )
+    fabric_snapshot_ingest(fabric_name="big", raw=built.text)
+    fabric = Fabric.objects.get(name="big")
+    trunks = FabricLink.objects.filter(fabric=fabric, b_switch__isnull=False).order_by("key")
+    slow, down, gone = (trunk.pk for trunk in trunks[:3])
+    FabricLink.objects.filter(pk=slow).update(width="4x", lane_speed="HDR", gbps=200.0)
+    FabricLink.objects.filter(pk=down).update(state=LinkState.DOWN, gbps=None)
+    FabricLink.objects.filter(pk=gone).update(gone_at=fabric.applied_at)
+    edge = FabricLink.objects.filter(fabric=fabric, b_adapter__isnull=False).order_by("key")
+    FabricLink.objects.filter(pk=edge[0].pk).update(state=LinkState.DOWN, gbps=None)
+    fabric_findings_sync(fabric=fabric)
+    fabric.refresh_from_db()
+    assert len(degraded_link_keys(fabric)) == 2  # the HDR server cable and the HDR trunk
+
+    summed = fabric_figure_facts(fabric)
+    assert summed.bundles is not None and summed.leaf_loads is not None
+    degraded = {fabric.pk: degraded_link_keys(fabric)}
+    every = _trunks(_cables([fabric.pk]), degraded)[fabric.pk]
+    hosts, marks = _host_cables(_cables([fabric.pk]).filter(b_switch__isnull=True), degraded)
+    read = FabricFigureFacts(
+        fabric.name, summed.switches, list(hosts[fabric.pk].values()), every + marks[fabric.pk]
+    )
+    assert list(summed.bundles) == trunk_bundles(every)
+    # the down and the gone trunk, the slow one: each in its pair of switches
+    assert sum(b.down for b in summed.bundles) == 2
+    assert sum(b.degraded for b in summed.bundles) == 1
+    assert sum(load.down for load in summed.leaf_loads.values()) == 1
+    assert sum(load.degraded for load in summed.leaf_loads.values()) == 1
+    figure = fabric_figure(summed)
+    assert figure["layout"]["meta"]["level"] == "switches"
+    assert figure == fabric_figure(read)
+
+
+def _figure_in(text: str, name: str) -> dict:
+    return json.loads(re.search(rf'id="figure-{name}-data"[^>]*>(.*?)</script>', text, re.S)[1])
+
+
+def test_a_folded_figure_is_stored_at_its_revision_and_read_back_without_a_cable(signed_in):
+    from fabric.models import FabricFigure
+
+    big = synthetic_fabric(servers=720, rails=2, servers_per_leaf=16, host_format="big{:05d}")
+    fabric_snapshot_ingest(fabric_name="big", raw=big.text)
+    _fabric(4, name="small", host_format="small{:05d}")
+    drawn = _figure_in(signed_in.get("/fabric/").content.decode(), "big")
+    stored = FabricFigure.objects.get(fabric__name="big")
+    assert stored.figure == drawn and drawn["layout"]["meta"]["level"] == "switches"
+    assert not FabricFigure.objects.filter(fabric__name="small").exists()  # drawn per request
+
+    assert _figure_in(signed_in.get("/fabric/").content.decode(), "big") == drawn
+    Fabric.objects.filter(name="small").delete()  # (which is drawn in detail, from its cables)
+    with CaptureQueriesContext(connection) as captured:
+        text = signed_in.get("/fabric/").content.decode()
+    assert _figure_in(text, "big") == drawn
+    assert not [q for q in captured if '"fabric_fabriclink"' in q["sql"]]
+
+
+def test_a_stored_figure_is_drawn_again_when_the_fabric_or_its_findings_move(signed_in):
+    from fabric.models import FabricFigure
+
+    big = synthetic_fabric(servers=720, rails=2, servers_per_leaf=16, host_format="big{:05d}")
+    fabric_snapshot_ingest(fabric_name="big", raw=big.text)
+    signed_in.get("/fabric/")
+    marked = {"data": [], "layout": {"meta": {"level": "marked"}}}
+    FabricFigure.objects.update(figure=marked)
+    assert _figure_in(signed_in.get("/fabric/").content.decode(), "big") == marked
+
+    # an open finding marks a cable degraded: the figure's key moves with it
+    slow = synthetic_fabric(
+        servers=720,
+        rails=2,
+        servers_per_leaf=16,
+        host_format="big{:05d}",
+        slow={("big00003", 1): "4xHDR"},
+    )
+    fabric_snapshot_ingest(fabric_name="big", raw=slow.text)
+    FabricFigure.objects.update(figure=marked)  # as if drawn at the new revision, before
+    fabric = Fabric.objects.get(name="big")
+    fabric_findings_sync(fabric=fabric)
+    figure = _figure_in(signed_in.get("/fabric/").content.decode(), "big")
+    assert figure["layout"]["meta"]["level"] == "switches"
+    hovers = " ".join(t for trace in figure["data"] for t in trace.get("text", []))
+    assert "1 degraded" in hovers
+
+    # a new snapshot (any change to the fabric) moves the revision
+    FabricFigure.objects.update(figure=marked)
+    fabric_snapshot_ingest(fabric_name="big", raw=big.text)
+    assert _figure_in(signed_in.get("/fabric/").content.decode(), "big") != marked
+
+
+def test_the_worker_renders_the_figure_after_the_findings_pass():
+    from fabric import tasks
+    from fabric.models import FabricFigure
+    from fabric.render import fabric_figures
+
+    big = synthetic_fabric(servers=720, rails=2, servers_per_leaf=16)
+    fabric_snapshot_ingest(fabric_name="big", raw=big.text)
+    fabric = Fabric.objects.get(name="big")
+    tasks.sync_fabric_findings(fabric.pk)
+    stored = FabricFigure.objects.get(fabric=fabric)
+    with CaptureQueriesContext(connection) as captured:
+        assert fabric_figures([fabric]) == {fabric.pk: stored.figure}
+    assert len(captured) == 3  # the revision, the degraded cables, the stored figure
