@@ -236,14 +236,21 @@ def _apply(fabric: Fabric, discovery: Discovery, now) -> tuple[int, int]:
             "state": LinkState.UP if link.up else LinkState.DOWN,
         }
         link_rows[link.key] = row
-    _, a, g = _upsert(FabricLink, fabric, link_rows, now, key="key")
+    _, a, g = _upsert(FabricLink, fabric, link_rows, now, key="key", want_ids=False)
     return added + a, gone + g
 
 
-def _upsert(model, fabric: Fabric, rows: dict[str, dict[str, Any]], now, key: str = "guid"):
+def _upsert(
+    model,
+    fabric: Fabric,
+    rows: dict[str, dict[str, Any]],
+    now,
+    key: str = "guid",
+    want_ids: bool = True,
+):
     """Create, update (only what changed, and the revived) and mark gone, set-wise.
 
-    Returns ({key: id} of live rows, added, gone).
+    Returns ({key: id} of live rows, empty unless `want_ids`; added, gone).
     """
     fields = list(next(iter(rows.values())).keys()) if rows else []
     existing = {
@@ -267,7 +274,13 @@ def _upsert(model, fabric: Fabric, rows: dict[str, dict[str, Any]], now, key: st
     vanished = [v[1] for k, v in existing.items() if v[2] is None and k not in rows]
     for start in range(0, len(vanished), ID_CHUNK):
         model.objects.filter(id__in=vanished[start : start + ID_CHUNK]).update(gone_at=now)
-    model.objects.filter(fabric=fabric, gone_at__isnull=True).update(last_seen=now)
+    # Only the rows neither created nor updated above: those carry `now` already (on a first
+    # import, every row; rewriting them all would write the fabric twice).
+    model.objects.filter(fabric=fabric, gone_at__isnull=True).exclude(last_seen=now).update(
+        last_seen=now
+    )
+    if not want_ids:
+        return {}, len(to_create), len(vanished)
     ids = dict(model.objects.filter(fabric=fabric, gone_at__isnull=True).values_list(key, "id"))
     return ids, len(to_create), len(vanished)
 
@@ -658,6 +671,7 @@ def ethernet_fabric_sync(*, force: bool = False) -> EthernetSyncResult:
                 for link in heard.links
             },
             now,
+            want_ids=False,
             key="key",
         )
         added, gone = added + a, gone + g
