@@ -2,7 +2,7 @@
 
 Applying a snapshot is one transaction: read the fabric's rows once, work out in memory what
 is new, changed and gone, and write that in bulk. The number of queries does not grow with
-the fabric (only with rows written, in batches of BATCH), and applying the same snapshot
+the fabric (only with rows written, in batches), and applying the same snapshot
 twice changes nothing but `last_seen`. A snapshot that cannot be read leaves the fabric as
 it was.
 """
@@ -25,14 +25,13 @@ from inventory.models import Nic, Server
 from inventory.services import revision_bump, revision_get
 
 from . import binding, graph, lldp
-from .bulk import update_rows
+from .bulk import insert_rows, update_rows
 from .choices import FabricKind, LinkState, NodeKind, SnapshotStatus
 from .models import Adapter, Fabric, FabricLink, FabricSnapshot, Switch
 from .parsers import SWITCH, Discovery, FabricFormatError, decode, parse_fabric, parse_node_name_map
 
 logger = logging.getLogger(__name__)
 
-BATCH = 2000
 ID_CHUNK = 10000
 
 
@@ -262,13 +261,13 @@ def _upsert(
         known = existing.get(row_key)
         if known is None:
             to_create.append(
-                model(fabric=fabric, first_seen=now, last_seen=now, **{key: row_key}, **row)
+                {"fabric_id": fabric.pk, "first_seen": now, "last_seen": now, key: row_key, **row}
             )
             continue
         current = dict(zip(fields, known[3:], strict=True))
         if known[2] is not None or current != row:
             to_update.append(model(id=known[1], gone_at=None, last_seen=now, **row))
-    model.objects.bulk_create(to_create, batch_size=BATCH)
+    insert_rows(model, to_create)
     if to_update:
         update_rows(model, to_update, ["gone_at", "last_seen", *fields])
     vanished = [v[1] for k, v in existing.items() if v[2] is None and k not in rows]

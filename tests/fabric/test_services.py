@@ -244,3 +244,29 @@ def test_the_tree_and_the_bandwidth_cost_the_queries_their_docstrings_say(
     with django_assert_num_queries(3):  # host cables, GPU counts, switch names
         bandwidth = fabric_host_bandwidth(fabric)
     assert len(bandwidth) == 8 and all(b.server_id for b in bandwidth)
+
+
+def test_plain_rows_inserted_read_back_as_the_model_would_write_them():
+    """`insert_rows` skips model instances: choices go in as their values, JSON as JSON,
+    and the fields a row leaves out take their defaults."""
+    from django.utils import timezone
+
+    from fabric.bulk import insert_rows
+    from fabric.choices import NodeKind
+    from fabric.models import Adapter, Fabric
+
+    fabric = Fabric.objects.create(name="rows")
+    now = timezone.now()
+    row = {"fabric_id": fabric.pk, "guid": "00000000000000a1", "first_seen": now}
+    insert_rows(
+        Adapter,
+        [
+            {**row, "kind": NodeKind.ROUTER, "port_guids": ["00000000000000b1"], "last_seen": now},
+            {**row, "guid": "00000000000000a2", "last_seen": now},
+        ],
+    )
+    router, plain = Adapter.objects.filter(fabric=fabric).order_by("guid")
+    assert (router.kind, router.port_guids) == ("router", ["00000000000000b1"])
+    assert router.last_seen == now
+    assert (plain.kind, plain.port_guids, plain.host_name, plain.server_id) == ("ca", [], "", None)
+    assert plain.gone_at is None and plain.role == "host"
