@@ -128,9 +128,7 @@ def run_one(n: int) -> None:
         f"  figure rendered and stored          {page['render']:7.2f} s  (a worker's, once per "
         "revision; a page that finds it stale pays this)"
     )
-    say(
-        f"  floor: the stored figure, as JSON   {page['stored']:7.3f} s  (one row read, dumped)"
-    )
+    say(f"  floor: the stored figure, as JSON   {page['stored']:7.3f} s  (one row read, dumped)")
     say(
         f"  GET /fabric/ (median of 3)          {page['page']:7.3f} s  {page['queries']:5d} "
         f"queries, {page['bytes'] / 1e3:,.0f} kB (goal: under 1 s)"
