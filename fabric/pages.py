@@ -1,6 +1,7 @@
 """Reads for the fabric pages: the figure's facts, a switch's ports, a server's cables and
 labels, the overview's card. A fixed number of queries per fabric whatever its size; at
-switch level and above the figure reads aggregates, never every server cable.
+switch level and above the figure reads aggregates summed by the database, never a cable
+one by one (and the page reads that figure as stored at its revision: `fabric.render`).
 """
 
 from __future__ import annotations
