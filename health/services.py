@@ -382,6 +382,7 @@ def _record_events(
         episode = _new_episode(occ, now)
         episodes[occ.subject] = episode
         created.append(episode)
+    created = _fold_into_stored(created, extended)
     HealthEvent.objects.bulk_create(created)
     if extended:
         HealthEvent.objects.bulk_update(
@@ -453,6 +454,37 @@ def _open_episodes(
             target = f"gpu:{row.gpu_id}" if row.gpu_id else f"bus:{row.pci_bus_id}"
             found[(row.server_id, target, row.kind, row.code)] = row
     return found
+
+
+def _fold_into_stored(
+    created: list[HealthEvent], extended: dict[int, HealthEvent]
+) -> list[HealthEvent]:
+    """The new episodes whose start is already stored, folded into the stored one.
+
+    `_open_episodes` offers each subject its newest episode only: an older one met again (a
+    saved kernel log read a second time, its count grown) would be created twice, and the
+    unique key would stop the sweep for every server. One query, when anything is new."""
+    if not created:
+        return created
+    stored: dict[str, HealthEvent] = {}
+    for chunk in _chunks([episode.dedupe_key for episode in created]):
+        for row in HealthEvent.objects.filter(dedupe_key__in=chunk).only(
+            *_EPISODE_FIELDS, "dedupe_key"
+        ):
+            stored[row.dedupe_key] = extended.get(row.pk, row)
+    fresh: dict[str, HealthEvent] = {}
+    for episode in created:
+        into = stored.get(episode.dedupe_key) or fresh.get(episode.dedupe_key)
+        if into is None:
+            fresh[episode.dedupe_key] = episode
+            continue
+        into.count += episode.count
+        into.first_seen = min(into.first_seen, episode.first_seen)
+        into.last_seen = max(into.last_seen, episode.last_seen)
+        into.updated_at = episode.updated_at
+        if into.pk:
+            extended[into.pk] = into
+    return list(fresh.values())
 
 
 def _new_episode(occ: _Occurrence, now: datetime) -> HealthEvent:

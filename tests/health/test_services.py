@@ -91,6 +91,31 @@ def test_repeats_in_later_reports_extend_the_episode_and_a_quiet_gap_starts_anot
     assert episodes[0][1].isoformat() == "2026-11-30T08:30:00+00:00"
 
 
+def test_an_old_event_seen_again_after_a_newer_episode_extends_its_own_and_the_sweep_goes_on(
+    settings,
+):
+    """A saved kernel log read again (its events keyless, one count grown) names an episode
+    older than the newest of its GPU and code: it extends that one. Creating it twice broke
+    the unique key, and the sweep, which cannot pass a report it fails on, stopped for all."""
+    settings.ATLAS_HEALTH_EPISODE_GAP_S = 3600
+    agent = Agent("dgx-01")
+    base = server_report("dgx-01")
+    agent.send(with_events(base, xid(79, BUS2, "2026-11-30T08:00:00Z")))
+    agent.send(with_events(base, xid(79, BUS2, "2026-11-30T15:00:00Z")))
+    assert health_sweep() == 2
+
+    agent.send(with_events(base, xid(79, BUS2, "2026-11-30T08:00:00Z", count=2)))
+    agent.send(with_events(base, xid(13, BUS2, "2026-11-30T16:00:00Z")))
+    assert health_sweep() == 2
+
+    episodes = HealthEvent.objects.order_by("first_seen", "code")
+    assert [(e.code, e.first_seen.hour, e.count) for e in episodes] == [
+        (79, 8, 3),
+        (79, 15, 1),
+        (13, 16, 1),
+    ]
+
+
 def test_a_gpu_fallen_off_the_bus_is_attached_to_the_gpu_that_sat_in_that_slot():
     agent = Agent("dgx-01")
     agent.send(server_report("dgx-01"))
