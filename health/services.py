@@ -44,6 +44,7 @@ from .selectors import health_findings
 CURSOR = "reports"
 IN_CHUNK = 1000  # ids per IN (...) list
 FUTURE_SLACK = timedelta(days=1)  # an event time further ahead than this is a wrong clock
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)  # and one before this too
 
 # A change in any of these makes a new counter sample (history); the state fields only update
 # the current sample (they move with load).
@@ -330,12 +331,19 @@ def fingerprint(server_id: int, event: dict[str, Any]) -> str:
 
 
 def _event_time(value: Any, fallback: datetime) -> datetime:
-    parsed = parse_datetime(value) if isinstance(value, str) else None
+    """The event's time; `fallback` (the receipt) for a time that cannot be one: no date
+    (30 February passes the schema's pattern), before 1970, or ahead of the receipt."""
+    try:
+        parsed = parse_datetime(value) if isinstance(value, str) else None
+    except ValueError:
+        parsed = None
     if parsed is None:
         return fallback
     if timezone.is_naive(parsed):
         parsed = timezone.make_aware(parsed, UTC)
-    return fallback if parsed > fallback + FUTURE_SLACK else parsed
+    if parsed < EPOCH or parsed > fallback + FUTURE_SLACK:
+        return fallback
+    return parsed
 
 
 def _record_events(

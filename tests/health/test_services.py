@@ -22,6 +22,7 @@ from health.services import (
 )
 from inventory.choices import GpuStatus, ReportStatus
 from inventory.models import Gpu, Report, Server
+from inventory.services.ingest import ReportRejected
 from tests.reports import gpu_uuid
 
 from .fleet import Agent, healthy, server_report, with_events, xid
@@ -152,6 +153,30 @@ def test_event_times_in_the_future_are_a_wrong_clock_and_take_the_receipt_time()
     health_sweep()
     event = HealthEvent.objects.get()
     assert event.first_seen == Report.objects.get().received_at
+
+
+@pytest.mark.parametrize(
+    "time",
+    [
+        "2026-02-30T08:00:00Z",
+        "0001-01-01T00:00:00Z",
+        "1969-12-31T23:59:59Z",
+        "2026-11-30T08:00:00+25:00",
+    ],
+)
+def test_event_times_that_cannot_be_take_the_receipt_time_and_the_sweep_goes_on(time):
+    """No such day, before 1970 (and past the dates a window can go back from): the schema's
+    pattern lets them by, and a sweep that failed on them would stop for every server."""
+    agent = Agent("dgx-01")
+    try:
+        agent.send(with_events(server_report("dgx-01"), xid(13, BUS2, time, last=time)))
+    except ReportRejected:
+        pytest.skip("refused at the door: nothing reaches the sweep")
+    agent.send(with_events(server_report("dgx-01"), xid(31, BUS2, T0)))
+    assert health_sweep() == 2
+    event = HealthEvent.objects.get(code=13)
+    assert event.first_seen == event.last_seen == Report.objects.order_by("id")[0].received_at
+    assert HealthEvent.objects.filter(code=31).exists()
 
 
 # -- counters ----------------------------------------------------------------------------------
