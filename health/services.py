@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time as clock
 from collections import defaultdict
 from collections.abc import Iterable
@@ -40,6 +41,8 @@ from .catalog import event_info
 from .choices import EventKind, HealthFindingType
 from .models import GpuCounterSample, HealthCursor, HealthEvent, HealthEventReceipt
 from .selectors import health_findings
+
+logger = logging.getLogger(__name__)
 
 CURSOR = "reports"
 IN_CHUNK = 1000  # ids per IN (...) list
@@ -194,8 +197,7 @@ def health_sweep(*, batch: int = 500, budget_s: float = 50.0) -> int:
                 ready.append(row["id"])
             if not ready:
                 break
-            reports = _load(ready)
-            health_record_reports(reports=reports)
+            _record_or_skip(_load(ready))
             cursor.report_id = ready[-1]
             cursor.updated_at = timezone.now()
             cursor.save(update_fields=["report_id", "updated_at"])
@@ -203,6 +205,27 @@ def health_sweep(*, batch: int = 500, budget_s: float = 50.0) -> int:
         if blocked or len(rows) < batch:
             break
     return done
+
+
+def _record_or_skip(reports: list[ReportHealth]) -> None:
+    """Record a batch; where it fails, each of its reports alone (each in its own savepoint).
+
+    The cursor cannot pass a report the sweep fails on, so one report the code cannot record
+    would stop health for every server behind it: that report is logged and left out."""
+    try:
+        with transaction.atomic():  # a savepoint: what a failure half wrote is undone
+            health_record_reports(reports=reports)
+        return
+    except Exception:  # one bad report must not stop the fleet's health: found below, logged
+        if len(reports) == 1:
+            logger.exception("health: report %s not recorded", reports[0].report_id)
+            return
+    for report in reports:
+        try:
+            with transaction.atomic():
+                health_record_reports(reports=[report])
+        except Exception:  # logged with its traceback; the sweep goes on
+            logger.exception("health: report %s not recorded", report.report_id)
 
 
 def health_prune(*, now: datetime | None = None) -> dict[str, int]:

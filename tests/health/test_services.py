@@ -179,6 +179,41 @@ def test_event_times_that_cannot_be_take_the_receipt_time_and_the_sweep_goes_on(
     assert HealthEvent.objects.filter(code=31).exists()
 
 
+def test_a_report_the_sweep_cannot_record_is_logged_and_the_others_are_recorded(
+    monkeypatch, caplog
+):
+    """Whatever the next such bug is, one report must not stop health for the whole fleet."""
+    from health import services
+
+    good, bad = Agent("dgx-01"), Agent("dgx-02")
+    good.send(with_events(server_report("dgx-01"), xid(31, BUS2, T0)))
+    bad.send(with_events(server_report("dgx-02"), xid(79, BUS2, T0)))
+    good.send(with_events(server_report("dgx-01"), xid(13, BUS2, T0)))
+    poison = Report.objects.get(server__hostname="dgx-02").pk
+    record = services.health_record_reports
+
+    def failing(*, reports, now=None):
+        if any(r.report_id == poison for r in reports):
+            HealthEvent.objects.create(dedupe_key="half-written", **_half_written())
+            raise RuntimeError("a bug in recording")
+        return record(reports=reports, now=now)
+
+    monkeypatch.setattr(services, "health_record_reports", failing)
+    assert health_sweep() == 3
+    assert sorted(HealthEvent.objects.values_list("code", flat=True)) == [13, 31]
+    assert f"report {poison} not recorded" in caplog.text
+    assert health_sweep() == 0  # past it for good
+
+
+def _half_written() -> dict:
+    server = Server.objects.get(hostname="dgx-02")
+    now = timezone.now()
+    return {"server": server, "kind": "xid", "code": 1, "severity": "info"} | {
+        "first_seen": now,
+        "last_seen": now,
+    }
+
+
 # -- counters ----------------------------------------------------------------------------------
 
 
