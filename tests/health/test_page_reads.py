@@ -11,7 +11,7 @@ import pytest
 from core.palette import CRITICAL, WARNING, tone_colour
 from health.catalog import xid_info
 from health.models import HealthEvent
-from health.pages import events_by, events_figure, repeat_offenders
+from health.pages import events_by, events_figure, health_overview, repeat_offenders
 from inventory.models import Gpu, Server
 
 pytestmark = pytest.mark.django_db
@@ -148,3 +148,26 @@ def test_events_by_gpu_model_and_by_rack():
     }
     by_rack = {r["group"]: r["episodes"] for r in events_by(since=since, key="server__rack")}
     assert by_rack == {"r01": 6, "r02": 2}
+
+
+@pytest.mark.usefixtures("fleet")
+def test_the_overviews_events_of_the_last_day_and_week():
+    critical = {code for code in (79, 48, 13, 31) if xid_info(code).severity == "critical"}
+    assert 79 in critical and 13 not in critical  # what the sums below rely on
+    day_critical = 2 * (79 in critical) + (31 in critical)
+    week_critical = day_critical + (79 in critical) + (48 in critical)
+
+    day, week = health_overview(now=NOW)["events"]
+
+    assert day == {
+        "window": "last day",
+        "episodes": 5,
+        "events": 2 + 16 + 50 + 1,
+        "critical": day_critical,
+    }
+    assert week == {
+        "window": "last week",
+        "episodes": 8,
+        "events": 69 + 3,
+        "critical": week_critical,
+    }
