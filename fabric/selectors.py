@@ -363,7 +363,7 @@ def fabric_findings(fabric: Fabric) -> list[rules.FabricFinding]:
 
     servers = list(
         Server.objects.annotate(
-            gpu_n=Count("gpus"),
+            gpu_n=Count("gpus", distinct=True),  # beside the adapters join: distinct
             on_fabric=Count(
                 "fabric_adapters",
                 filter=Q(fabric_adapters__fabric=fabric, fabric_adapters__gone_at__isnull=True),

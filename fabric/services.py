@@ -163,7 +163,7 @@ def _record_rejection(fabric_name: str, data: bytes, error: str) -> None:
         fabric=fabric,
         status=SnapshotStatus.REJECTED,
         error=error,
-        raw=data.decode("utf-8", errors="replace"),
+        raw=data.decode("utf-8", errors="replace").replace("\x00", "\ufffd"),  # kept as text
         size_bytes=len(data),
         content_hash=hashlib.sha256(data).hexdigest(),
     )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time as clock
 from collections import defaultdict
 from collections.abc import Iterable
@@ -41,9 +42,12 @@ from .choices import EventKind, HealthFindingType
 from .models import GpuCounterSample, HealthCursor, HealthEvent, HealthEventReceipt
 from .selectors import health_findings
 
+logger = logging.getLogger(__name__)
+
 CURSOR = "reports"
 IN_CHUNK = 1000  # ids per IN (...) list
 FUTURE_SLACK = timedelta(days=1)  # an event time further ahead than this is a wrong clock
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)  # and one before this too
 
 # A change in any of these makes a new counter sample (history); the state fields only update
 # the current sample (they move with load).
@@ -193,8 +197,7 @@ def health_sweep(*, batch: int = 500, budget_s: float = 50.0) -> int:
                 ready.append(row["id"])
             if not ready:
                 break
-            reports = _load(ready)
-            health_record_reports(reports=reports)
+            _record_or_skip(_load(ready))
             cursor.report_id = ready[-1]
             cursor.updated_at = timezone.now()
             cursor.save(update_fields=["report_id", "updated_at"])
@@ -202,6 +205,27 @@ def health_sweep(*, batch: int = 500, budget_s: float = 50.0) -> int:
         if blocked or len(rows) < batch:
             break
     return done
+
+
+def _record_or_skip(reports: list[ReportHealth]) -> None:
+    """Record a batch; where it fails, each of its reports alone (each in its own savepoint).
+
+    The cursor cannot pass a report the sweep fails on, so one report the code cannot record
+    would stop health for every server behind it: that report is logged and left out."""
+    try:
+        with transaction.atomic():  # a savepoint: what a failure half wrote is undone
+            health_record_reports(reports=reports)
+        return
+    except Exception:  # one bad report must not stop the fleet's health: found below, logged
+        if len(reports) == 1:
+            logger.exception("health: report %s not recorded", reports[0].report_id)
+            return
+    for report in reports:
+        try:
+            with transaction.atomic():
+                health_record_reports(reports=[report])
+        except Exception:  # logged with its traceback; the sweep goes on
+            logger.exception("health: report %s not recorded", report.report_id)
 
 
 def health_prune(*, now: datetime | None = None) -> dict[str, int]:
@@ -330,12 +354,19 @@ def fingerprint(server_id: int, event: dict[str, Any]) -> str:
 
 
 def _event_time(value: Any, fallback: datetime) -> datetime:
-    parsed = parse_datetime(value) if isinstance(value, str) else None
+    """The event's time; `fallback` (the receipt) for a time that cannot be one: no date
+    (30 February passes the schema's pattern), before 1970, or ahead of the receipt."""
+    try:
+        parsed = parse_datetime(value) if isinstance(value, str) else None
+    except ValueError:
+        parsed = None
     if parsed is None:
         return fallback
     if timezone.is_naive(parsed):
         parsed = timezone.make_aware(parsed, UTC)
-    return fallback if parsed > fallback + FUTURE_SLACK else parsed
+    if parsed < EPOCH or parsed > fallback + FUTURE_SLACK:
+        return fallback
+    return parsed
 
 
 def _record_events(
@@ -382,6 +413,7 @@ def _record_events(
         episode = _new_episode(occ, now)
         episodes[occ.subject] = episode
         created.append(episode)
+    created = _fold_into_stored(created, extended)
     HealthEvent.objects.bulk_create(created)
     if extended:
         HealthEvent.objects.bulk_update(
@@ -453,6 +485,37 @@ def _open_episodes(
             target = f"gpu:{row.gpu_id}" if row.gpu_id else f"bus:{row.pci_bus_id}"
             found[(row.server_id, target, row.kind, row.code)] = row
     return found
+
+
+def _fold_into_stored(
+    created: list[HealthEvent], extended: dict[int, HealthEvent]
+) -> list[HealthEvent]:
+    """The new episodes whose start is already stored, folded into the stored one.
+
+    `_open_episodes` offers each subject its newest episode only: an older one met again (a
+    saved kernel log read a second time, its count grown) would be created twice, and the
+    unique key would stop the sweep for every server. One query, when anything is new."""
+    if not created:
+        return created
+    stored: dict[str, HealthEvent] = {}
+    for chunk in _chunks([episode.dedupe_key for episode in created]):
+        for row in HealthEvent.objects.filter(dedupe_key__in=chunk).only(
+            *_EPISODE_FIELDS, "dedupe_key"
+        ):
+            stored[row.dedupe_key] = extended.get(row.pk, row)
+    fresh: dict[str, HealthEvent] = {}
+    for episode in created:
+        into = stored.get(episode.dedupe_key) or fresh.get(episode.dedupe_key)
+        if into is None:
+            fresh[episode.dedupe_key] = episode
+            continue
+        into.count += episode.count
+        into.first_seen = min(into.first_seen, episode.first_seen)
+        into.last_seen = max(into.last_seen, episode.last_seen)
+        into.updated_at = episode.updated_at
+        if into.pk:
+            extended[into.pk] = into
+    return list(fresh.values())
 
 
 def _new_episode(occ: _Occurrence, now: datetime) -> HealthEvent:

@@ -245,7 +245,12 @@ class KernelLogParser:
     # -- time ----------------------------------------------------------------------------
 
     def _since_boot(self, seconds: float) -> datetime | None:
-        return self.boot_time + timedelta(seconds=seconds) if self.boot_time else None
+        if self.boot_time is None:
+            return None
+        try:
+            return self.boot_time + timedelta(seconds=seconds)
+        except OverflowError:  # a stamp no boot lasts (a corrupted line): no time
+            return None
 
     def _time(self, stamp: Stamp) -> datetime | None:
         if stamp is None or isinstance(stamp, datetime):
@@ -273,7 +278,7 @@ class KernelLogParser:
                 value = datetime.strptime(match["ctime"], "%a %b %d %H:%M:%S %Y")
             else:
                 value = self._year_less(match)
-        except ValueError:
+        except (ValueError, KeyError, OverflowError):  # no such date, month or number: no time
             return None
         return value if value.tzinfo else value.replace(tzinfo=self.tz)
 

@@ -91,6 +91,36 @@ def test_a_cut_short_snapshot_is_a_400_and_the_fabric_keeps_its_state(staff_api,
     assert statuses == ["rejected", "applied"]
 
 
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b'Switch\t36 "S-0008f10500200001"\t\t# "le\x00af" lid 1\n', "NUL character"),
+        (
+            b"SW 3 99999 0x0008f10500300001 4x HDR - CA 7 1 0x506b4b0300000051 ( 'a' - 'b' )\n",
+            "ports",
+        ),
+    ],
+)
+def test_a_body_no_column_can_hold_is_a_400_and_recorded_as_refused(
+    staff_api, superpod, body, message
+):
+    """NUL characters and port numbers past 8 bits: PostgreSQL cannot keep them, so they
+    are refused before any row is written, and the refusal itself is kept as text."""
+    _post(staff_api, "sp", superpod)
+    response = _post(staff_api, "sp", body)
+
+    assert response.status_code == 400, response.content
+    assert message in response.json()["errors"]["body"][0]
+    (refused,) = staff_api.get("/api/v1/fabric-snapshots/?fabric=sp&status=rejected").json()[
+        "results"
+    ]
+    assert message in refused["error"]
+    nul = staff_api.generic(
+        "PUT", "/api/v1/fabrics/sp/node-name-map/", b'0x01 "a\x00b"\n', content_type="text/plain"
+    )
+    assert nul.status_code == 400 and "NUL character" in nul.json()["errors"]["body"][0]
+
+
 def test_a_snapshot_over_the_limit_gets_413(staff_api, settings, superpod):
     settings.ATLAS_SNAPSHOT_MAX_BYTES = 1000
     response = _post(staff_api, "sp", superpod)

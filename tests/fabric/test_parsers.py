@@ -10,6 +10,7 @@ import pytest
 from fabric.binding import AGGREGATION, adapter_role, description_set
 from fabric.parsers import (
     FabricFormatError,
+    decode,
     detect_format,
     link_gbps,
     parse_fabric,
@@ -206,6 +207,53 @@ def test_a_host_that_sees_only_its_own_adapter_is_refused():
 def test_what_is_not_ibnetdiscover_output_is_refused(body, message):
     with pytest.raises(FabricFormatError, match=message):
         parse_fabric(body)
+
+
+_SWITCH = 'Switch\t{ports} "S-0008f10500200001"\t\t# "leaf" enhanced port 0 lid {lid} lmc 0\n'
+_TO_CA = '[{port}]\t"H-0002c9030000a001"[1](2c9030000a001) \t\t# "dgx-01 mlx5_0" lid {lid} 4xHDR\n'
+_CA = (
+    '\nCa\t1 "H-0002c9030000a001"\t\t# "dgx-01 mlx5_0"\n'
+    '[1](2c9030000a001) \t"S-0008f10500200001"[{port}]\t\t# lid {lid} lmc 0 "leaf" lid 10 4xHDR\n'
+)
+_PORTS_LINE = (
+    "SW 3 {port} 0x0008f10500300001 4x HDR - CA {lid} 1 0x506b4b0300000051 ( 'l' - 'n' )\n"
+)
+
+
+def _plain(ports=36, port=1, switch_lid=10, ca_lid=21):
+    return (
+        _SWITCH.format(ports=ports, lid=switch_lid)
+        + _TO_CA.format(port=port, lid=ca_lid)
+        + _CA.format(port=port, lid=ca_lid)
+    )
+
+
+def test_the_small_plain_fixture_reads():
+    assert len(parse_fabric(_plain()).links) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (_plain(ports=99999), "99999 ports"),
+        (_plain(port=40000), "port number over 32767"),
+        (_plain(ca_lid=3_000_000_000), "LID over 2147483647"),
+        (_plain(switch_lid=3_000_000_000), "LID over 2147483647"),
+        (_PORTS_LINE.format(port=99999, lid=7), "99999 ports"),
+        (_PORTS_LINE.format(port=1, lid=99_999_999_999), "LID over 2147483647"),
+    ],
+)
+def test_ports_and_lids_past_what_their_columns_hold_are_refused(text, message):
+    """No real output comes near (ports are 8 bits, LIDs 16): a 400, not a database error."""
+    with pytest.raises(FabricFormatError, match=message):
+        parse_fabric(text)
+
+
+def test_nul_characters_are_refused_as_every_text_input_refuses_them():
+    with pytest.raises(FabricFormatError, match="NUL character at line 2"):
+        parse_fabric(_plain().replace("dgx-01", "dgx\x00-01", 1))
+    with pytest.raises(FabricFormatError, match="NUL character"):
+        parse_node_name_map(decode(b'0x0002c9030000a001 "dgx\x00"\n'))
 
 
 def test_byte_order_mark_and_crlf_are_read(treydock):

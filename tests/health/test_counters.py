@@ -335,3 +335,166 @@ def test_bad_kernel_log_options_are_one_line_and_status_2(args, message):
     run = run_agent("collect", *SAVED_SERVER, *args)
     assert run.returncode == 2
     assert message in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+# One sick H100 as a 550 driver prints it both ways: every health field read alike.
+_SICK_XML = """<?xml version="1.0" ?>
+<nvidia_smi_log><driver_version>550.54.15</driver_version><attached_gpus>1</attached_gpus>
+<gpu id="00000000:19:00.0">
+  <product_name>NVIDIA H100 80GB HBM3</product_name>
+  <serial>1654922000001</serial>
+  <uuid>GPU-5a1c0d3e-0000-4000-8000-000000000019</uuid>
+  <pci>
+    <pci_bus_id>00000000:19:00.0</pci_bus_id>
+    <pci_gpu_link_info>
+      <pcie_gen><max_link_gen>5</max_link_gen><current_link_gen>3</current_link_gen></pcie_gen>
+      <link_widths><max_link_width>16x</max_link_width><current_link_width>8x</current_link_width>
+      </link_widths>
+    </pci_gpu_link_info>
+    <replay_counter>12</replay_counter>
+  </pci>
+  <performance_state>P0</performance_state>
+  <clocks_event_reasons>
+    <clocks_event_reason_gpu_idle>Not Active</clocks_event_reason_gpu_idle>
+    <clocks_event_reason_sw_power_cap>Active</clocks_event_reason_sw_power_cap>
+    <clocks_event_reason_hw_slowdown>Active</clocks_event_reason_hw_slowdown>
+    <clocks_event_reason_hw_thermal_slowdown>Active</clocks_event_reason_hw_thermal_slowdown>
+    <clocks_event_reason_hw_power_brake_slowdown>Not Active
+    </clocks_event_reason_hw_power_brake_slowdown>
+    <clocks_event_reason_sw_thermal_slowdown>Not Active</clocks_event_reason_sw_thermal_slowdown>
+  </clocks_event_reasons>
+  <ecc_errors>
+    <volatile>
+      <sram_correctable>1</sram_correctable>
+      <sram_uncorrectable_parity>0</sram_uncorrectable_parity>
+      <sram_uncorrectable_secded>0</sram_uncorrectable_secded>
+      <dram_correctable>4</dram_correctable>
+      <dram_uncorrectable>2</dram_uncorrectable>
+    </volatile>
+    <aggregate>
+      <sram_correctable>6</sram_correctable>
+      <sram_uncorrectable_parity>1</sram_uncorrectable_parity>
+      <sram_uncorrectable_secded>0</sram_uncorrectable_secded>
+      <dram_correctable>9</dram_correctable>
+      <dram_uncorrectable>3</dram_uncorrectable>
+    </aggregate>
+  </ecc_errors>
+  <retired_pages>
+    <multiple_single_bit_retirement><retired_count>2</retired_count></multiple_single_bit_retirement>
+    <double_bit_retirement><retired_count>1</retired_count></double_bit_retirement>
+    <pending_blacklist>Yes</pending_blacklist>
+    <pending_retirement>Yes</pending_retirement>
+  </retired_pages>
+  <remapped_rows>
+    <remapped_row_corr>3</remapped_row_corr>
+    <remapped_row_unc>1</remapped_row_unc>
+    <remapped_row_pending>Yes</remapped_row_pending>
+    <remapped_row_failure>No</remapped_row_failure>
+  </remapped_rows>
+  <gpu_reset_status>
+    <reset_required>Yes</reset_required>
+    <drain_and_reset_recommended>No</drain_and_reset_recommended>
+  </gpu_reset_status>
+</gpu>
+</nvidia_smi_log>
+"""
+
+_SICK_TEXT = """
+==============NVSMI LOG==============
+
+Driver Version                            : 550.54.15
+
+Attached GPUs                             : 1
+GPU 00000000:19:00.0
+    Product Name                          : NVIDIA H100 80GB HBM3
+    Serial Number                         : 1654922000001
+    GPU UUID                              : GPU-5a1c0d3e-0000-4000-8000-000000000019
+    GPU Reset Status
+        Reset Required                    : Yes
+        Drain and Reset Recommended       : No
+    PCI
+        Bus Id                            : 00000000:19:00.0
+        GPU Link Info
+            PCIe Generation
+                Max                       : 5
+                Current                   : 3
+            Link Width
+                Max                       : 16x
+                Current                   : 8x
+        Replays Since Reset               : 12
+    Performance State                     : P0
+    Clocks Event Reasons
+        Idle                              : Not Active
+        SW Power Cap                      : Active
+        HW Slowdown                       : Active
+            HW Thermal Slowdown           : Active
+            HW Power Brake Slowdown       : Not Active
+        SW Thermal Slowdown               : Not Active
+    ECC Errors
+        Volatile
+            SRAM Correctable              : 1
+            SRAM Uncorrectable Parity     : 0
+            SRAM Uncorrectable SEC-DED    : 0
+            DRAM Correctable              : 4
+            DRAM Uncorrectable            : 2
+        Aggregate
+            SRAM Correctable              : 6
+            SRAM Uncorrectable Parity     : 1
+            SRAM Uncorrectable SEC-DED    : 0
+            DRAM Correctable              : 9
+            DRAM Uncorrectable            : 3
+    Retired Pages
+        Single Bit ECC                    : 2
+        Double Bit ECC                    : 1
+        Pending Page Blacklist            : Yes
+    Remapped Rows
+        Correctable Error                 : 3
+        Uncorrectable Error               : 1
+        Pending                           : Yes
+        Remapping Failure Occurred        : No
+"""
+
+_GPU_HEALTH_FIELDS = (
+    "uuid",
+    "serial",
+    "pci_bus_id",
+    "ecc_errors_corrected",
+    "ecc_errors_uncorrected",
+    "retired_pages",
+    "retired_pages_pending",
+    "remapped_rows_correctable",
+    "remapped_rows_uncorrectable",
+    "remapped_rows_pending",
+    "remapped_rows_failure",
+    "health",
+)
+
+
+def test_q_and_q_x_of_one_gpu_give_the_same_health(validate_report):
+    """The issue's contract: the saved -q and -q -x parsers read the same fields."""
+    reports = [
+        build_saved_report(smi_log=parse_nvidia_smi(text), hostname="saved")
+        for text in (_SICK_XML, _SICK_TEXT)
+    ]
+    for report in reports:
+        validate_report(report)
+    from_xml, from_text = ({k: r["gpus"][0][k] for k in _GPU_HEALTH_FIELDS} for r in reports)
+
+    assert from_text == from_xml
+    health = from_xml["health"]
+    assert (health["ecc_volatile_corrected"], health["ecc_volatile_uncorrected"]) == (5, 2)
+    assert health["ecc_locations"] == [
+        {"location": "sram", "counter": "volatile", "corrected": 1, "uncorrected": 0},
+        {"location": "dram", "counter": "volatile", "corrected": 4, "uncorrected": 2},
+        {"location": "sram", "counter": "aggregate", "corrected": 6, "uncorrected": 1},
+        {"location": "dram", "counter": "aggregate", "corrected": 9, "uncorrected": 3},
+    ]
+    assert (from_xml["ecc_errors_corrected"], from_xml["ecc_errors_uncorrected"]) == (15, 4)
+    assert (health["retired_pages_single_bit"], health["retired_pages_double_bit"]) == (2, 1)
+    assert (from_xml["retired_pages"], from_xml["retired_pages_pending"]) == (3, True)
+    assert (from_xml["remapped_rows_correctable"], from_xml["remapped_rows_pending"]) == (3, True)
+    assert (health["pcie_link_gen_current"], health["pcie_link_width_current"]) == (3, 8)
+    assert (health["pcie_link_gen_max"], health["pcie_link_width_max"]) == (5, 16)
+    assert health["clock_event_reasons"] == ["sw_power_cap", "hw_slowdown", "hw_thermal_slowdown"]
+    assert health["recovery_action"] == "gpu_reset"
+    assert health["nvlink_crc_errors"] is None  # nvidia-smi -q prints no NVLink error counters

@@ -292,3 +292,22 @@ def test_the_host_and_kernel_tag_of_journal_lines_stay_out_of_the_message():
         events, _ = parse_file(HEALTH_FIXTURES / name, boot_time=BOOT)
         fallen = next(e for e in events if e.kind == "fallen_off_bus")
         assert fallen.message.startswith("NVRM: ") and "dgx-07" not in fallen.message, name
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        "Teb 23 16:33:20 dgx-07 kernel: ",  # a month no calendar has
+        "[99999999999999999999.000000] ",  # seconds since boot no boot lasts
+        "6,1234,99999999999999999999999,-;",  # the same in a saved /dev/kmsg
+        "Feb 30 16:33:20 dgx-07 kernel: ",  # no such day
+    ],
+)
+def test_a_corrupted_stamp_leaves_the_event_without_a_time_and_the_log_is_read_on(stamp):
+    """A damaged line in a saved log (or a disk that flipped bits) costs its own time only:
+    the event is kept, and the lines after it are read."""
+    xid48 = "NVRM: Xid (PCI:0000:3b:00): 48, pid=1, name=train, DBE"
+    later = "[ 1843.411020] NVRM: Xid (PCI:0000:5d:00): 13, pid=2, name=train, Graphics Exception"
+    events, _ = parse_kernel_log([stamp + xid48, later], tz=UTC, now=NOW, boot_time=BOOT)
+    assert sorted((e.code, e.time) for e in events if e.code == 48) == [(48, None)]
+    assert [e.time for e in events if e.code == 13] == [BOOT + timedelta(seconds=1843.41102)]

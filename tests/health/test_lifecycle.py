@@ -200,3 +200,39 @@ def test_the_gpu_page_and_its_csv_share_the_tables_declaration(client, user):
     assert '<abbr class="event-code" title="' in page and ">now</td>" in page
     counters = _csv(client, path, GPU_COUNTERS_TABLE.id)
     assert counters[0]["PCIe"].startswith("Gen") and counters[0]["Server"] == "dgx-01"
+
+
+def test_a_gpu_without_a_serial_is_followed_by_its_uuid():
+    """Boards that report no serial (GeForce, some OEM parts) are followed by their UUID, and
+    two of them are never one history for sharing an empty serial."""
+
+    def no_serials(report):
+        for gpu in report["gpus"]:
+            gpu["serial"] = None
+        return report
+
+    agents, reports = {}, {}
+    for host in ("ws-01", "ws-02"):
+        report = no_serials(server_report(host, gpus=2))
+        agents[host], reports[host] = Agent(host), report
+        gpu0 = report["gpus"][0]
+        code = 79 if host == "ws-01" else 48
+        agents[host].send(
+            with_events(report, xid(code, gpu0["pci_bus_id"], now_iso(), uuid=gpu0["uuid"]))
+        )
+    moved = copy.deepcopy(reports["ws-01"]["gpus"][0])  # ws-01's board goes to ws-02
+    agents["ws-01"].send(no_serials(server_report("ws-01", gpus=2, skip_gpus=(0,))))
+    later = copy.deepcopy(reports["ws-02"])
+    later["gpus"].append({**moved, "index": 2, "pci_bus_id": "0000:cb:00.0"})
+    agents["ws-02"].send(later)
+    health_sweep()
+
+    gpu = Gpu.objects.get(uuid=moved["uuid"])
+    assert gpu.serial == ""
+    history = gpu_history(gpu_id=gpu.pk)
+    assert history["identity"] == f"uuid:{moved['uuid']}"
+    assert [p["hostname"] for p in history["placements"]] == ["ws-01", "ws-02"]
+    assert [(e.code, e.server.hostname) for e in history["events"]] == [(79, "ws-01")]
+    other = gpu_history(gpu_id=Gpu.objects.get(uuid=reports["ws-02"]["gpus"][0]["uuid"]).pk)
+    assert [e.code for e in other["events"]] == [48]
+    assert [p["hostname"] for p in other["placements"]] == ["ws-02"]

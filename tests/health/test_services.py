@@ -22,6 +22,7 @@ from health.services import (
 )
 from inventory.choices import GpuStatus, ReportStatus
 from inventory.models import Gpu, Report, Server
+from inventory.services.ingest import ReportRejected
 from tests.reports import gpu_uuid
 
 from .fleet import Agent, healthy, server_report, with_events, xid
@@ -91,6 +92,31 @@ def test_repeats_in_later_reports_extend_the_episode_and_a_quiet_gap_starts_anot
     assert episodes[0][1].isoformat() == "2026-11-30T08:30:00+00:00"
 
 
+def test_an_old_event_seen_again_after_a_newer_episode_extends_its_own_and_the_sweep_goes_on(
+    settings,
+):
+    """A saved kernel log read again (its events keyless, one count grown) names an episode
+    older than the newest of its GPU and code: it extends that one. Creating it twice broke
+    the unique key, and the sweep, which cannot pass a report it fails on, stopped for all."""
+    settings.ATLAS_HEALTH_EPISODE_GAP_S = 3600
+    agent = Agent("dgx-01")
+    base = server_report("dgx-01")
+    agent.send(with_events(base, xid(79, BUS2, "2026-11-30T08:00:00Z")))
+    agent.send(with_events(base, xid(79, BUS2, "2026-11-30T15:00:00Z")))
+    assert health_sweep() == 2
+
+    agent.send(with_events(base, xid(79, BUS2, "2026-11-30T08:00:00Z", count=2)))
+    agent.send(with_events(base, xid(13, BUS2, "2026-11-30T16:00:00Z")))
+    assert health_sweep() == 2
+
+    episodes = HealthEvent.objects.order_by("first_seen", "code")
+    assert [(e.code, e.first_seen.hour, e.count) for e in episodes] == [
+        (79, 8, 3),
+        (79, 15, 1),
+        (13, 16, 1),
+    ]
+
+
 def test_a_gpu_fallen_off_the_bus_is_attached_to_the_gpu_that_sat_in_that_slot():
     agent = Agent("dgx-01")
     agent.send(server_report("dgx-01"))
@@ -127,6 +153,65 @@ def test_event_times_in_the_future_are_a_wrong_clock_and_take_the_receipt_time()
     health_sweep()
     event = HealthEvent.objects.get()
     assert event.first_seen == Report.objects.get().received_at
+
+
+@pytest.mark.parametrize(
+    "time",
+    [
+        "2026-02-30T08:00:00Z",
+        "0001-01-01T00:00:00Z",
+        "1969-12-31T23:59:59Z",
+        "2026-11-30T08:00:00+25:00",
+    ],
+)
+def test_event_times_that_cannot_be_take_the_receipt_time_and_the_sweep_goes_on(time):
+    """No such day, before 1970 (and past the dates a window can go back from): the schema's
+    pattern lets them by, and a sweep that failed on them would stop for every server."""
+    agent = Agent("dgx-01")
+    try:
+        agent.send(with_events(server_report("dgx-01"), xid(13, BUS2, time, last=time)))
+    except ReportRejected:
+        pytest.skip("refused at the door: nothing reaches the sweep")
+    agent.send(with_events(server_report("dgx-01"), xid(31, BUS2, T0)))
+    assert health_sweep() == 2
+    event = HealthEvent.objects.get(code=13)
+    assert event.first_seen == event.last_seen == Report.objects.order_by("id")[0].received_at
+    assert HealthEvent.objects.filter(code=31).exists()
+
+
+def test_a_report_the_sweep_cannot_record_is_logged_and_the_others_are_recorded(
+    monkeypatch, caplog
+):
+    """Whatever the next such bug is, one report must not stop health for the whole fleet."""
+    from health import services
+
+    good, bad = Agent("dgx-01"), Agent("dgx-02")
+    good.send(with_events(server_report("dgx-01"), xid(31, BUS2, T0)))
+    bad.send(with_events(server_report("dgx-02"), xid(79, BUS2, T0)))
+    good.send(with_events(server_report("dgx-01"), xid(13, BUS2, T0)))
+    poison = Report.objects.get(server__hostname="dgx-02").pk
+    record = services.health_record_reports
+
+    def failing(*, reports, now=None):
+        if any(r.report_id == poison for r in reports):
+            HealthEvent.objects.create(dedupe_key="half-written", **_half_written())
+            raise RuntimeError("a bug in recording")
+        return record(reports=reports, now=now)
+
+    monkeypatch.setattr(services, "health_record_reports", failing)
+    assert health_sweep() == 3
+    assert sorted(HealthEvent.objects.values_list("code", flat=True)) == [13, 31]
+    assert f"report {poison} not recorded" in caplog.text
+    assert health_sweep() == 0  # past it for good
+
+
+def _half_written() -> dict:
+    server = Server.objects.get(hostname="dgx-02")
+    now = timezone.now()
+    return {"server": server, "kind": "xid", "code": 1, "severity": "info"} | {
+        "first_seen": now,
+        "last_seen": now,
+    }
 
 
 # -- counters ----------------------------------------------------------------------------------
