@@ -25,7 +25,6 @@ from django.db.models import Count, F, JSONField, Q, QuerySet
 from django.utils import timezone
 
 from agent.mig import normalize_mig_profile
-from core.findings import FindingFact
 from inventory.choices import GpuStatus
 from inventory.health import HEALTH_FIELDS, gpu_health
 from inventory.identity import short_hostname
@@ -34,7 +33,8 @@ from inventory.selectors import hardware_profile_for
 from inventory.services import revision_get
 
 from .choices import BindingMethod, ClusterKind, FindingType
-from .models import Cluster, Finding, Node, ReconcileState
+from .finding_writer import write_findings
+from .models import Cluster, Node, ReconcileState
 from .parsers.records import GresRecord
 from .rules.counts import SHARED_GPU_RESOURCE
 from .rules.registry import SERVER_FINDING_TYPES, SERVER_RULES, evaluate
@@ -635,98 +635,3 @@ def _write_bindings(rows: list[tuple[int, int | None, str, Any]]) -> None:
 
 
 # Writing ------------------------------------------------------------------------------
-
-
-def write_findings(
-    desired: dict[tuple[str, str], FindingFact], now, scope: Q | None = None
-) -> tuple[int, int, int]:
-    """Raise new findings, reopen returned ones, resolve the ones whose cause is gone.
-
-    `scope` limits what this pass answers for (the findings it may resolve); every finding
-    by default. Returns (raised, resolved, open in scope).
-    """
-    findings = Finding.objects.filter(scope) if scope is not None else Finding.objects.all()
-    existing = {
-        (row[0], row[1]): row[2:]
-        for row in findings.values_list(
-            "type",
-            "subject",
-            "id",
-            "resolved_at",
-            "reopened_count",
-            "message",
-            "severity",
-            "server_id",
-            "node_id",
-            "cluster_id",
-            "gpu_id",
-            "action",
-        )
-    }
-    upserts, raised = [], 0
-    for key, d in desired.items():
-        old = existing.get(key)
-        reopened = 0
-        if old is not None:
-            _id, resolved_at, reopened, *current = old
-            unchanged = tuple(current) == (
-                d.message,
-                d.severity,
-                d.server_id,
-                d.node_id,
-                d.cluster_id,
-                d.gpu_id,
-                d.action,
-            )
-            if resolved_at is None and unchanged:
-                continue
-            if resolved_at is not None:
-                reopened += 1
-                raised += 1
-        else:
-            raised += 1
-        upserts.append(
-            Finding(
-                type=d.type,
-                severity=d.severity,
-                subject=d.subject,
-                message=d.message,
-                details=d.details,
-                server_id=d.server_id,
-                node_id=d.node_id,
-                cluster_id=d.cluster_id,
-                gpu_id=d.gpu_id,
-                action=d.action,
-                first_seen=now,
-                last_seen=now,
-                resolved_at=None,
-                reopened_count=reopened,
-            )
-        )
-    Finding.objects.bulk_create(
-        upserts,
-        update_conflicts=True,
-        unique_fields=["type", "subject"],
-        update_fields=[
-            "severity",
-            "message",
-            "details",
-            "server",
-            "node",
-            "cluster",
-            "gpu",
-            "action",
-            "last_seen",
-            "resolved_at",
-            "reopened_count",
-        ],
-        batch_size=BATCH,
-    )
-    gone = [row[0] for key, row in existing.items() if row[1] is None and key not in desired]
-    resolved = 0
-    for start in range(0, len(gone), BATCH):
-        resolved += Finding.objects.filter(id__in=gone[start : start + BATCH]).update(
-            resolved_at=now, last_seen=now
-        )
-    findings.filter(resolved_at__isnull=True).exclude(last_seen=now).update(last_seen=now)
-    return raised, resolved, len(desired)

@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from clusters.reconcile import write_findings
+from clusters.finding_writer import write_findings
 
 from . import rules
 from .models import Fabric

@@ -33,7 +33,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from agent.schema import normalize_pci_bus_id
-from clusters.reconcile import write_findings
+from clusters.finding_writer import write_findings
 from inventory.choices import ReportStatus
 from inventory.models import Gpu, Report, Server
 

@@ -42,3 +42,31 @@ def test_is_staff_or_read_only_has_one_definition():
         if "class IsStaffOrReadOnly" in path.read_text()
     ]
     assert defined == ["core/api/permissions.py"]
+
+
+def _imported_modules(path: Path) -> set[str]:
+    modules = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            modules |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules.add(node.module)
+    return modules
+
+
+def test_clusters_fabric_and_health_never_import_each_other_but_the_finding_table():
+    """docs/architecture.md: the one exception is the Finding table and its one writer."""
+    repo = Path(core.__file__).parent.parent
+    allowed = {"clusters.models", "clusters.finding_writer"}
+    crossing = {}
+    for app in ("clusters", "fabric", "health"):
+        others = {"clusters", "fabric", "health"} - {app}
+        for path in (repo / app).rglob("*.py"):
+            wrong = {
+                m
+                for m in _imported_modules(path)
+                if m.split(".")[0] in others and not (app != "clusters" and m in allowed)
+            }
+            if wrong:
+                crossing[str(path.relative_to(repo))] = sorted(wrong)
+    assert crossing == {}
