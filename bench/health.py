@@ -159,7 +159,7 @@ def run_backend() -> None:
     from inventory.models import AgentToken, Gpu, Report, Server
     from inventory.services import agent_token_create, report_apply, report_receive
     from inventory.services.ingest import content_hash
-    from inventory.services.tokens import TOKEN_PREFIX, _digest
+    from inventory.services.tokens import TOKEN_PREFIX, token_digest
     from simulator.fleet import fleet
 
     class FloorView(APIView):
@@ -230,7 +230,7 @@ def run_backend() -> None:
                 tokens.append(
                     AgentToken(
                         name=server.hostname,
-                        key_hash=_digest(key_of(n)),
+                        key_hash=token_digest(key_of(n)),
                         prefix=key_of(n)[:10],
                         identity=server.identity,
                         server=server,
