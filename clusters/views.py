@@ -9,6 +9,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.response import TemplateResponse
 
 from core.tables import table_page
 
@@ -140,7 +141,8 @@ def node_detail(request: HttpRequest, pk: int) -> HttpResponse:
             node_bind(node=node, server=bind_form.cleaned_data["server"])
             transaction.on_commit(reconcile_soon)
             return redirect("node-detail", pk=node.pk)
-    return render(
+    # A TemplateResponse, so that topology's node page can add what clusters/ cannot know.
+    return TemplateResponse(
         request,
         "clusters/node_detail.html",
         {

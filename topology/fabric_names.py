@@ -123,9 +123,6 @@ def kubernetes_node_labels(fabric: Fabric, cluster: str | None = None) -> list[d
         labels = suggested.get(server_id)
         if not labels:
             continue
-        own = own if isinstance(own, dict) else {}
-        to_set = {key: value for key, value in labels.items() if own.get(key) != value}
-        words = [f"{key}={value}" for key, value in sorted(to_set.items())]
         answer.append(
             {
                 "node": name,
@@ -133,13 +130,40 @@ def kubernetes_node_labels(fabric: Fabric, cluster: str | None = None) -> list[d
                 "cluster": cluster_name,
                 "server": server_id,
                 "server_hostname": hostname,
-                "labels": labels,
-                "to_set": to_set,
-                "kubectl": (
-                    shlex.join(["kubectl", "label", "node", name, *words, "--overwrite"])
-                    if words
-                    else ""
-                ),
+                **_to_set(name, labels, own),
             }
         )
     return answer
+
+
+def node_fabric_labels(node: Node) -> list[dict[str, Any]]:
+    """For the node page: per fabric its server is on, the labels suggested for its switch
+    tiers, those its own labels lack or carry with another value, and the kubectl line;
+    `rows` is (label, suggested value, the node's own value or None) per label.
+
+    Only a live Kubernetes node bound to a server has any. One query, plus three per fabric
+    the server is on (a server sits on one or two), however large the fleet.
+    """
+    if node.kind != ClusterKind.KUBERNETES or node.server_id is None or node.gone_at:
+        return []
+    fabrics = Fabric.objects.filter(
+        adapters__server_id=node.server_id, adapters__gone_at__isnull=True
+    ).distinct()
+    answer = []
+    for fabric in fabrics.order_by("name"):
+        labels = fabric_server_labels(fabric).get(node.server_id)
+        if labels:
+            own = node.labels if isinstance(node.labels, dict) else {}
+            rows = [(key, value, own.get(key)) for key, value in labels.items()]
+            answer.append({"fabric": fabric.name, "rows": rows, **_to_set(node.name, labels, own)})
+    return answer
+
+
+def _to_set(node: str, labels: dict[str, str], own: object) -> dict[str, Any]:
+    """The suggested labels, those the node's own labels lack or disagree with, and the
+    kubectl line that sets them (node name and values shell-quoted)."""
+    mine = own if isinstance(own, dict) else {}
+    to_set = {key: value for key, value in labels.items() if mine.get(key) != value}
+    words = [f"{key}={value}" for key, value in sorted(to_set.items())]
+    kubectl = shlex.join(["kubectl", "label", "node", node, *words, "--overwrite"]) if words else ""
+    return {"labels": labels, "to_set": to_set, "kubectl": kubectl}

@@ -5,11 +5,14 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.template.response import TemplateResponse
 
 from clusters import selectors as cluster_selectors
+from clusters import views as cluster_views
 from health.pages import health_overview
 from inventory import selectors as inventory_selectors
 
+from .fabric_names import node_fabric_labels
 from .figures import highlight_gpus
 from .interconnect import server_interconnect
 from .render import server_figures
@@ -55,6 +58,17 @@ def server_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "findings": cluster_selectors.open_findings(server_id=server.pk),
         },
     )
+
+
+@login_required
+def node_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """clusters' node page, plus the Kubernetes labels its server's fabric suggests
+    (clusters/ may not import fabric/; this layer joins them)."""
+    response = cluster_views.node_detail(request, pk)
+    if isinstance(response, TemplateResponse) and response.context_data is not None:
+        node = response.context_data["node"]
+        response.context_data["fabric_labels"] = node_fabric_labels(node)
+    return response
 
 
 @login_required

@@ -5,6 +5,8 @@ number of queries; bad input is a field-level 400."""
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from clusters.models import Cluster, Node
 from fabric.exports import LABEL_PREFIX, host_labels
@@ -87,3 +89,57 @@ def test_a_bad_cluster_is_a_field_level_400_and_an_unknown_fabric_404(api):
         answer = api.get(f"/api/v1/fabrics/ib/kubernetes-labels/?cluster={cluster}")
         assert answer.status_code == 400 and cluster in answer.json()["cluster"][0]
     assert api.get("/api/v1/fabrics/none/kubernetes-labels/").status_code == 404
+
+
+def node_page(client, user, name: str) -> str:
+    client.force_login(user)
+    answer = client.get(f"/nodes/{Node.objects.get(name=name).pk}/")
+    assert answer.status_code == 200
+    return answer.content.decode()
+
+
+def test_the_node_page_shows_its_suggested_labels_what_it_lacks_and_the_kubectl_line(client, user):
+    three_tiers(8)
+    Node.objects.filter(name="node-1").update(
+        name="node-1<b>", labels={LEAF: "leaf-su0001-r1", SPINE: "elsewhere<i>"}
+    )
+    page = node_page(client, user, "node-1<b>")
+    assert 'id="node-fabric-labels"' in page and "Fabric <a" in page
+    assert "leaf-su0001-r1" in page and "spine-p001-01" in page and "core-0001" in page
+    assert page.count(">set</span>") == 1  # the leaf; the spine has another value, core none
+    assert ">other value</span>" in page and "elsewhere&lt;i&gt;" in page
+    assert ">missing</span>" in page
+    assert "kubectl label node &#x27;node-1&lt;b&gt;&#x27; " in page  # quoted, then escaped
+    assert f"{SPINE}=spine-p001-01" in page and LEAF + "=" not in page
+    assert "<b>" not in page and "<i>" not in page
+
+
+def test_a_node_with_every_label_set_says_so_and_others_show_no_fabric_section(client, user):
+    fabric = three_tiers(4)
+    row = next(n for n in kubernetes_node_labels(fabric) if n["node"] == "node-2")
+    Node.objects.filter(name="node-2").update(labels=row["labels"])
+    assert "carries every suggested label" in node_page(client, user, "node-2")
+    hpc = Cluster.objects.create(name="hpc", kind="slurm")
+    server = Server.objects.get(hostname="gpu00001")
+    Node.objects.create(cluster=hpc, name="slurm-1", kind="slurm", server=server)
+    Node.objects.create(cluster=hpc, name="loose", kind="kubernetes")
+    for name in ("slurm-1", "loose"):
+        assert 'id="node-fabric-labels"' not in node_page(client, user, name)
+
+
+def test_the_node_page_costs_the_same_queries_whatever_the_fabric(client, user):
+    three_tiers(4)
+    client.force_login(user)
+    small = Node.objects.get(name="node-1").pk
+    with CaptureQueriesContext(connection) as few:
+        page = client.get(f"/nodes/{small}/")
+    assert 'id="node-fabric-labels"' in page.content.decode()
+    Fabric.objects.all().delete()
+    Cluster.objects.all().delete()
+    Server.objects.all().delete()
+    three_tiers(32)
+    large = Node.objects.get(name="node-1").pk
+    with CaptureQueriesContext(connection) as many:
+        page = client.get(f"/nodes/{large}/")
+    assert 'id="node-fabric-labels"' in page.content.decode()
+    assert len(many) == len(few)
