@@ -109,6 +109,7 @@ class RailLayout:
     leaf_rail: dict[str, int] = field(default_factory=dict)
     rail_labels: dict[int, list[str]] = field(default_factory=dict)
     adapter_rail: dict[str, int] = field(default_factory=dict)
+    nic_rail: dict[str, int] = field(default_factory=dict)
     leaf_group: dict[str, int] = field(default_factory=dict)
     groups: dict[int, list[str]] = field(default_factory=dict)
 
@@ -129,7 +130,13 @@ def detect_rails(ports: Iterable[HostPort], leaves: set[str]) -> RailLayout:
     not shift the others. Only hosts with two NICs or more count (a lone management NIC is
     on no rail). A leaf's rail is the rail most of its NICs are on (more than half). Leaf
     groups join leaves that share a host.
+
+    `nic_rail` is the rail an adapter's NIC label names; `adapter_rail` the rail it is on:
+    its leaf's, whenever that is known (the cable is the truth, so a NIC without a name, or
+    one a management host names otherwise, is on its leaf's rail), else its label's. Where
+    the two differ on a rail member, the wrong-rail finding (`rules.wrong_rail`) speaks.
     """
+    ports = list(ports)
     by_host: dict[str, list[HostPort]] = defaultdict(list)
     for port in ports:
         if port.host is not None and port.switch in leaves:
@@ -151,7 +158,7 @@ def detect_rails(ports: Iterable[HostPort], leaves: set[str]) -> RailLayout:
         for port in got:
             rail = rank.get(port.nic)
             if rail is not None:
-                layout.adapter_rail[port.adapter] = rail
+                layout.nic_rail[port.adapter] = rail
                 per_leaf[port.switch][rail] += 1
     labels: dict[int, set[str]] = defaultdict(set)
     for label, rail in rank.items():
@@ -160,6 +167,15 @@ def detect_rails(ports: Iterable[HostPort], leaves: set[str]) -> RailLayout:
         rail, count = counts.most_common(1)[0]
         if count * 2 > sum(counts.values()):
             layout.leaf_rail[leaf] = rail
+    cabled: dict[str, set[int]] = defaultdict(set)
+    for port in ports:
+        if port.switch in layout.leaf_rail:
+            cabled[port.adapter].add(layout.leaf_rail[port.switch])
+    for adapter in cabled.keys() | layout.nic_rail.keys():
+        on = cabled.get(adapter, set())
+        rail = next(iter(on)) if len(on) == 1 else layout.nic_rail.get(adapter)
+        if rail is not None:
+            layout.adapter_rail[adapter] = rail
     layout.rail_labels = {rail: sorted(found) for rail, found in sorted(labels.items())}
     spread = sum(
         1

@@ -134,7 +134,12 @@ class Adapter(models.Model):
     binding_method = models.CharField(
         max_length=16, choices=BindingMethod.choices, blank=True, default=BindingMethod.NONE
     )
-    rail = models.PositiveSmallIntegerField(null=True, blank=True, help_text="the NIC's rail")
+    rail = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="the NIC's rail: its leaf's where known, else its name's"
+    )
+    nic_rail = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="the rail its NIC label names (NIC k: rail k)"
+    )
     first_seen = models.DateTimeField(default=timezone.now)
     last_seen = models.DateTimeField(default=timezone.now)
     gone_at = models.DateTimeField(null=True, blank=True)

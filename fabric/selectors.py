@@ -341,14 +341,14 @@ def fabric_findings(fabric: Fabric) -> list[rules.FabricFinding]:
             fabric=fabric,
             gone_at__isnull=True,
             state=LinkState.UP,
-            b_adapter__rail__isnull=False,
+            b_adapter__nic_rail__isnull=False,
             a_switch__isnull=False,
         ).values_list(
             "b_adapter_id",
             "b_adapter__guid",
             "b_adapter__host_name",
             "b_adapter__nic",
-            "b_adapter__rail",
+            "b_adapter__nic_rail",
             "b_adapter__server_id",
             "a_switch_id",
         ):

@@ -420,7 +420,7 @@ def _derive(fabric: Fabric) -> None:
     adapters = {
         row[0]: row
         for row in Adapter.objects.filter(fabric=fabric, gone_at__isnull=True).values_list(
-            "id", "role", "server_id", "host_name", "nic", "rail"
+            "id", "role", "server_id", "host_name", "nic", "rail", "nic_rail"
         )
     }
     links = FabricLink.objects.filter(
@@ -438,7 +438,7 @@ def _derive(fabric: Fabric) -> None:
         if a_switch is not None and b_switch is not None:
             switch_links.append((a_switch, b_switch, gbps))
         elif a_switch is not None and b_adapter is not None:
-            _, role, server_id, host_name, nic, _rail = adapters[b_adapter]
+            _, role, server_id, host_name, nic, _rail, _nic_rail = adapters[b_adapter]
             if role != binding.HOST:
                 continue
             hosts_on[a_switch] += 1
@@ -487,12 +487,12 @@ def _derive(fabric: Fabric) -> None:
         changed,
         ["tier_inferred", "rail", "leaf_group", "ports_used", "down_gbps", "up_gbps"],
     )
-    rails_changed = [
-        Adapter(id=aid, rail=layout.adapter_rail.get(str(aid)))
-        for aid, row in adapters.items()
-        if row[5] != layout.adapter_rail.get(str(aid))
-    ]
-    update_rows(Adapter, rails_changed, ["rail"])
+    rails_changed = []
+    for aid, row in adapters.items():
+        rails = (layout.adapter_rail.get(str(aid)), layout.nic_rail.get(str(aid)))
+        if row[5:7] != rails:
+            rails_changed.append(Adapter(id=aid, rail=rails[0], nic_rail=rails[1]))
+    update_rows(Adapter, rails_changed, ["rail", "nic_rail"])
     Fabric.objects.filter(pk=fabric.pk).update(
         summary=_summary(switches, effective, layout, adapters)
     )

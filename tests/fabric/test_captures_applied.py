@@ -47,18 +47,28 @@ def test_superpod_every_server_adapter_lands_on_the_leaf_of_its_rail(superpod):
     for adapter in hosts:
         (switch_id,) = cables[adapter.pk]  # one cable each, to a leaf
         assert switches[switch_id].tier == 1, adapter.description
-    # A NIC that names itself has a rail; the DGX NICs sit on their rail's leaf but for the
-    # one pair of swapped cables the wrong-rail finding names (test_api).
-    named = [a for a in hosts if a.rail is not None]
-    assert Counter(a.rail for a in named) == {1: 122, 2: 122, 3: 109, 4: 120}
+    # Every leaf has a rail, and every NIC is on its leaf's rail (the cable is the truth),
+    # including the 69 whose description was never set and the management hosts whose NIC
+    # names say otherwise.
+    assert all(switches[cables[a.pk][0]].rail == a.rail for a in hosts)
+    assert Counter(a.rail for a in hosts) == {1: 139, 2: 139, 3: 123, 4: 141}
+    # The rail a NIC's label names: none for a NIC without a description; it differs from
+    # the leaf's on the one pair of swapped DGX cables the wrong-rail finding names
+    # (test_api), and on the UFM host and `ubuntu`, no rail members, which it spares.
+    assert sum(1 for a in hosts if a.nic_rail is None) == 69
+    named = [a for a in hosts if a.nic_rail is not None]
+    assert Counter(a.nic_rail for a in named) == {1: 122, 2: 122, 3: 109, 4: 120}
     off_rail = sorted(
-        (a.host_name, a.nic)
-        for a in named
-        if "-dgx-" in a.host_name and switches[cables[a.pk][0]].rail != a.rail
+        (a.host_name, a.nic, a.nic_rail, a.rail) for a in named if a.nic_rail != a.rail
     )
-    assert off_rail == [("b08-p1-dgx-08-c01", "HCA-5"), ("b08-p1-dgx-08-c01", "HCA-6")]
-    # 69 NICs whose description was never set: each still has its leaf, none a guessed rail
-    assert sum(1 for a in hosts if a.rail is None) == 69
+    assert off_rail == [
+        ("B11-P1-CUFM-02", "mlx5_0", 1, 3),
+        ("B11-P1-CUFM-02", "mlx5_1", 2, 4),
+        ("b08-p1-dgx-08-c01", "HCA-5", 3, 4),
+        ("b08-p1-dgx-08-c01", "HCA-6", 4, 3),
+        ("ubuntu", "mlx5_0", 1, 3),
+        ("ubuntu", "mlx5_1", 2, 4),
+    ]
 
 
 def test_a_fabric_split_in_two_gets_tiers_in_each_half():

@@ -119,6 +119,41 @@ def test_a_host_missing_one_nic_does_not_shift_the_others():
     assert layout.leaf_rail == {"L1": 1, "L2": 2, "L3": 3}
 
 
+def test_a_nic_is_on_its_leafs_rail_whatever_its_name_says_or_without_one():
+    members = [
+        graph.HostPort(f"{h}{k}", h, f"HCA-{k}", f"L{k}") for h in ("h1", "h2") for k in (1, 2)
+    ]
+    others = [
+        graph.HostPort("u1", "ufm", "mlx5_0", "L2"),  # its name says rail 1, its cable rail 2
+        graph.HostPort("u2", "ufm", "mlx5_1", "L1"),
+        graph.HostPort("x1", None, "", "L1"),  # no description: no host, no label
+        graph.HostPort("s1", "store", "mlx5_0", "L9"),  # a leaf with no rail
+        graph.HostPort("s2", "store", "mlx5_1", "L9"),
+    ]
+    layout = graph.detect_rails(members + others, {"L1", "L2", "L9"})
+    assert layout.leaf_rail == {"L1": 1, "L2": 2}
+    assert layout.adapter_rail["u1"] == 2 and layout.nic_rail["u1"] == 1
+    assert layout.adapter_rail["u2"] == 1 and layout.nic_rail["u2"] == 2
+    assert layout.adapter_rail["x1"] == 1 and "x1" not in layout.nic_rail
+    assert layout.adapter_rail["s2"] == layout.nic_rail["s2"] == 2  # no leaf rail: the name's
+    assert all(layout.adapter_rail[p.adapter] == layout.nic_rail[p.adapter] for p in members)
+
+
+def test_swapped_cables_keep_the_rail_their_names_give_apart_from_their_leaves():
+    ports = [
+        graph.HostPort(f"{h}{k}", h, f"HCA-{k}", f"L{k}")
+        for h in ("h1", "h2", "h3")
+        for k in (1, 2)
+    ]
+    ports[-2:] = [
+        graph.HostPort("h31", "h3", "HCA-1", "L2"),
+        graph.HostPort("h32", "h3", "HCA-2", "L1"),
+    ]
+    layout = graph.detect_rails(ports, {"L1", "L2"})
+    assert (layout.nic_rail["h31"], layout.adapter_rail["h31"]) == (1, 2)
+    assert (layout.nic_rail["h32"], layout.adapter_rail["h32"]) == (2, 1)
+
+
 def test_single_nic_hosts_make_no_rails():
     ports = [graph.HostPort(f"a{i}", f"h{i}", "mlx5_0", "L1") for i in range(4)]
     layout = graph.detect_rails(ports, {"L1"})
