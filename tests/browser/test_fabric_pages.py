@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from clusters.models import Cluster, Node
 from fabric.findings import fabric_findings_sync
 from fabric.models import Fabric
 from fabric.services import fabric_rebind, fabric_snapshot_ingest
 from fabric.synthetic import synthetic_fabric
+from inventory.models import Server
 from tests.reports import apply_reports, make_report
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -42,4 +44,17 @@ def test_fabric_menu_to_a_switch_to_a_server(signed_in):
     assert "gpu00001" in watched.page.inner_text("h1")
     assert "leaf-su0001-r1" in watched.page.inner_text("#server-fabric-ib")
     watched.screenshot("fabric-server")
+
+    kube = Cluster.objects.create(name="k8s", kind="kubernetes")
+    node = Node.objects.create(
+        cluster=kube,
+        name="gpu00001",
+        kind="kubernetes",
+        server=Server.objects.get(hostname="gpu00001"),
+    )
+    watched.open(f"/nodes/{node.pk}/", wait_for="#node-fabric-labels")
+    labels = watched.page.inner_text("#node-fabric-labels")
+    assert "leaf-su0001-r1" in labels and "missing" in labels
+    assert "kubectl label node gpu00001 " in labels
+    watched.screenshot("fabric-node")
     watched.assert_clean()
