@@ -89,3 +89,12 @@ def test_the_node_page_costs_the_same_queries_for_few_and_many_servers(client, s
     small = count()
     apply_reports(*(make_report(f"dgx-{i:02d}", gpus=1) for i in range(2, 30)))
     assert count() == small
+
+
+def test_a_server_set_without_a_method_is_not_called_bound_by_unbound(client, user, unbound_node):
+    from inventory.models import Server
+
+    Node.objects.filter(pk=unbound_node.pk).update(server=Server.objects.get(hostname="dgx-01"))
+    client.force_login(user)
+    body = client.get(f"/nodes/{unbound_node.pk}/").content.decode()
+    assert 'id="node-server"' in body and "dgx-01" in body and "bound by" not in body
