@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -18,13 +19,14 @@ IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 def _redis_url_of_this_worker() -> str:
     """The integration tiers' Redis database; under pytest-xdist each worker takes its own
-    (db N, N-1, ...), so two workers' Celery queues and keys never meet."""
+    (db N, N-1, ... modulo Redis's 16), so two workers' Celery queues and keys never meet."""
     url = os.environ.get("ATLAS_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     if not worker.startswith("gw"):
         return url
-    base, _, db = url.rpartition("/")
-    return f"{base}/{max(int(db or 15) - int(worker[2:]), 0)}"
+    parts = urlsplit(url)
+    db = int(parts.path.strip("/") or 0)
+    return urlunsplit(parts._replace(path=f"/{(db - int(worker[2:])) % 16}"))
 
 
 TEST_REDIS_URL = _redis_url_of_this_worker()
