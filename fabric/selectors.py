@@ -91,16 +91,7 @@ def fabric_tree(fabric: Fabric) -> tuple[TreeFacts, dict[str, HostFacts]]:
             fabric=fabric, gone_at__isnull=True
         ).values_list("id", "name", "tier_override", "tier_inferred", "leaf_group")
     }
-    pairs = [
-        (str(a), str(b))
-        for a, b in FabricLink.objects.filter(
-            fabric=fabric,
-            gone_at__isnull=True,
-            state=LinkState.UP,
-            a_switch__isnull=False,
-            b_switch__isnull=False,
-        ).values_list("a_switch_id", "b_switch_id")
-    ]
+    pairs = _switch_pairs_up(fabric.pk)
     ports, hosts = _host_ports(fabric)
     leaf_hosts: dict[str, set[str]] = defaultdict(set)
     for port in ports:
@@ -141,7 +132,12 @@ def switch_tree_facts(
             fabric_id=fabric_id, gone_at__isnull=True
         ).values_list("id", "name", "guid", "tier_override", "tier_inferred", "leaf_group")
     }
-    pairs = [
+    return switches, _switch_pairs_up(fabric_id)
+
+
+def _switch_pairs_up(fabric_id: int) -> list[tuple[str, str]]:
+    """The live switch-to-switch cables up on a fabric, as (switch key, switch key) (one query)."""
+    return [
         (str(a), str(b))
         for a, b in FabricLink.objects.filter(
             fabric_id=fabric_id,
@@ -151,7 +147,6 @@ def switch_tree_facts(
             b_switch__isnull=False,
         ).values_list("a_switch_id", "b_switch_id")
     ]
-    return switches, pairs
 
 
 def fabric_server_labels(fabric: Fabric) -> dict[int, dict[str, str]]:
