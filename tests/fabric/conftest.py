@@ -35,6 +35,18 @@ def fixture_text(name: str) -> str:
     return (FIXTURES / name).read_text()
 
 
+def without_cable(text: str, host_port: str) -> str:
+    """An ibnetdiscover output with `host_port` (e.g. "gpu00003 mlx5_0") unplugged: the
+    switch's line for it and the host CA's block are dropped."""
+    lines = text.split("\n")
+    tag = f'# "{host_port}"'
+    switch_line = next(i for i, line in enumerate(lines) if tag in line)
+    ca = next(i for i, line in enumerate(lines) if line.endswith(tag))
+    return "\n".join(
+        line for i, line in enumerate(lines) if i != switch_line and not ca - 4 <= i <= ca + 1
+    )
+
+
 @pytest.fixture
 def superpod() -> bytes:
     return sample(SUPERPOD)

@@ -15,6 +15,8 @@ from fabric.models import Fabric
 from fabric.services import fabric_snapshot_ingest
 from fabric.synthetic import synthetic_fabric
 
+from .conftest import without_cable
+
 pytestmark = pytest.mark.django_db
 
 
@@ -52,11 +54,7 @@ def test_a_slow_cable_is_raised_then_resolved_when_it_runs_at_full_rate():
 def test_a_port_gone_is_raised_and_resolved_when_it_returns():
     built = synthetic_fabric(servers=8, rails=2, servers_per_leaf=4)
     fabric_snapshot_ingest(fabric_name="f", raw=built.text)
-    lines = built.text.split("\n")
-    host_port = next(i for i, line in enumerate(lines) if '# "gpu00003 mlx5_0"' in line)
-    ca = next(i for i, line in enumerate(lines) if line.endswith('# "gpu00003 mlx5_0"'))
-    kept = [line for i, line in enumerate(lines) if i != host_port and not ca - 4 <= i <= ca + 1]
-    fabric_snapshot_ingest(fabric_name="f", raw="\n".join(kept))
+    fabric_snapshot_ingest(fabric_name="f", raw=without_cable(built.text, "gpu00003 mlx5_0"))
     _sync()
     (gone,) = _open(rules.PORT_GONE)
     assert "gpu00003 mlx5_0" in gone.message

@@ -19,7 +19,7 @@ from fabric.services import (
 from fabric.synthetic import synthetic_fabric
 from inventory.models import Server
 
-from .conftest import fixture_text
+from .conftest import fixture_text, without_cable
 
 pytestmark = pytest.mark.django_db
 
@@ -131,12 +131,10 @@ def test_a_bad_fabric_name_is_refused_on_its_field(superpod):
 def test_a_cable_that_was_up_and_is_gone():
     built = synthetic_fabric(servers=8, rails=2, servers_per_leaf=4)
     fabric_snapshot_ingest(fabric_name="f", raw=built.text)
-    lines = built.text.split("\n")
-    # gpu00003's mlx5_0 loses its cable: drop both ends' lines and the CA's block.
-    host_port = next(i for i, line in enumerate(lines) if '# "gpu00003 mlx5_0"' in line)
-    ca = next(i for i, line in enumerate(lines) if line.endswith('# "gpu00003 mlx5_0"'))
-    kept = [line for i, line in enumerate(lines) if i != host_port and not ca - 4 <= i <= ca + 1]
-    result = fabric_snapshot_ingest(fabric_name="f", raw="\n".join(kept))
+    # gpu00003's mlx5_0 loses its cable.
+    result = fabric_snapshot_ingest(
+        fabric_name="f", raw=without_cable(built.text, "gpu00003 mlx5_0")
+    )
 
     assert result.gone == 2  # the adapter and its cable
     gone = FabricLink.objects.get(gone_at__isnull=False)
