@@ -46,6 +46,16 @@ from .serializers import (
 )
 
 
+def _staff_post():
+    """A POST on one object, for staff only. A fresh `action` each time: DRF keeps the
+    decorator's kwargs on the function, so one shared decorator would mix the actions' names."""
+    return action(
+        detail=True,
+        methods=["post"],
+        permission_classes=[permissions.IsAuthenticated, permissions.IsAdminUser],
+    )
+
+
 class CanPushSnapshots(permissions.BasePermission):
     """Staff, or a user granted `clusters.change_cluster` (e.g. the account of a cron job)."""
 
@@ -193,11 +203,7 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
         return selectors.node_list(include_gone=include_gone or self.action != "list")
 
     @extend_schema(request=NodeBindingSerializer, responses={200: NodeSerializer})
-    @action(
-        detail=True,
-        methods=["post"],
-        permission_classes=[permissions.IsAuthenticated, permissions.IsAdminUser],
-    )
+    @_staff_post()
     def binding(self, request, pk=None):
         """Bind this node to a server by hand (a manual binding always wins), or unbind."""
         node = self.get_object()
@@ -239,11 +245,7 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         return selectors.finding_list()
 
     @extend_schema(request=FindingAcknowledgeSerializer, responses={200: FindingSerializer})
-    @action(
-        detail=True,
-        methods=["post"],
-        permission_classes=[permissions.IsAuthenticated, permissions.IsAdminUser],
-    )
+    @_staff_post()
     def acknowledge(self, request, pk=None):
         """Say someone is on it (who, why, when); resolving the finding ends it."""
         body = FindingAcknowledgeSerializer(data=request.data)
@@ -251,11 +253,7 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         return self._act(finding_acknowledge, reason=body.validated_data["reason"])
 
     @extend_schema(request=FindingSilenceSerializer, responses={200: FindingSerializer})
-    @action(
-        detail=True,
-        methods=["post"],
-        permission_classes=[permissions.IsAuthenticated, permissions.IsAdminUser],
-    )
+    @_staff_post()
     def silence(self, request, pk=None):
         """Hide the finding from the overview's counts and from alerting until `until`."""
         body = FindingSilenceSerializer(data=request.data)
@@ -263,21 +261,13 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         return self._act(finding_silence, **body.validated_data)
 
     @extend_schema(request=None, responses={200: FindingSerializer})
-    @action(
-        detail=True,
-        methods=["post"],
-        permission_classes=[permissions.IsAuthenticated, permissions.IsAdminUser],
-    )
+    @_staff_post()
     def unacknowledge(self, request, pk=None):
         """Take the acknowledgement back (who and when are recorded); 400 when there is none."""
         return self._act(finding_unacknowledge)
 
     @extend_schema(request=None, responses={200: FindingSerializer})
-    @action(
-        detail=True,
-        methods=["post"],
-        permission_classes=[permissions.IsAuthenticated, permissions.IsAdminUser],
-    )
+    @_staff_post()
     def unsilence(self, request, pk=None):
         """End the silence now (who and when are recorded); 400 when there is none."""
         return self._act(finding_unsilence)
