@@ -11,7 +11,7 @@ import pytest
 
 from health.models import GpuCounterSample, HealthEvent
 from health.services import _GPU_COUNTERS
-from tests.inventory.test_schema_bounds import bound_problems, schema_at
+from tests.inventory.test_schema_bounds import assert_bound_no_looser, source_columns
 
 GPU = ("gpus", "*")
 SOURCES = {
@@ -29,18 +29,6 @@ SOURCES = {
 }
 
 
-def health_columns():
-    for model, (base, renamed, excluded) in SOURCES.items():
-        for field in model._meta.concrete_fields:
-            path = renamed.get(field.name, (*base, field.name))
-            if field.name not in excluded and path is not None:
-                yield pytest.param(model, field, path, id=f"{model.__name__}.{field.name}")
-
-
-@pytest.mark.parametrize(("model", "field", "path"), list(health_columns()))
+@pytest.mark.parametrize(("model", "field", "path"), source_columns(SOURCES))
 def test_schema_bound_is_no_looser_than_the_health_column(model, field, path):
-    try:
-        node = schema_at(path)
-    except KeyError:
-        pytest.fail(f"{model.__name__}.{field.name}: no schema field at {'.'.join(path)}")
-    assert bound_problems(field, node) == [], f"{model.__name__}.{field.name} <- {'.'.join(path)}"
+    assert_bound_no_looser(model, field, path)

@@ -115,21 +115,30 @@ def bound_problems(field: models.Field, node: dict[str, Any]) -> list[str]:
     return [f"no rule for {internal}"]
 
 
-def report_columns():
-    for model, (base, renamed, excluded) in SOURCES.items():
+def source_columns(sources: dict) -> list[Any]:
+    """One param (model, field, schema path) per column the report fills; a column renamed to
+    None has no schema field of its own (e.g. a parsed time) and is left out."""
+    params = []
+    for model, (base, renamed, excluded) in sources.items():
         for field in model._meta.concrete_fields:
-            if field.name not in excluded:
-                path = renamed.get(field.name, (*base, field.name))
-                yield pytest.param(model, field, path, id=f"{model.__name__}.{field.name}")
+            path = renamed.get(field.name, (*base, field.name))
+            if field.name not in excluded and path is not None:
+                params.append(pytest.param(model, field, path, id=f"{model.__name__}.{field.name}"))
+    return params
 
 
-@pytest.mark.parametrize(("model", "field", "path"), list(report_columns()))
-def test_schema_bound_is_no_looser_than_the_column(model, field, path):
+def assert_bound_no_looser(model: type[models.Model], field: models.Field, path) -> None:
+    """The schema field at `path` exists and bounds what it accepts to what `field` holds."""
     try:
         node = schema_at(path)
     except KeyError:
         pytest.fail(f"{model.__name__}.{field.name}: no schema field at {'.'.join(path)}")
     assert bound_problems(field, node) == [], f"{model.__name__}.{field.name} <- {'.'.join(path)}"
+
+
+@pytest.mark.parametrize(("model", "field", "path"), source_columns(SOURCES))
+def test_schema_bound_is_no_looser_than_the_column(model, field, path):
+    assert_bound_no_looser(model, field, path)
 
 
 def test_the_rule_catches_a_looser_bound():
