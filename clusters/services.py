@@ -609,6 +609,7 @@ def pull_documents(cluster: Cluster) -> list[dict]:
 
 
 SILENCE_MAX = timedelta(days=90)
+REASON_MAX = 500  # Finding.ack_reason and silence_reason hold this many characters
 
 
 class FindingActionRejected(Exception):
@@ -635,8 +636,8 @@ def _reason(reason: str) -> str:
     reason = (reason or "").strip()
     if not reason:
         raise FindingActionRejected({"reason": ["Say why."]})
-    if len(reason) > 500:
-        raise FindingActionRejected({"reason": ["At most 500 characters."]})
+    if len(reason) > REASON_MAX:
+        raise FindingActionRejected({"reason": [f"At most {REASON_MAX} characters."]})
     return reason
 
 

@@ -12,7 +12,7 @@ from inventory.models import Server
 from ..choices import SnapshotStatus
 from ..models import Cluster, ClusterSnapshot, Finding, Node
 from ..runbook import runbook_url
-from ..services import cluster_name_valid, silence_until_errors
+from ..services import REASON_MAX, cluster_name_valid, silence_until_errors
 
 SECRET_FIELDS = ("slurmrestd_token",)
 MAX_SYNC_INTERVAL_S = 7 * 24 * 3600
@@ -247,11 +247,11 @@ class FindingSerializer(serializers.ModelSerializer):
 
 
 class FindingAcknowledgeSerializer(serializers.Serializer):
-    reason = serializers.CharField(max_length=500, help_text="why: who is on it, a ticket")
+    reason = serializers.CharField(max_length=REASON_MAX, help_text="why: who is on it, a ticket")
 
 
 class FindingSilenceSerializer(serializers.Serializer):
-    reason = serializers.CharField(max_length=500, help_text="why it may stay quiet")
+    reason = serializers.CharField(max_length=REASON_MAX, help_text="why it may stay quiet")
     until = serializers.DateTimeField(help_text="when the silence ends (at most 90 days ahead)")
 
     def validate_until(self, value):
