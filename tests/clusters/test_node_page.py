@@ -58,7 +58,7 @@ def test_staff_bind_with_the_picker_and_unbind(client, staff, unbound_node):
     assert unbound_node.binding_method == BindingMethod.MANUAL
     client.post(f"/nodes/{unbound_node.pk}/", {"action": "unbind"})
     unbound_node.refresh_from_db()
-    assert unbound_node.binding_method != BindingMethod.MANUAL
+    assert (unbound_node.server, unbound_node.binding_method) == (None, BindingMethod.NONE)
 
 
 def test_an_unknown_server_is_a_field_error_keeping_the_input(client, staff, unbound_node):
