@@ -18,7 +18,8 @@ from .selectors import gpu_history
 @login_required
 def health_page(request: HttpRequest) -> HttpResponse:
     """`/health/`: its tables (each also a CSV, `?format=csv&table=<id>`) and the events figure."""
-    since = timezone.now() - Policy().server_window
+    window = Policy().server_window
+    since = timezone.now() - window
 
     def offenders(by: str):
         return lambda: pages.repeat_offenders(since=since, by=by)
@@ -43,7 +44,7 @@ def health_page(request: HttpRequest) -> HttpResponse:
         context=lambda: {
             "section": "health",
             "figure": pages.events_figure(),
-            "window_days": (timezone.now() - since) // timedelta(days=1),
+            "window_days": window // timedelta(days=1),
         },
     )
 
