@@ -6,15 +6,19 @@ from django import forms
 
 from inventory.models import Server
 
+from .services import REASON_MAX
+
 
 class AcknowledgeForm(forms.Form):
     reason = forms.CharField(
-        label="Why", max_length=500, widget=forms.TextInput(attrs={"placeholder": "on it: …"})
+        label="Why",
+        max_length=REASON_MAX,
+        widget=forms.TextInput(attrs={"placeholder": "on it: …"}),
     )
 
 
 class SilenceForm(forms.Form):
-    reason = forms.CharField(label="Why", max_length=500)
+    reason = forms.CharField(label="Why", max_length=REASON_MAX)
     until = forms.DateTimeField(
         label="Until",
         input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S"],

@@ -60,8 +60,6 @@ def server_state_expression(now=None) -> Case:
     )
 
 
-SERVER_HEALTH_ORDER = SEVERITY_ORDER
-"""Worst first: a server's health is the first of these among its open findings, else ok."""
 SERVER_HEALTH_CHOICES = tuple((h, h) for h in (OK, INFO, WARNING, CRITICAL))
 
 
@@ -80,7 +78,7 @@ def _open_finding_of(severity: str) -> Exists:
 def server_health_expression() -> Case:
     """SQL for a server's health: the worst severity among its open findings, else `ok`."""
     return Case(
-        *(When(_open_finding_of(s), then=Value(s)) for s in SERVER_HEALTH_ORDER),
+        *(When(_open_finding_of(s), then=Value(s)) for s in SEVERITY_ORDER),
         default=Value(OK),
         output_field=CharField(),
     )

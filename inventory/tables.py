@@ -15,11 +15,7 @@ from django.utils.safestring import SafeString
 
 from core.formats import badge, bytes_iec
 from core.forms import FilterForm
-from core.tables import Column, Table
-
-
-def _iso(value) -> str:
-    return value.isoformat() if value else ""
+from core.tables import Column, Table, iso
 
 
 def _server_url(server) -> str:
@@ -110,10 +106,10 @@ SERVER_TABLE = Table(
         Column("Addresses", _addresses, mono=True),
         Column(
             "Last seen",
-            lambda s: _iso(s.last_seen),
+            lambda s: iso(s.last_seen),
             "last_seen",
             cell=_last_seen,
-            title=lambda s: _iso(s.last_seen),
+            title=lambda s: iso(s.last_seen),
         ),
         Column("Virtual", lambda s: s.is_virtual, "is_virtual", cell=_virtual),
         Column("System UUID", lambda s: s.system_uuid, mono=True),

@@ -11,15 +11,12 @@ from __future__ import annotations
 from django.db.models import Count, F, Q
 
 from clusters.models import Finding, Node
+from core.findings import SEVERITY_ORDER
 from inventory.choices import GpuStatus
 from inventory.models import Gpu, MigDevice, Server
-from inventory.selectors import SERVER_HEALTH_ORDER, server_state_expression
+from inventory.selectors import server_state_expression
 
 from .figures import FleetRows, GpuCountRow, MigCountRow, NodeRow, ServerRow
-
-SEVERITY_ORDER = SERVER_HEALTH_ORDER
-"""Worst first: a server's health is the first of these among its open findings (the rule of
-the servers list's Health column, `inventory.selectors.server_health_expression`)."""
 
 
 def server_health() -> dict[int, str]:
