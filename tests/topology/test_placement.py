@@ -404,6 +404,22 @@ def test_mig_strategy_single_counts_mig_devices_not_gpus():
     assert not whole.fits and whole.blocked[0].reason == "mig_layout"
 
 
+def test_many_servers_without_a_summary_cost_the_same_queries(
+    django_assert_num_queries, monkeypatch
+):
+    """Past `IN_LIST_LIMIT` stale servers the reads take a subquery: it is run as part of
+    the row reads, never on its own."""
+    from topology.placement import reads
+
+    names = ["pcie-01", "pcie-02"]
+    slurm_fleet(names, reports=[pcie_report(n, [[0, 1], [2, 3]]) for n in names])
+    monkeypatch.setattr(reads, "IN_LIST_LIMIT", 0)
+    with django_assert_num_queries(4):
+        assert [n.healthy_whole for n in fleet_counts().nodes] == [8, 8]
+    with django_assert_num_queries(7):
+        assert [len(n.gpus) for n in fleet_load(with_mig=True).nodes] == [8, 8]
+
+
 def test_the_reads_cost_the_queries_their_docstrings_say(django_assert_num_queries):
     """Two PCIe servers (mixed link classes: pairs are read) and one in MIG mode."""
     names = ["pcie-01", "pcie-02"]
