@@ -516,14 +516,7 @@ class Planner:
                 why = f"all {len(best)} nodes {words}{between}"
                 if attribute != "leaf":
                     why = f"no leaf holds the job on {len(default)} nodes; " + why
-                return best, Locality(
-                    found.nodes,
-                    found.leaves,
-                    found.spine_groups,
-                    found.nvlink_domains,
-                    found.hops,
-                    why,
-                )
+                return best, replace(found, why=why)
         return default, locality_of([self.place(o.node) for o in default], len(default))
 
     def _fixed_reason(
