@@ -23,6 +23,15 @@ class FabricNamesError(ValueError):
         self.field = field
 
 
+def _require_cluster_kind(cluster: str, kind: str, label: str) -> None:
+    """Raise unless a cluster named `cluster` exists and is of `kind` (one query)."""
+    found = Cluster.objects.filter(name=cluster).values_list("kind", flat=True).first()
+    if found is None:
+        raise FabricNamesError(f"no cluster named {cluster!r}", "cluster")
+    if found != kind:
+        raise FabricNamesError(f"{cluster!r} is not a {label} cluster", "cluster")
+
+
 def slurm_node_names(fabric: Fabric, cluster: str | None = None) -> tuple[str | None, dict]:
     """(the Slurm cluster used, {server id: its Slurm node name}) for the fabric's servers.
 
@@ -31,11 +40,7 @@ def slurm_node_names(fabric: Fabric, cluster: str | None = None) -> tuple[str | 
     One query, however large the fabric.
     """
     if cluster is not None:
-        found = Cluster.objects.filter(name=cluster).values_list("kind", flat=True).first()
-        if found is None:
-            raise FabricNamesError(f"no cluster named {cluster!r}", "cluster")
-        if found != ClusterKind.SLURM:
-            raise FabricNamesError(f"{cluster!r} is not a Slurm cluster", "cluster")
+        _require_cluster_kind(cluster, ClusterKind.SLURM, "Slurm")
     rows = (
         Node.objects.filter(
             kind=ClusterKind.SLURM,
@@ -99,11 +104,7 @@ def kubernetes_node_labels(fabric: Fabric, cluster: str | None = None) -> list[d
     cluster named), however large the fabric.
     """
     if cluster is not None:
-        found = Cluster.objects.filter(name=cluster).values_list("kind", flat=True).first()
-        if found is None:
-            raise FabricNamesError(f"no cluster named {cluster!r}", "cluster")
-        if found != ClusterKind.KUBERNETES:
-            raise FabricNamesError(f"{cluster!r} is not a Kubernetes cluster", "cluster")
+        _require_cluster_kind(cluster, ClusterKind.KUBERNETES, "Kubernetes")
     rows = (
         Node.objects.filter(
             kind=ClusterKind.KUBERNETES,

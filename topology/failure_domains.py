@@ -259,17 +259,7 @@ def failure_domain_ranking(*, by: str = "rack", limit: int = 50) -> dict[str, An
     if by not in ("rack", "server", "switch"):
         raise FailureDomainError("by", "rack, server or switch")
     if by == "switch":
-        items = fabric_switch_ranking(limit)
-        fleet_gpus = Gpu.objects.exclude(status=GpuStatus.LOST).count()
-        for item in items:
-            item["share_of_fleet_gpus"] = _share(item["gpus"], fleet_gpus)
-        return {
-            "by": by,
-            "fleet_gpus": fleet_gpus,
-            "count": len(items),
-            "unracked_servers": 0,
-            "items": items,
-        }
+        return fabric_switch_ranking(limit)
     servers = list(Server.objects.values("id", "hostname", "rack", "physical_host_id"))
     gpus = _count_by_server(Gpu.objects.exclude(status=GpuStatus.LOST), "server_id")
     migs = _count_by_server(MigDevice.objects.exclude(gpu__status=GpuStatus.LOST), "gpu__server_id")
@@ -317,14 +307,21 @@ def rank_domains(
         item["gpus"] += gpus.get(s["id"], 0)
         item["mig_devices"] += migs.get(s["id"], 0)
     ranked = sorted(items.values(), key=lambda i: (-i["gpus"], -i["nodes"], str(i["name"])))
-    for item in ranked:
+    return _ranking(by, fleet_gpus, ranked[:limit], count=len(ranked), unracked=unracked)
+
+
+def _ranking(
+    by: str, fleet_gpus: int, items: list[dict[str, Any]], *, count: int, unracked: int
+) -> dict[str, Any]:
+    """The ranking's answer, each item with its share of the fleet's GPUs."""
+    for item in items:
         item["share_of_fleet_gpus"] = _share(item["gpus"], fleet_gpus)
     return {
         "by": by,
         "fleet_gpus": fleet_gpus,
-        "count": len(ranked),
+        "count": count,
         "unracked_servers": unracked,
-        "items": ranked[:limit],
+        "items": items,
     }
 
 
@@ -554,8 +551,9 @@ def _fabric_switch_servers(
     return rows, degraded, fabric
 
 
-def fabric_switch_ranking(limit: int = 50) -> list[dict[str, Any]]:
-    """Discovered fabric switches ranked by what their failure takes (seven queries): first
+def fabric_switch_ranking(limit: int = 50) -> dict[str, Any]:
+    """`failure_domain_ranking(by="switch")`: discovered fabric switches ranked by what their
+    failure takes (six queries; the fleet's GPUs are the sum of the per-server counts): first
     the GPUs of servers they cut off (every fabric cable on them), then the Gb/s lost. A
     leaf takes rail k of each server under it (`leaf_loss`: bandwidth lost, nodes still up),
     a spine its share of the bisection (`spine_loss`)."""
@@ -624,4 +622,5 @@ def fabric_switch_ranking(limit: int = 50) -> list[dict[str, Any]]:
             }
         )
     items.sort(key=lambda i: (-i["gpus"], -i["gbps_lost"], i["name"]))
-    return items[:limit]
+    top = items[:limit]
+    return _ranking("switch", sum(gpus.values()), top, count=len(top), unracked=0)

@@ -281,9 +281,9 @@ def test_a_scheduler_with_no_cluster_or_another_kinds_cluster_says_so():
     assert exc.value.field == "scheduler"
 
 
-def test_a_kubernetes_request_still_sees_what_slurm_uses_on_a_shared_server():
-    report = make_report("dgx-01")
-    k8s_fleet([report])
+def shared_server_with_six_gpus_used_by_slurm() -> None:
+    """dgx-01: a node of Kubernetes cluster prod and Slurm cluster hpc; Slurm uses GPUs 0-5."""
+    k8s_fleet([make_report("dgx-01")])
     snapshot_ingest(
         cluster_name="hpc",
         raw=scontrol_node("dgx-01").replace(
@@ -291,21 +291,17 @@ def test_a_kubernetes_request_still_sees_what_slurm_uses_on_a_shared_server():
         ),
     )
     reconcile_all()
+
+
+def test_a_kubernetes_request_still_sees_what_slurm_uses_on_a_shared_server():
+    shared_server_with_six_gpus_used_by_slurm()
     assert not placement_find(gpus=4, scheduler="kubernetes").fits
     (node,) = placement_find(gpus=2, scheduler="kubernetes").nodes
     assert node.kind == "kubernetes" and indexes(node) == [6, 7]
 
 
 def test_a_server_in_both_schedulers_lends_its_gpus_once():
-    report = make_report("dgx-01")
-    k8s_fleet([report])
-    snapshot_ingest(
-        cluster_name="hpc",
-        raw=scontrol_node("dgx-01").replace(
-            "   Gres=", "   GresUsed=gpu:h100:6(IDX:0-5)\n   Gres="
-        ),
-    )
-    reconcile_all()
+    shared_server_with_six_gpus_used_by_slurm()
     result = placement_find(cluster="prod", gpus=4)
     assert not result.fits
     assert "2 of 8 GPUs free" in result.blocked[0].detail
@@ -406,6 +402,22 @@ def test_mig_strategy_single_counts_mig_devices_not_gpus():
     assert mig.fits and mig.nodes[0].gpu_count == 7
     whole = placement_find(cluster="prod", gpus=1)
     assert not whole.fits and whole.blocked[0].reason == "mig_layout"
+
+
+def test_many_servers_without_a_summary_cost_the_same_queries(
+    django_assert_num_queries, monkeypatch
+):
+    """Past `IN_LIST_LIMIT` stale servers the reads take a subquery: it is run as part of
+    the row reads, never on its own."""
+    from topology.placement import reads
+
+    names = ["pcie-01", "pcie-02"]
+    slurm_fleet(names, reports=[pcie_report(n, [[0, 1], [2, 3]]) for n in names])
+    monkeypatch.setattr(reads, "IN_LIST_LIMIT", 0)
+    with django_assert_num_queries(4):
+        assert [n.healthy_whole for n in fleet_counts().nodes] == [8, 8]
+    with django_assert_num_queries(7):
+        assert [len(n.gpus) for n in fleet_load(with_mig=True).nodes] == [8, 8]
 
 
 def test_the_reads_cost_the_queries_their_docstrings_say(django_assert_num_queries):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -183,6 +183,4 @@ def locality_of(places: list[Place], count: int) -> Locality:
             f"no leaf, spine group or NVLink domain holds {count} nodes that fit: the best "
             f"ranked, {found.hops} switches apart"
         )
-    return Locality(
-        found.nodes, found.leaves, found.spine_groups, found.nvlink_domains, found.hops, words
-    )
+    return replace(found, why=words)

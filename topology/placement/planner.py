@@ -20,7 +20,7 @@ from inventory.health import GpuProblem
 
 from .facts import Fleet, FleetGpu, FleetMig, FleetNode
 from .gpu_sets import NO_PAIRS_RANK, UNKNOWN_RANK, GpuSet, SetRank, set_rank
-from .locality import NOWHERE, Locality, Place, choose_local, locality_of
+from .locality import NOWHERE, Locality, Place, choose_local, describe, locality_of
 from .types import (
     BlockedNode,
     Filters,
@@ -511,19 +511,11 @@ class Planner:
                     fits.append((len(picked), spent, picked))
             if fits:
                 _, _, best = min(fits, key=lambda fit: (fit[0], fit[1]))
-                found = locality_of([self.place(o.node) for o in best], len(best))
                 between = f": {hops} switch(es) between them" if hops else ""
                 why = f"all {len(best)} nodes {words}{between}"
                 if attribute != "leaf":
                     why = f"no leaf holds the job on {len(default)} nodes; " + why
-                return best, Locality(
-                    found.nodes,
-                    found.leaves,
-                    found.spine_groups,
-                    found.nvlink_domains,
-                    found.hops,
-                    why,
-                )
+                return best, describe([self.place(o.node) for o in best], why)
         return default, locality_of([self.place(o.node) for o in default], len(default))
 
     def _fixed_reason(

@@ -224,7 +224,8 @@ IN_LIST_LIMIT = 2000
 
 def _stale(servers: QuerySet, nodes: list[FleetNode], fresh: set[int]) -> Any:
     """The servers in scope without a fresh summary: None when there is none (their row reads
-    are skipped), their ids when few, else a subquery (an id list that long costs more)."""
+    are skipped), their ids when few, else a subquery (an id list that long costs more).
+    Callers test it with `is not None`: truth-testing the subquery would run it."""
     stale = {n.server_id for n in nodes if n.server_id is not None} - fresh
     if not stale:
         return None
@@ -326,24 +327,23 @@ def fleet_counts(*, cluster: str | None = None) -> Fleet:
     action = Q(gpu_needs_action())
     usable_q = ~UNHEALTHY & ~Q(mig_mode_current=True) & ~action
     stale = _stale(servers, nodes, {row[0] for row in summaries})
-    counts.update(
-        {
-            server_id: (n, needing)
-            for server_id, n, needing, known in Gpu.objects.filter(server_id__in=stale or [])
-            .exclude(status=GpuStatus.LOST)
-            .order_by()
-            .values("server_id")
-            .annotate(
-                n=Count("id", filter=usable_q),
-                needing=Count("id", filter=action),
-                known=Count("id"),
-            )
-            .values_list("server_id", "n", "needing", "known")
-            if known
-        }
-        if stale
-        else {}
-    )
+    if stale is not None:
+        counts.update(
+            {
+                server_id: (n, needing)
+                for server_id, n, needing, known in Gpu.objects.filter(server_id__in=stale)
+                .exclude(status=GpuStatus.LOST)
+                .order_by()
+                .values("server_id")
+                .annotate(
+                    n=Count("id", filter=usable_q),
+                    needing=Count("id", filter=action),
+                    known=Count("id"),
+                )
+                .values_list("server_id", "n", "needing", "known")
+                if known
+            }
+        )
     for node in nodes:
         if node.server_id in counts:
             node.healthy_whole, node.needing_action = counts[node.server_id]
@@ -396,13 +396,15 @@ def fleet_load(
                 for uuid, gpu_id, profile, memory in json.loads(row[3])
             ]
     stale = _stale(servers, nodes, set(by_server))
-    for gpu_id, server_id, index, name, memory, numa, state in gpu_rows(stale) if stale else ():
+    for gpu_id, server_id, index, name, memory, numa, state in (
+        gpu_rows(stale) if stale is not None else ()
+    ):
         by_server.setdefault(server_id, []).append(
             FleetGpu(
                 gpu_id, index, name, memory, numa, bool(state & 1), problem_of_code(state >> 1)
             )
         )
-    if with_mig and stale:
+    if with_mig and stale is not None:
         for uuid, gpu_id, server_id, profile, memory in mig_rows(stale):
             migs[server_id].append(
                 FleetMig(uuid, gpu_id, normalize_mig_profile(profile) or profile, memory)
@@ -419,7 +421,7 @@ def fleet_load(
     share_servers(nodes)
     if not with_links:
         return Fleet(nodes=nodes, classes={}, pairs={}, summarized=summarized)
-    if stale:
+    if stale is not None:
         stale_classes, stale_pairs = link_rows(stale)
         classes.update(stale_classes)
         pairs.update(stale_pairs)
