@@ -78,7 +78,12 @@ def failure_domain(
         .values("uuid", "gpu_id", "gpu__server_id", "profile")
     )
     fleet = fleet_counts()
-    lost_nodes = [n for n in fleet.nodes if n.server_id in lost_ids]
+    lost_nodes = [
+        (node, twin)
+        for node in fleet.nodes
+        for twin in ((node.id, node.name, node.server_id, node.server_hostname), *node.twins)
+        if twin[2] in lost_ids
+    ]
     gpus_by_server: dict[int, int] = defaultdict(int)
     for gpu in gpus:
         gpus_by_server[gpu["server_id"]] += 1
@@ -109,18 +114,18 @@ def failure_domain(
         ],
         "node_list": [
             {
-                "id": n.id,
-                "name": n.name,
+                "id": node_id,
+                "name": name,
                 "cluster": n.cluster,
                 "kind": n.kind,
-                "server": n.server_id,
-                "server_hostname": hostnames.get(n.server_id or 0, n.server_hostname),
+                "server": server_id,
+                "server_hostname": hostnames.get(server_id or 0, hostname),
                 "gpu_capacity": n.gpu_capacity,
                 "partitions": n.partitions,
                 "state": n.state,
                 "state_flags": list(n.state_flags),
             }
-            for n in lost_nodes
+            for n, (node_id, name, server_id, hostname) in lost_nodes
         ],
         "gpu_list": [
             {
@@ -146,7 +151,7 @@ def failure_domain(
         ],
         "degraded_servers": degraded,
         "fabric": fabric,
-        **capacity_after(fleet, {n.id for n in lost_nodes}),
+        **capacity_after(fleet, {twin[0] for _, twin in lost_nodes}),
     }
 
 
@@ -198,7 +203,10 @@ def capacity_after(fleet: Fleet, lost_node_ids: set[int]) -> dict[str, Any]:
     clusters: dict[str, dict[str, Any]] = {}
     partitions: dict[tuple[str, str], dict[str, Any]] = {}
     for node in fleet.nodes:
-        lost = node.id in lost_node_ids
+        # a node stands for its twins (`FleetNode.twins`): alike but for who they are
+        weight = node.weight
+        lost = (node.id in lost_node_ids) + sum(1 for t in node.twins if t[0] in lost_node_ids)
+        kept = weight - lost
         entry = clusters.setdefault(
             node.cluster,
             {
@@ -214,16 +222,15 @@ def capacity_after(fleet: Fleet, lost_node_ids: set[int]) -> dict[str, Any]:
                 "gpus_needing_action": 0,
             },
         )
-        entry["gpu_capacity"] += node.gpu_capacity
-        entry["gpus_needing_action"] += node.gpus_needing_action
+        entry["gpu_capacity"] += node.gpu_capacity * weight
+        entry["gpus_needing_action"] += node.gpus_needing_action * weight
         node_free = free.get(node.id, 0)
-        entry["free_gpus_before"] += node_free
+        entry["free_gpus_before"] += node_free * weight
         entry["largest_node_free_before"] = max(entry["largest_node_free_before"], node_free)
-        if lost:
-            entry["gpu_capacity_lost"] += node.gpu_capacity
-            entry["nodes_lost"] += 1
-        else:
-            entry["free_gpus_after"] += node_free
+        entry["gpu_capacity_lost"] += node.gpu_capacity * lost
+        entry["nodes_lost"] += lost
+        entry["free_gpus_after"] += node_free * kept
+        if kept:
             entry["largest_node_free_after"] = max(entry["largest_node_free_after"], node_free)
         for partition in node.partitions:
             part = partitions.setdefault(
@@ -235,9 +242,8 @@ def capacity_after(fleet: Fleet, lost_node_ids: set[int]) -> dict[str, Any]:
                     "gpu_capacity_lost": 0,
                 },
             )
-            part["gpu_capacity"] += node.gpu_capacity
-            if lost:
-                part["gpu_capacity_lost"] += node.gpu_capacity
+            part["gpu_capacity"] += node.gpu_capacity * weight
+            part["gpu_capacity_lost"] += node.gpu_capacity * lost
     for entry in [*clusters.values(), *partitions.values()]:
         entry["share_lost"] = _share(entry["gpu_capacity_lost"], entry["gpu_capacity"])
     return {

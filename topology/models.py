@@ -51,6 +51,10 @@ class ServerPlacement(models.Model):
         help_text='the one link class (NV18), "" for none, or JSON {"classes", "pairs"} when mixed'
     )
     migs = models.TextField(help_text="JSON [[uuid, gpu_id, profile, memory], ...]")
+    shape = models.TextField(
+        default="",
+        help_text="the same without ids and UUIDs, by GPU index: servers alike share it",
+    )
     usable = models.PositiveIntegerField(help_text="GPUs healthy and outside MIG mode")
     known = models.PositiveIntegerField(help_text="GPUs not lost")
     built_at = models.DateTimeField(default=timezone.now)

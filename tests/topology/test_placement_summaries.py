@@ -93,7 +93,11 @@ def _answers() -> dict:
             failure_domain(server=server.pk)
         ).data
     counts = fleet_counts()
-    found["counts"] = [(n.name, n.healthy_whole, n.needing_action) for n in counts.nodes]
+    found["counts"] = sorted(
+        (m.cluster, m.name, n.healthy_whole, n.needing_action)
+        for n in counts.nodes
+        for m in n.members()
+    )
     return found
 
 

@@ -15,6 +15,9 @@ from .locality import Place
 if TYPE_CHECKING:
     from .types import Filters
 
+Twin = tuple[int, str, "int | None", "str | None"]
+"""(node id, name, server id, server hostname): a node alike to the one that stands for it."""
+
 
 @dataclass(slots=True)
 class FleetGpu:
@@ -83,6 +86,33 @@ class FleetNode:
     """With `healthy_whole` (`fleet_counts`): GPUs of its server needing action (not lost)."""
     critical_findings: int = 0
     """Open critical findings on the node or its server: such a node is ranked last."""
+    twins: list[Twin] = field(default_factory=list)
+    twin_of: int | None = None
+    """The node that stood for this one (`members`): its GPU facts are not its own yet."""
+    """Nodes alike to this one in all that placement reads but who they are (`reads.group_nodes`):
+    it stands for them, and the planner's answers list them by name beside it."""
+
+    @property
+    def weight(self) -> int:
+        """The nodes it stands for: itself and its twins."""
+        return 1 + len(self.twins)
+
+    def members(self, limit: int | None = None) -> list[FleetNode]:
+        """Itself and each twin as a node of its own, the first `limit` (the twins share its
+        GPU facts, so their GPU ids are its own until `reads.twins_load` reads theirs)."""
+        twins = self.twins if limit is None else self.twins[: max(limit - 1, 0)]
+        return [self] + [
+            replace(
+                self,
+                id=node_id,
+                name=name,
+                server_id=server_id,
+                server_hostname=hostname,
+                twins=[],
+                twin_of=self.id,
+            )
+            for node_id, name, server_id, hostname in twins
+        ]
 
     @property
     def whole_free(self) -> int:
@@ -113,7 +143,7 @@ class Fleet:
     places: dict[int, Place] = field(default_factory=dict)
     """Server id -> where it sits on the fabric (`locality`); read for multi-node requests."""
     summarized: int = 0
-    """Servers read from their summary rather than their GPU rows (`reads.fleet_load`)."""
+    """Servers in scope with a fresh summary (`reads.fleet_load`): their rows are not read."""
     _sets: dict[tuple, tuple[tuple[int, ...], str | None, SetRank] | None] = field(
         default_factory=dict
     )
@@ -198,13 +228,15 @@ class Fleet:
         return False, None
 
 
-def fleet_merge(first: Fleet, second: Fleet) -> Fleet:
-    """One fleet of two reads (a cluster, then the others): each node once, sharing redone."""
-    seen = {n.id for n in first.nodes}
-    nodes = first.nodes + [n for n in second.nodes if n.id not in seen]
-    for node in nodes:
-        node.shared_busy, node.shared_used = set(), 0
-    share_servers(nodes)
+def fleet_merge(first: Fleet, second: Fleet, cluster: str) -> Fleet:
+    """One fleet of two reads (`cluster`, then every other cluster): each node once.
+
+    Each read holds every node on the servers of the nodes it is for (`reads._scope`), so
+    what another scheduler uses was counted in full in both: the cluster's nodes come from
+    the first, the others' from the second (twins are of one cluster).
+    """
+    nodes = [n for n in first.nodes if n.cluster == cluster]
+    nodes += [n for n in second.nodes if n.cluster != cluster]
     return Fleet(
         nodes=nodes,
         classes={**second.classes, **first.classes},

@@ -64,6 +64,10 @@ BLOCK_TEXT = {
 
 BLOCKED_RANK = Ranking(UNKNOWN_RANK + 1, 0, 0, 0, False, "", "")
 """Ranks a node that cannot take its share after every node that can."""
+BLOCKED_LIMIT = 50
+"""Blocked nodes an answer lists (all are counted)."""
+CANDIDATE_LIMIT = 10
+"""Nodes an answer offers beside those chosen."""
 
 
 # One node against one request -----------------------------------------------------------
@@ -100,6 +104,7 @@ def _block(node: FleetNode, reason: str, detail: str) -> BlockedNode:
         reason=reason,
         detail=detail,
         gpus_needing_action=node.gpus_needing_action,
+        twins=node.twins,
     )
 
 
@@ -350,11 +355,52 @@ class ClusterPlan:
 
 
 class Planner:
-    """Places shaped requests on a loaded fleet; offers are cached per filter set."""
+    """Places shaped requests on a loaded fleet; offers are cached per filter set.
+
+    A node of the fleet may stand for its twins (`FleetNode.twins`): offers and options are
+    worked out once for it, counted once per node, and the nodes an answer may list (the
+    chosen, the candidates, with a fabric every node) are its members, by name.
+    """
 
     def __init__(self, fleet: Fleet) -> None:
         self.fleet = fleet
         self._offers: dict[Filters, list[Offer | BlockedNode]] = {}
+        self._members: dict[int, list[FleetNode]] = {}
+        self._options: dict[tuple[int, int, Filters], Option | BlockedNode] = {}
+        self._stand_in = {n.id: n for n in fleet.nodes if n.twins}
+
+    def members(self, node: FleetNode, limit: int | None) -> list[FleetNode]:
+        """The node and its twins as nodes of their own, the first `limit` (None: all)."""
+        if not node.twins:
+            return [node]
+        known = self._members.get(node.id)
+        wanted = node.weight if limit is None else min(limit, node.weight)
+        if known is None or len(known) < wanted:
+            known = self._members[node.id] = node.members(wanted)
+        return known[:wanted]
+
+    def option(self, offer: Offer, m: int, filters: Filters) -> Option | BlockedNode:
+        """`option_for`, once per node and its twins: a twin's is its stand-in's, renamed
+        (a twin's GPU facts are its stand-in's until read, so it is never planned itself)."""
+        node = offer.node
+        stand_in = node if node.twin_of is None else self._stand_in[node.twin_of]
+        key = (stand_in.id, m, filters)
+        found = self._options.get(key)
+        if found is None:
+            own = offer if node is stand_in else replace(offer, node=stand_in)
+            found = self._options[key] = option_for(own, m, self.fleet, filters)
+        return found if node is stand_in else _as_member(found, node)
+
+    def _option_members(self, options: list[Option], limit: int | None) -> list[Option]:
+        """Each option for itself and the twins of its node (the first `limit` of each),
+        best first: twins rank alike, so ties fall to the names as they did node by node."""
+        members = [
+            option if node is option.node else _member_option(option, node)
+            for option in options
+            for node in self.members(option.node, limit)
+        ]
+        members.sort(key=_option_key)
+        return members
 
     def offers(self, filters: Filters) -> list[Offer | BlockedNode]:
         if filters not in self._offers:
@@ -374,16 +420,20 @@ class Planner:
         m, count = shape.per_node or 0, shape.count or 1
         options: list[Option] = []
         for offer in live:
-            result = option_for(offer, m, self.fleet, filters)
+            result = self.option(offer, m, filters)
             if isinstance(result, BlockedNode):
                 blocked.append(result)
             else:
                 options.append(result)
         options.sort(key=_option_key)
-        if len(options) >= count:
-            chosen, locality = self._near(options, count)
+        if sum(o.node.weight for o in options) >= count:
+            # the chosen and the candidates are among the first of each kind of node; on a
+            # fabric, any node may be the closest
+            limit = None if count > 1 and self.fleet.places else count + CANDIDATE_LIMIT
+            ranked = self._option_members(options, limit)
+            chosen, locality = self._near(ranked, count)
             taken = {id(o) for o in chosen}
-            spare = [o for o in options if id(o) not in taken]
+            spare = [o for o in ranked if id(o) not in taken]
             return ClusterPlan(cluster, kind, shape, chosen, spare, blocked, None, locality)
         reason = self._fixed_reason(kind, shape, filters, options, live, blocked)
         return ClusterPlan(cluster, kind, shape, options, [], blocked, reason)
@@ -405,7 +455,7 @@ class Planner:
         if offer.free <= 1 or not (filters.nvlink_only or filters.same_numa):
             return offer.free
         for m in range(offer.free, 0, -1):
-            if isinstance(option_for(offer, m, self.fleet, filters), Option):
+            if isinstance(self.option(offer, m, filters), Option):
                 return m
         return 0
 
@@ -426,14 +476,22 @@ class Planner:
                 sized.append((capacity, offer))
             else:
                 blocked.append(_shortfall(offer, 1, filters))
-        full = {id(o): option_for(o, c, self.fleet, filters) for c, o in sized}
+        free = sum(c * o.node.weight for c, o in sized)
+        eligible = sum(o.node.weight for _, o in sized)
+        # the nodes a spread may take: as many as it has GPUs at most, and the candidates
+        limit = None if self.fleet.places else shape.total + CANDIDATE_LIMIT
+        sized = [
+            (capacity, offer if node is offer.node else replace(offer, node=node))
+            for capacity, offer in sized
+            for node in self.members(offer.node, limit)
+        ]
+        full = {id(o): self.option(o, c, filters) for c, o in sized}
         sized.sort(key=lambda co: (_troubled(co[1].node), -co[0], _option_rank(full[id(co[1])])))
         chosen = self._spread_pick(sized, full, shape.total, filters)
         if chosen is None:
-            free = sum(c for c, _ in sized)
             within = " (NVLink-connected within each node)" if filters.nvlink_only else ""
             reason = (
-                f"needs {shape.total} free GPUs{within}; {free} free on {len(sized)} eligible "
+                f"needs {shape.total} free GPUs{within}; {free} free on {eligible} eligible "
                 "node(s)" + _blocked_summary(blocked)
             )
             options = [o for o in full.values() if isinstance(o, Option)]
@@ -473,7 +531,7 @@ class Planner:
         tail: list[Option] = []
         for capacity, offer in sized[count - 1 :]:
             if capacity >= remaining:
-                option = option_for(offer, remaining, self.fleet, filters)
+                option = self.option(offer, remaining, filters)
                 if isinstance(option, Option):
                     tail.append(option)
         tail.sort(key=_option_key)
@@ -537,15 +595,32 @@ class Planner:
         if filters.same_numa:
             what.append("on one NUMA node")
         qualifier = f" ({', '.join(what)})" if what else ""
-        best = max(live, key=lambda o: (o.free, o.node.name), default=None)
-        most = f"; the most on one node is {best.free} ({best.node.name})" if best else ""
+        best = max(live, key=lambda o: (o.free, _last_name(o.node)), default=None)
+        most = f"; the most on one node is {best.free} ({_last_name(best.node)})" if best else ""
         if count == 1 and kind == ClusterKind.KUBERNETES:
             head = f"a Kubernetes pod runs on one node: no node has {m} {unit}{qualifier}"
         elif count == 1:
             head = f"no node has {m} {unit}{qualifier}"
         else:
-            head = f"needs {count} nodes with {m} {unit} each{qualifier}; {len(options)} have"
+            have = sum(o.node.weight for o in options)
+            head = f"needs {count} nodes with {m} {unit} each{qualifier}; {have} have"
         return head + most + _blocked_summary(blocked)
+
+
+def _last_name(node: FleetNode) -> str:
+    """The last name of the node and its twins (they come by name after it)."""
+    return node.twins[-1][1] if node.twins else node.name
+
+
+def _as_member(found: Option | BlockedNode, node: FleetNode) -> Option | BlockedNode:
+    """What its stand-in can give, as the twin `node`'s own."""
+    if isinstance(found, BlockedNode):
+        return _block(node, found.reason, found.detail)
+    return _member_option(found, node)
+
+
+def _member_option(option: Option, node: FleetNode) -> Option:
+    return replace(option, node=node, rank=option.rank._replace(node=node.name))
 
 
 def _troubled(node: FleetNode) -> bool:
@@ -566,8 +641,18 @@ def _cluster_of(offer: Offer | BlockedNode) -> str:
     return offer.cluster if isinstance(offer, BlockedNode) else offer.node.cluster
 
 
+def blocked_counts(blocked: Iterable[BlockedNode]) -> Counter[str]:
+    """Nodes excluded by reason, twins counted ("model" nodes are out of scope, not
+    excluded)."""
+    counts: Counter[str] = Counter()
+    for b in blocked:
+        if b.reason != "model":
+            counts[b.reason] += b.weight
+    return counts
+
+
 def _blocked_summary(blocked: Iterable[BlockedNode]) -> str:
-    counts = Counter(b.reason for b in blocked if b.reason != "model")
+    counts = blocked_counts(blocked)
     if not counts:
         return ""
     parts = [f"{counts[r]} {BLOCK_TEXT[r]}" for r in BLOCK_ORDER if counts.get(r)]
@@ -695,24 +780,29 @@ def node_free_gpus(fleet: Fleet) -> dict[int, int]:
 
 def nodes_needing_action(nodes: Iterable[FleetNode]) -> list[NeedingAction]:
     """The nodes whose servers have GPUs needing action (placement skips those GPUs): how many
-    each and why, the most first."""
+    each and why, the most first. Twins need the same action on the same GPUs."""
     rows = []
     for node in nodes:
         count = node.gpus_needing_action
         if not count:
             continue
         types = Counter(g.action for g in node.gpus if g.action and g.problem != "lost")
-        rows.append(
-            NeedingAction(
-                node=node.name,
-                node_id=node.id,
-                cluster=node.cluster,
-                server=node.server_id,
-                server_hostname=node.server_hostname,
-                gpus=count,
-                reasons=[f"{n} {action_label(t)}" for t, n in sorted(types.items())],
+        reasons = [f"{n} {action_label(t)}" for t, n in sorted(types.items())]
+        for node_id, name, server_id, hostname in [
+            (node.id, node.name, node.server_id, node.server_hostname),
+            *node.twins,
+        ]:
+            rows.append(
+                NeedingAction(
+                    node=name,
+                    node_id=node_id,
+                    cluster=node.cluster,
+                    server=server_id,
+                    server_hostname=hostname,
+                    gpus=count,
+                    reasons=reasons,
+                )
             )
-        )
     rows.sort(key=lambda r: (-r.gpus, r.cluster, r.node))
     return rows
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
 
 from django.db import connection
 from django.db.models import (
@@ -139,8 +140,8 @@ def _node_facts(row: dict[str, Any]) -> FleetNode:
         name=row["name"],
         cluster=row["cluster__name"],
         kind=kind,
-        ready=row["ready"],
-        schedulable=row["schedulable"],
+        ready=bool(row["ready"]),
+        schedulable=bool(row["schedulable"]),
         state=row["state"],
         state_flags=list(_json(row["state_flags_text"], [])),
         reason=row["reason"] or "",
@@ -155,21 +156,20 @@ def _node_facts(row: dict[str, Any]) -> FleetNode:
         mig_used=mig_used,
         products=[p for p in products if p],
         memory_label_bytes=int(memory_label) * 2**20 if str(memory_label).isdigit() else None,
-        critical_findings=row["critical_findings"] or 0,
     )
 
 
 NODE_FIELDS = (
     "id",
     "name",
+    "server_id",
+    "server__hostname",
     "cluster__name",
     "cluster__kind",
     "ready",
     "schedulable",
     "state",
     "reason",
-    "server_id",
-    "server__hostname",
     "gpu_capacity",
     "gpu_allocatable",
     "gpu_used",
@@ -177,56 +177,213 @@ NODE_FIELDS = (
     "mig_strategy",
 )
 NODE_JSON_FIELDS = ("state_flags", "partitions", "gres", "mig_resources", "mig_used")
+IDENTITY = 4
+"""The first four columns of a node row say which node it is; the rest, what it offers."""
+TWINS = True
+"""Nodes alike stand as one (`group_nodes`); off, each node is its own, the reference the
+tests hold the grouped answers to."""
 
 
-def _critical_findings() -> Coalesce:
-    """Open critical findings on the node or on its server, in the node rows' own query."""
-    found = (
-        Finding.objects.filter(
-            Q(node_id=OuterRef("pk")) | Q(server_id=OuterRef("server_id")),
-            resolved_at__isnull=True,
-            severity=Severity.CRITICAL,
-        )
-        .order_by()
-        .values("severity")
-        .annotate(n=Count("*"))
-        .values("n")
-    )
-    return Coalesce(Subquery(found, output_field=IntegerField()), 0)
+def _node_rows(
+    scope: QuerySet[Node], summary: tuple[str, ...]
+) -> tuple[tuple[str, ...], Iterable[tuple]]:
+    """The column names and the rows of the nodes in scope, by cluster and name, as the
+    database returns them (SQLite's booleans are 0 and 1): the node's identity (`IDENTITY`),
+    what it offers, then the `summary` fields of its server's summary (None unless fresh)."""
+    from topology.models import ServerPlacement
 
-
-def _node_rows(scope: QuerySet[Node]) -> QuerySet:
     texts = {f"{name}_text": Cast(name, TextField()) for name in NODE_JSON_FIELDS}
-    return (
+    fresh = (
+        Q(server__placement__stamp=F("server__last_report_hash"))
+        & ~Q(server__placement__stamp="")
+        & ~Q(server__placement__shape="")
+    )
+    summaries = {
+        f"summary_{name}": Case(
+            When(fresh, then=F(f"server__placement__{name}")),
+            default=Value(None),
+            output_field=ServerPlacement._meta.get_field(name),  # type: ignore[arg-type]
+        )
+        for name in summary
+    }
+    names = (*NODE_FIELDS, *texts, "product_label", "memory_label", *summaries)
+    query = (
         scope.order_by("cluster__name", "name")
         .annotate(
             **texts,
             product_label=KT("labels__nvidia.com/gpu.product"),
             memory_label=KT("labels__nvidia.com/gpu.memory"),
-            critical_findings=_critical_findings(),
+            **summaries,
         )
-        .values(*NODE_FIELDS, *texts, "product_label", "memory_label", "critical_findings")
+        .values_list(*names)
     )
+    return names, _rows(query)
 
 
-def fresh_summaries(servers: QuerySet) -> QuerySet:
+class Criticals(NamedTuple):
+    """Open critical findings (ids) by node id and by server id."""
+
+    by_node: dict[int, set[int]]
+    by_server: dict[int, set[int]]
+
+    def of(self, node_id: int, server_id: int | None) -> int:
+        """The node's open critical findings: its own and its server's, each once."""
+        mine = self.by_node.get(node_id)
+        theirs = self.by_server.get(server_id) if server_id is not None else None
+        if mine and theirs:
+            return len(mine | theirs)
+        return len(mine or theirs or ())
+
+
+def critical_counts() -> Criticals:
+    """One query over the open critical findings, which are few whatever the fleet (a
+    subquery per node row cost more than the rest of the read)."""
+    found = Criticals(defaultdict(set), defaultdict(set))
+    for finding_id, node_id, server_id in Finding.objects.filter(
+        resolved_at__isnull=True, severity=Severity.CRITICAL
+    ).values_list("id", "node_id", "server_id"):
+        if node_id is not None:
+            found.by_node[node_id].add(finding_id)
+        if server_id is not None:
+            found.by_server[server_id].add(finding_id)
+    return found
+
+
+@dataclass
+class NodeGroups:
+    """Nodes alike as one (`group_nodes`), and what their servers' summaries hold."""
+
+    nodes: list[FleetNode]
+    summaries: dict[int, tuple]
+    """Node id (of each node standing for its twins) -> the summary fields read, for a server
+    with a fresh summary."""
+    summarized: int
+    """Servers with a fresh summary."""
+
+
+def group_nodes(
+    scope: QuerySet[Node],
+    summary: tuple[str, ...],
+    *,
+    marks: dict[int, Any] | None = None,
+    criticals: Criticals | None = None,
+    places: dict[int, Place] | None = None,
+) -> NodeGroups:
+    """The nodes in scope, one `FleetNode` per set of twins: nodes alike in everything
+    placement and failure domains read but who they are (`FleetNode.twins`). One query.
+
+    Alike: the same scheduler facts; the same `summary` fields of their servers' fresh
+    summaries (a server without one is alike to no other) and the same `marks` on them (the
+    GPUs needing action); the same number of critical findings; the same GPUs used by another
+    scheduler on their server; the same place on the fabric. The planner then works once per
+    kind of node: 25,000 nodes of a few kinds cost little more than reading them. The first of
+    each set by name stands for it.
+    """
+    names, rows = _node_rows(scope, summary)
+    width = len(summary)
+    bases: dict[tuple, FleetNode] = {}
+    members: list[tuple[tuple, FleetNode]] = []
+    seen: set[int] = set()
+    shared: set[int] = set()
+    fresh: set[int] = set()
+    for row in rows:
+        facts = row[IDENTITY:-width]
+        base = bases.get(facts)
+        if base is None:
+            base = bases[facts] = _node_facts(dict(zip(names, row, strict=True)))
+        members.append((row, base))
+        server_id = row[2]
+        if server_id in seen:
+            shared.add(server_id)
+        elif server_id is not None:
+            seen.add(server_id)
+            if row[-width] is not None:
+                fresh.add(server_id)
+    sharing = _sharing(members, shared) if shared else {}
+    marks = marks or {}
+    by_node = criticals.by_node if criticals else {}
+    by_server = criticals.by_server if criticals else {}
+    groups: dict[tuple, list[tuple[tuple, FleetNode]]] = {}
+    for row, base in members:
+        node_id, server_id = row[0], row[2]
+        found_summary = row[-width:]
+        key = (
+            id(base) if TWINS else node_id,
+            found_summary if found_summary[0] is not None else server_id,
+            marks.get(server_id),
+            criticals.of(node_id, server_id)  # type: ignore[union-attr]
+            if node_id in by_node or server_id in by_server
+            else 0,
+            sharing.get(node_id),
+            places.get(server_id) if places else None,
+        )
+        found = groups.get(key)
+        if found is None:
+            groups[key] = [(row, base)]
+        else:
+            found.append((row, base))
+    nodes = []
+    summaries: dict[int, tuple] = {}
+    for (_, found_summary, _, critical, shares, _), alike in groups.items():
+        (row, base), rest = alike[0], alike[1:]
+        busy, used = shares or (frozenset(), 0)
+        nodes.append(
+            replace(
+                base,
+                id=row[0],
+                name=row[1],
+                server_id=row[2],
+                server_hostname=row[3],
+                critical_findings=critical,
+                shared_busy=set(busy),
+                shared_used=used,
+                twins=[r[:IDENTITY] for r, _ in rest],
+            )
+        )
+        if isinstance(found_summary, tuple):
+            summaries[row[0]] = found_summary
+    return NodeGroups(nodes, summaries, len(fresh))
+
+
+def _sharing(
+    members: list[tuple[tuple, FleetNode]], shared: set[int]
+) -> dict[int, tuple[frozenset[int], int]]:
+    """Node id -> (GPU indexes, count) another scheduler's node uses on the same server
+    (`share_servers`), for the nodes of servers in two schedulers."""
+    nodes = [
+        replace(base, id=row[0], server_id=row[2], shared_busy=set(), shared_used=0)
+        for row, base in members
+        if row[2] in shared
+    ]
+    share_servers(nodes)
+    return {n.id: (frozenset(n.shared_busy), n.shared_used) for n in nodes}
+
+
+def fresh_summaries(servers: Any) -> QuerySet:
     """The summaries (`topology.ServerPlacement`) of `servers` (a `server_id` values query)
     built from their server's current report: a stale or missing one reads the rows instead."""
     from topology.models import ServerPlacement
 
-    return ServerPlacement.objects.filter(
-        server_id__in=servers, stamp=F("server__last_report_hash")
-    ).exclude(stamp="")
+    return (
+        ServerPlacement.objects.filter(server_id__in=servers, stamp=F("server__last_report_hash"))
+        .exclude(stamp="")
+        .exclude(shape="")
+    )
 
 
 IN_LIST_LIMIT = 2000
 
 
-def _stale(servers: QuerySet, nodes: list[FleetNode], fresh: set[int]) -> Any:
+def _stale(servers: QuerySet, grouped: NodeGroups) -> Any:
     """The servers in scope without a fresh summary: None when there is none (their row reads
     are skipped), their ids when few, else a subquery (an id list that long costs more).
-    Callers test it with `is not None`: truth-testing the subquery would run it."""
-    stale = {n.server_id for n in nodes if n.server_id is not None} - fresh
+    Callers test it with `is not None`: truth-testing the subquery would run it. A server
+    without a summary is alike to no other, so its node stands for itself."""
+    stale = {
+        n.server_id
+        for n in grouped.nodes
+        if n.server_id is not None and n.id not in grouped.summaries
+    }
     if not stale:
         return None
     if len(stale) <= IN_LIST_LIMIT:
@@ -284,29 +441,30 @@ def link_rows(
     return classes, dict(pairs)
 
 
-def gpu_actions(servers: QuerySet) -> dict[int, tuple[int, str, int]]:
-    """GPU id -> (server id, type of its most serious open health finding, its `_gpu_state`)
-    for the servers' GPUs needing action (`health.action`): one query over the open findings,
-    which are few, whatever the fleet."""
+def gpu_actions(servers: QuerySet) -> dict[int, tuple[int, str, int, int]]:
+    """GPU id -> (server id, type of its most serious open health finding, its `_gpu_state`,
+    its index) for the servers' GPUs needing action (`health.action`): one query over the
+    open findings, which are few, whatever the fleet."""
     state = Subquery(
         Gpu.objects.filter(pk=OuterRef("gpu_id")).annotate(s=_gpu_state()).values("s")[:1],
         output_field=IntegerField(),
     )
-    found: dict[int, tuple[int, str, int]] = {}
-    for gpu_id, server_id, finding_type, gpu_state in (
+    found: dict[int, tuple[int, str, int, int]] = {}
+    for gpu_id, server_id, finding_type, gpu_state, index in (
         findings_needing_action()
         .filter(gpu__server_id__in=servers)
         .annotate(gpu_state=state)
         .order_by("gpu_id", "severity", "type")
-        .values_list("gpu_id", "gpu__server_id", "type", "gpu_state")
+        .values_list("gpu_id", "gpu__server_id", "type", "gpu_state", "gpu__index")
     ):
-        found.setdefault(gpu_id, (server_id, finding_type, gpu_state))
+        found.setdefault(gpu_id, (server_id, finding_type, gpu_state, index))
     return found
 
 
 def fleet_counts(*, cluster: str | None = None) -> Fleet:
     """Nodes with their servers' usable whole-GPU counts, not the GPUs: four queries at most
-    (nodes, summaries, GPUs needing action, GPU counts of servers without a fresh summary).
+    (GPUs needing action, critical findings, nodes with their summaries' counts, GPU counts
+    of servers without a fresh summary), nodes alike as one with their twins (`group_nodes`).
 
     Usable: healthy (`inventory.health`), outside MIG mode and not needing action
     (`health.action`); GPUs needing action are counted beside. Enough for what is free per node
@@ -315,18 +473,23 @@ def fleet_counts(*, cluster: str | None = None) -> Fleet:
     """
     scope = _scope(cluster)
     servers = scope.filter(server__isnull=False).values("server_id")
-    nodes = [_node_facts(row) for row in _node_rows(scope)]
-    summaries = list(fresh_summaries(servers).values_list("server_id", "usable", "known"))
-    counts: dict[int, tuple[int, int]] = {
-        server_id: (usable, 0) for server_id, usable, known in summaries if known
-    }
-    for server_id, _type, state in gpu_actions(servers).values():
-        if server_id in counts and state >> 1 != 1:  # not lost
-            usable, needing = counts[server_id]
-            counts[server_id] = (usable - (state == 0), needing + 1)
+    acting: dict[int, tuple[int, int]] = defaultdict(lambda: (0, 0))
+    for server_id, _type, state, _index in gpu_actions(servers).values():
+        if state >> 1 != 1:  # not lost: (usable GPUs among them, GPUs)
+            usable, needing = acting[server_id]
+            acting[server_id] = (usable + (state == 0), needing + 1)
+    grouped = group_nodes(
+        scope, ("usable", "known"), marks=dict(acting), criticals=critical_counts()
+    )
+    counts: dict[int, tuple[int, int]] = {}
+    for node in grouped.nodes:
+        found = grouped.summaries.get(node.id)
+        if found is not None and found[1] and node.server_id is not None:  # GPUs known
+            usable, needing = acting.get(node.server_id, (0, 0))
+            counts[node.server_id] = (found[0] - usable, needing)
     action = Q(gpu_needs_action())
     usable_q = ~UNHEALTHY & ~Q(mig_mode_current=True) & ~action
-    stale = _stale(servers, nodes, {row[0] for row in summaries})
+    stale = _stale(servers, grouped)
     if stale is not None:
         counts.update(
             {
@@ -344,11 +507,11 @@ def fleet_counts(*, cluster: str | None = None) -> Fleet:
                 if known
             }
         )
-    for node in nodes:
-        if node.server_id in counts:
-            node.healthy_whole, node.needing_action = counts[node.server_id]
-    share_servers(nodes)
-    return Fleet(nodes=nodes, classes={}, pairs={})
+    for node in grouped.nodes:
+        found_counts = counts.get(node.server_id) if node.server_id is not None else None
+        if found_counts is not None:
+            node.healthy_whole, node.needing_action = found_counts
+    return Fleet(nodes=grouped.nodes, classes={}, pairs={}, summarized=grouped.summarized)
 
 
 def fleet_load(
@@ -357,75 +520,140 @@ def fleet_load(
     other_than: str | None = None,
     with_mig: bool = False,
     with_links: bool = True,
+    places: dict[int, Place] | None = None,
 ) -> Fleet:
-    """Nodes in scope with their servers' GPUs and GPU-pair link classes: seven queries at most
-    (nodes, summaries, GPUs needing action; only when some server has no fresh summary, those
-    servers' GPUs, MIG devices with `with_mig`, link classes and mixed pairs with `with_links`).
+    """Nodes in scope with their servers' GPUs and GPU-pair link classes, nodes alike as one
+    with their twins (`group_nodes`): at most eight queries (GPUs needing action, critical
+    findings, nodes with their summaries' shapes, the summaries of the servers standing for
+    their twins; only when some server has no fresh summary, those servers' GPUs, MIG devices
+    with `with_mig`, link classes and mixed pairs with `with_links`).
 
-    A fresh summary (`topology.ServerPlacement`) is one row per server instead of its eight
-    GPU rows and their links; servers without one are read from the rows, the same way the
-    summaries are built (`summaries.summary_of`), so the answers do not depend on which.
-    Pair links are read only for servers whose GPU pairs are not all of one class (a DGX is
-    NV18 throughout; a PCIe server mixes PIX/NODE/SYS).
+    Servers are alike by their summary's shape (`summaries.shape_of`) and the GPUs needing
+    action on them; with `places` (multi-node requests), by their place on the fabric too.
+    A server without a fresh summary is read from its rows, the same way the summaries are
+    built, so the answers do not depend on which.
     """
     scope = _scope(cluster, other_than)
     servers = scope.filter(server__isnull=False).values("server_id")
-    nodes = [_node_facts(row) for row in _node_rows(scope)]
-    fields = ["server_id", "gpus", "links"] + (["migs"] if with_mig else [])
-    by_server: dict[int, list[FleetGpu]] = {}
-    migs: dict[int, list[FleetMig]] = defaultdict(list)
-    classes: dict[int, set[str]] = {}
-    pairs: dict[int, dict[tuple[int, int], str]] = {}
-    summarized = 0
-    for row in fresh_summaries(servers).values_list(*fields):
-        server_id, gpus_text, links_text = row[0], row[1], row[2]
-        summarized += 1
-        by_server[server_id] = [
-            FleetGpu(g, i, n, mem, numa, bool(st & 1), problem_of_code(st >> 1))
-            for g, i, n, mem, numa, st in json.loads(gpus_text)
-        ]
-        if links_text.startswith("{"):
-            links = json.loads(links_text)
-            classes[server_id] = set(links["classes"])
-            pairs[server_id] = {(a, b): c for a, b, c in links["pairs"]}
-        elif links_text:
-            classes[server_id] = {links_text}
-        if with_mig:
-            migs[server_id] = [
-                FleetMig(uuid, gpu_id, normalize_mig_profile(profile) or profile, memory)
-                for uuid, gpu_id, profile, memory in json.loads(row[3])
-            ]
-    stale = _stale(servers, nodes, set(by_server))
-    for gpu_id, server_id, index, name, memory, numa, state in (
-        gpu_rows(stale) if stale is not None else ()
-    ):
-        by_server.setdefault(server_id, []).append(
-            FleetGpu(
-                gpu_id, index, name, memory, numa, bool(state & 1), problem_of_code(state >> 1)
-            )
-        )
-    if with_mig and stale is not None:
-        for uuid, gpu_id, server_id, profile, memory in mig_rows(stale):
-            migs[server_id].append(
-                FleetMig(uuid, gpu_id, normalize_mig_profile(profile) or profile, memory)
-            )
     actions = gpu_actions(servers)
-    for gpus in by_server.values():
+    acted: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    for server_id, finding_type, _state, index in actions.values():
+        acted[server_id].append((index, finding_type))
+    grouped = group_nodes(
+        scope,
+        ("shape",),
+        marks={server_id: tuple(sorted(found)) for server_id, found in acted.items()},
+        criticals=critical_counts(),
+        places=places,
+    )
+    nodes = grouped.nodes
+    fresh = {n.server_id for n in nodes if n.id in grouped.summaries and n.server_id is not None}
+    if len(nodes) > IN_LIST_LIMIT:
+        facts = server_facts(
+            servers, _stale(servers, grouped), with_mig=with_mig, with_links=with_links
+        )
+    else:
+        stale = sorted({n.server_id for n in nodes if n.server_id is not None} - fresh)
+        facts = server_facts(fresh, stale or None, with_mig=with_mig, with_links=with_links)
+    for gpus in facts.gpus.values():
         for gpu in gpus:
             if gpu.id in actions:
                 gpu.action = actions[gpu.id][1]
     for node in nodes:
         if node.server_id is not None:
-            node.gpus = sorted(by_server.get(node.server_id, []), key=lambda g: g.index)
-            node.migs = migs.get(node.server_id, [])
-    share_servers(nodes)
-    if not with_links:
-        return Fleet(nodes=nodes, classes={}, pairs={}, summarized=summarized)
-    if stale is not None:
+            node.gpus = facts.gpus.get(node.server_id, [])
+            node.migs = facts.migs.get(node.server_id, [])
+    return Fleet(
+        nodes=nodes, classes=facts.classes, pairs=facts.pairs, summarized=grouped.summarized
+    )
+
+
+def twins_load(twins: list[FleetNode], fleet: Fleet, *, with_mig: bool) -> dict[int, FleetNode]:
+    """Node id -> the twin as a node of its own: its server's GPUs and MIG devices read (one to
+    four queries), each GPU needing the action its stand-in's GPU of that index needs. The
+    fleet learns their servers' links."""
+    ids = {n.server_id for n in twins if n.server_id is not None}
+    facts = server_facts(ids, with_mig=with_mig)
+    fleet.classes.update(facts.classes)
+    fleet.pairs.update(facts.pairs)
+    stand_ins = {n.id: n for n in fleet.nodes}
+    own: dict[int, FleetNode] = {}
+    for twin in twins:
+        stand_in = stand_ins.get(twin.twin_of or 0)
+        actions = {g.index: g.action for g in stand_in.gpus} if stand_in else {}
+        gpus = [
+            replace(g, action=actions.get(g.index)) for g in facts.gpus.get(twin.server_id or 0, [])
+        ]
+        migs = facts.migs.get(twin.server_id or 0, [])
+        own[twin.id] = replace(twin, gpus=gpus, migs=migs, twin_of=None)
+    return own
+
+
+@dataclass
+class ServerFacts:
+    """What placement reads of some servers: GPUs (by index), MIG devices, link classes."""
+
+    gpus: dict[int, list[FleetGpu]]
+    migs: dict[int, list[FleetMig]]
+    classes: dict[int, set[str]]
+    pairs: dict[int, dict[tuple[int, int], str]]
+
+
+def server_facts(
+    servers: Collection[int] | QuerySet,
+    stale: Any = None,
+    *,
+    with_mig: bool = False,
+    with_links: bool = True,
+) -> ServerFacts:
+    """The servers' GPUs (by index), MIG devices and links: from the fresh summaries of
+    `servers`, and from the rows of `stale` (None, ids, or a query) and of the `servers`
+    without one. `servers` is ids, or a `server_id` values query when a list would be long."""
+    fields = ["server_id", "gpus", "links"] + (["migs"] if with_mig else [])
+    found = ServerFacts({}, defaultdict(list), {}, {})
+    read: set[int] = set()
+    summaries = fresh_summaries(servers).order_by().values_list(*fields)
+    for row in summaries if isinstance(servers, QuerySet) or servers else ():
+        server_id, gpus_text, links_text = row[0], row[1], row[2]
+        read.add(server_id)
+        found.gpus[server_id] = [
+            FleetGpu(g, i, n, mem, numa, bool(st & 1), problem_of_code(st >> 1))
+            for g, i, n, mem, numa, st in json.loads(gpus_text)
+        ]
+        if links_text.startswith("{"):
+            links = json.loads(links_text)
+            found.classes[server_id] = set(links["classes"])
+            found.pairs[server_id] = {(a, b): c for a, b, c in links["pairs"]}
+        elif links_text:
+            found.classes[server_id] = {links_text}
+        if with_mig:
+            found.migs[server_id] = [
+                FleetMig(uuid, gpu_id, normalize_mig_profile(profile) or profile, memory)
+                for uuid, gpu_id, profile, memory in json.loads(row[3])
+            ]
+    if not isinstance(servers, QuerySet) and set(servers) - read:
+        stale = sorted(set(servers) - read) + list(stale or ())
+    if stale is None:
+        return found
+    for gpu_id, server_id, index, name, memory, numa, state in gpu_rows(stale):
+        found.gpus.setdefault(server_id, []).append(
+            FleetGpu(
+                gpu_id, index, name, memory, numa, bool(state & 1), problem_of_code(state >> 1)
+            )
+        )
+    for server_id, gpus in found.gpus.items():
+        if server_id not in read:
+            gpus.sort(key=lambda g: g.index)
+    if with_mig:
+        for uuid, gpu_id, server_id, profile, memory in mig_rows(stale):
+            found.migs[server_id].append(
+                FleetMig(uuid, gpu_id, normalize_mig_profile(profile) or profile, memory)
+            )
+    if with_links:
         stale_classes, stale_pairs = link_rows(stale)
-        classes.update(stale_classes)
-        pairs.update(stale_pairs)
-    return Fleet(nodes=nodes, classes=classes, pairs=pairs, summarized=summarized)
+        found.classes.update(stale_classes)
+        found.pairs.update(stale_pairs)
+    return found
 
 
 def _rows(queryset: QuerySet) -> Iterable[tuple]:

@@ -14,27 +14,33 @@ from __future__ import annotations
 
 import functools
 import gc
-from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, ParamSpec, TypeVar
 
 from agent.mig import normalize_mig_profile
 from clusters.choices import ClusterKind
 
 from .alternatives import placement_alternatives
-from .facts import fleet_merge
+from .facts import Fleet, fleet_merge
 from .locality import Locality
 from .planner import (
     BLOCK_ORDER,
+    BLOCKED_LIMIT,
+    CANDIDATE_LIMIT,
     ClusterPlan,
+    Offer,
     Option,
     Planner,
+    blocked_counts,
     needing_action_words,
     node_choice,
+    node_offer,
     nodes_needing_action,
+    option_for,
     plan_request,
 )
-from .reads import answer_details, fleet_load, fleet_places
+from .reads import answer_details, fleet_load, fleet_places, twins_load
 from .types import (
     Alternative,
     BlockedNode,
@@ -48,8 +54,6 @@ from .types import (
 
 P = ParamSpec("P")
 R = TypeVar("R")
-BLOCKED_LIMIT = 50
-CANDIDATE_LIMIT = 10
 
 
 def gc_paused(fn: Callable[P, R]) -> Callable[P, R]:
@@ -118,10 +122,11 @@ def placement_find(
     )
     for kind in [request.scheduler] if request.scheduler else ClusterKind.values:
         request_shape(request, kind)  # validate before touching the database
-    fleet = fleet_load(cluster=request.cluster, with_mig=bool(profile))
+    places = fleet_places() if _may_span_nodes(request) else None
+    fleet = fleet_load(cluster=request.cluster, with_mig=bool(profile), places=places)
+    fleet.places = places or {}
     _check_scheduler(request, fleet.clusters())
-    if _may_span_nodes(request):
-        fleet.places = fleet_places()
+    filters = Filters.of(request)
     planner = Planner(fleet.of_kind(request.scheduler))
     plans = plan_request(planner, request)
     fitting = sorted((p for p in plans if p.fits), key=lambda p: p.rank())
@@ -141,13 +146,13 @@ def placement_find(
         whole = planner
         if request.cluster:
             others = fleet_load(other_than=request.cluster, with_mig=bool(profile))
-            whole = Planner(fleet_merge(fleet, others).of_kind(request.scheduler))
+            whole = Planner(fleet_merge(fleet, others, request.cluster).of_kind(request.scheduler))
         alternatives = placement_alternatives(whole, request)
     in_scope = {p.cluster for p in plans}
     needing = nodes_needing_action(n for n in fleet.nodes if n.cluster in in_scope)
+    chosen, spare = _own_facts(chosen, spare, fleet, filters)
     servers = {o.node.server_id for o in chosen + spare if o.node.server_id is not None}
     answered = fleet.with_details(*answer_details(servers))
-    filters = Filters.of(request)
     return PlacementResult(
         fits=best is not None,
         total_gpus=sum(o.m for o in chosen),
@@ -160,7 +165,7 @@ def placement_find(
         alternatives=alternatives,
         blocked=_blocked_list(blocked),
         # "model" nodes are out of scope, not excluded: the blocked list leaves them out too
-        blocked_counts=dict(Counter(b.reason for b in blocked if b.reason != "model")),
+        blocked_counts=dict(blocked_counts(blocked)),
         clusters=[
             ClusterAnswer(
                 cluster=p.cluster,
@@ -271,11 +276,34 @@ def _candidates(best: ClusterPlan, others: list[ClusterPlan]) -> list[Option]:
     return spare[:CANDIDATE_LIMIT]
 
 
+def _own_facts(
+    chosen: list[Option], spare: list[Option], fleet: Fleet, filters: Filters
+) -> tuple[list[Option], list[Option]]:
+    """The options of the answer on twins, with each twin's own GPUs read and its GPU set
+    chosen among them (the planner worked on its stand-in's)."""
+    twins = [o.node for o in chosen + spare if o.node.twin_of is not None]
+    if not twins:
+        return chosen, spare
+    own = twins_load(twins, fleet, with_mig=bool(filters.mig_profile))
+
+    def mine(option: Option) -> Option:
+        node = own.get(option.node.id)
+        if node is None:
+            return option
+        offer = node_offer(node, filters)
+        again = option_for(offer, option.m, fleet, filters) if isinstance(offer, Offer) else None
+        gpu_set = again.gpu_set if isinstance(again, Option) else None
+        return replace(option, node=node, gpu_set=gpu_set)
+
+    return [mine(o) for o in chosen], [mine(o) for o in spare]
+
+
 def _blocked_list(blocked: list[BlockedNode]) -> list[BlockedNode]:
     order = {r: i for i, r in enumerate(BLOCK_ORDER)}
     seen: set[int] = set()
     unique = []
-    for b in sorted(blocked, key=lambda b: (order.get(b.reason, 99), b.cluster, b.node)):
+    rows = [row for b in blocked for row in b.members(BLOCKED_LIMIT)]
+    for b in sorted(rows, key=lambda b: (order.get(b.reason, 99), b.cluster, b.node)):
         if b.node_id not in seen and b.reason != "model":
             seen.add(b.node_id)
             unique.append(b)

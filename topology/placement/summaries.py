@@ -30,8 +30,13 @@ BATCH = 2000
 
 
 def stale_servers() -> QuerySet:
-    """Servers with a report hash and no summary built from it (a `server_id` values query)."""
-    fresh = ServerPlacement.objects.filter(stamp=F("server__last_report_hash")).values("server_id")
+    """Servers with a report hash and no summary built from it (a `server_id` values query);
+    a summary without a `shape` (built before it existed) is stale too."""
+    fresh = (
+        ServerPlacement.objects.filter(stamp=F("server__last_report_hash"))
+        .exclude(shape="")
+        .values("server_id")
+    )
     return (
         Server.objects.exclude(last_report_hash="")
         .exclude(pk__in=fresh)
@@ -53,9 +58,26 @@ def summary_of(
         "gpus": json.dumps([list(g) for g in ordered], separators=(",", ":")),
         "links": _links_text(classes, pairs),
         "migs": json.dumps(sorted(list(m) for m in migs), separators=(",", ":")),
+        "shape": shape_of(ordered, classes, pairs, migs),
         "usable": sum(1 for g in gpus if g[5] == 0),
         "known": sum(1 for g in gpus if g[5] >> 1 != 1),  # problem code 1: lost
     }
+
+
+def shape_of(
+    gpus: list[tuple], classes: set[str], pairs: dict[tuple[int, int], str], migs: list[tuple]
+) -> str:
+    """The summary without row ids or UUIDs: GPUs, pair classes and MIG devices by GPU index.
+
+    Two servers of one shape are alike to placement, so the reads plan once for all the
+    nodes on servers of one shape (`reads.fleet_load`): a fleet of one model is a handful of
+    shapes, not 25,000 servers.
+    """
+    index = {g[0]: g[1] for g in gpus}
+    described = [list(g[1:]) for g in sorted(gpus, key=lambda g: (g[1], g[0]))]
+    by_index = sorted([index.get(a, -1), index.get(b, -1), c] for (a, b), c in pairs.items())
+    devices = sorted([index.get(m[1], -1), m[2], m[3]] for m in migs)
+    return json.dumps([described, sorted(classes), by_index, devices], separators=(",", ":"))
 
 
 def _links_text(classes: set[str], pairs: dict[tuple[int, int], str]) -> str:

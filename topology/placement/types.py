@@ -202,10 +202,33 @@ class BlockedNode:
     reason: str
     detail: str
     gpus_needing_action: int = 0
+    twins: list[tuple] = field(default_factory=list)
+    """Nodes blocked alike (the twins of the node, `FleetNode.twins`): counted with it and
+    listed by `members`."""
 
     @property
     def reason_text(self) -> str:
         return reason_text(self.reason)
+
+    @property
+    def weight(self) -> int:
+        return 1 + len(self.twins)
+
+    def members(self, limit: int) -> list[BlockedNode]:
+        """Itself and its twins, each a row of its own, the first `limit` by name."""
+        return [self] + [
+            BlockedNode(
+                node=name,
+                node_id=node_id,
+                cluster=self.cluster,
+                kind=self.kind,
+                server=server_id,
+                reason=self.reason,
+                detail=self.detail,
+                gpus_needing_action=self.gpus_needing_action,
+            )
+            for node_id, name, server_id, _ in self.twins[: limit - 1]
+        ]
 
 
 REASON_TEXT = {
