@@ -46,18 +46,24 @@ class ServerPlacement(models.Model):
         "inventory.Server", primary_key=True, on_delete=models.CASCADE, related_name="placement"
     )
     stamp = models.CharField(max_length=64)
-    gpus = models.TextField(help_text="JSON [[id, index, name, memory, numa, state], ...]")
-    links = models.TextField(
-        help_text='the one link class (NV18), "" for none, or JSON {"classes", "pairs"} when mixed'
-    )
-    migs = models.TextField(help_text="JSON [[uuid, gpu_id, profile, memory], ...]")
-    shape = models.TextField(
-        default="",
-        help_text="the same without ids and UUIDs, by GPU index: servers alike share it",
-    )
     usable = models.PositiveIntegerField(help_text="GPUs healthy and outside MIG mode")
     known = models.PositiveIntegerField(help_text="GPUs not lost")
     built_at = models.DateTimeField(default=timezone.now)
+    shape = models.CharField(
+        max_length=32,
+        default="",
+        help_text="a digest of the summary without ids and UUIDs: servers alike share it",
+    )
+    # the small columns first: the reads of every node row join them, and on SQLite a column
+    # after a long one costs a walk past it
+    gpus = models.TextField(
+        default="", help_text="JSON [[id, index, name, memory, numa, state], ...]"
+    )
+    links = models.TextField(
+        default="",
+        help_text='the one link class (NV18), "" for none, or JSON {"classes", "pairs"} when mixed',
+    )
+    migs = models.TextField(default="", help_text="JSON [[uuid, gpu_id, profile, memory], ...]")
 
     class Meta:
         ordering = ["server_id"]

@@ -20,6 +20,7 @@ from django.db.models import (
     Count,
     ExpressionWrapper,
     F,
+    Func,
     IntegerField,
     Max,
     Min,
@@ -184,6 +185,21 @@ TWINS = True
 tests hold the grouped answers to."""
 
 
+def _labels() -> dict[str, Any]:
+    """The GPU product and memory labels (GPU feature discovery) of a node row. On SQLite,
+    JSON_EXTRACT alone: `KT` checks each value's JSON type first, two more parses of the
+    labels per row, for values that are always strings here."""
+    keys = {"product_label": "nvidia.com/gpu.product", "memory_label": "nvidia.com/gpu.memory"}
+    if connection.vendor == "sqlite":
+        return {
+            name: Func(
+                F("labels"), Value(f'$."{key}"'), function="JSON_EXTRACT", output_field=TextField()
+            )
+            for name, key in keys.items()
+        }
+    return {name: KT(f"labels__{key}") for name, key in keys.items()}
+
+
 def _node_rows(
     scope: QuerySet[Node], summary: tuple[str, ...]
 ) -> tuple[tuple[str, ...], Iterable[tuple]]:
@@ -206,15 +222,10 @@ def _node_rows(
         )
         for name in summary
     }
-    names = (*NODE_FIELDS, *texts, "product_label", "memory_label", *summaries)
+    names = (*NODE_FIELDS, *texts, *_labels(), *summaries)
     query = (
         scope.order_by("cluster__name", "name")
-        .annotate(
-            **texts,
-            product_label=KT("labels__nvidia.com/gpu.product"),
-            memory_label=KT("labels__nvidia.com/gpu.memory"),
-            **summaries,
-        )
+        .annotate(**texts, **_labels(), **summaries)
         .values_list(*names)
     )
     return names, _rows(query)
@@ -280,56 +291,55 @@ def group_nodes(
     each set by name stands for it.
     """
     names, rows = _node_rows(scope, summary)
-    width = len(summary)
-    bases: dict[tuple, FleetNode] = {}
-    members: list[tuple[tuple, FleetNode]] = []
+    first = len(names) - len(summary)  # the first summary column
+    kinds: dict[tuple, int] = {}
+    bases: list[FleetNode] = []  # per kind of offer, what it offers
+    groups: dict[tuple, list[tuple]] = {}
     seen: set[int] = set()
     shared: set[int] = set()
-    fresh: set[int] = set()
-    for row in rows:
-        facts = row[IDENTITY:-width]
-        base = bases.get(facts)
-        if base is None:
-            base = bases[facts] = _node_facts(dict(zip(names, row, strict=True)))
-        members.append((row, base))
-        server_id = row[2]
-        if server_id in seen:
-            shared.add(server_id)
-        elif server_id is not None:
-            seen.add(server_id)
-            if row[-width] is not None:
-                fresh.add(server_id)
-    sharing = _sharing(members, shared) if shared else {}
+    fresh = 0
     marks = marks or {}
     by_node = criticals.by_node if criticals else {}
     by_server = criticals.by_server if criticals else {}
-    groups: dict[tuple, list[tuple[tuple, FleetNode]]] = {}
-    for row, base in members:
+    for row in rows:
+        offer = row[IDENTITY:first] if TWINS else row[:1]
+        kind = kinds.get(offer)
+        if kind is None:
+            kind = kinds[offer] = len(bases)
+            bases.append(_node_facts(dict(zip(names, row, strict=True))))
         node_id, server_id = row[0], row[2]
-        found_summary = row[-width:]
+        found_summary = row[first:]
+        if server_id is not None:
+            if server_id in seen:
+                shared.add(server_id)
+            else:
+                seen.add(server_id)
+                fresh += found_summary[0] is not None
         key = (
-            id(base) if TWINS else node_id,
+            kind,
             found_summary if found_summary[0] is not None else server_id,
             marks.get(server_id),
             criticals.of(node_id, server_id)  # type: ignore[union-attr]
             if node_id in by_node or server_id in by_server
             else 0,
-            sharing.get(node_id),
             places.get(server_id) if places else None,
+            None,  # GPUs another scheduler uses on its server: see below
         )
         found = groups.get(key)
         if found is None:
-            groups[key] = [(row, base)]
+            groups[key] = [row]
         else:
-            found.append((row, base))
+            found.append(row)
+    if shared:
+        groups = _regroup_shared(groups, shared, bases)
     nodes = []
     summaries: dict[int, tuple] = {}
-    for (_, found_summary, _, critical, shares, _), alike in groups.items():
-        (row, base), rest = alike[0], alike[1:]
+    for (kind, found_summary, _, critical, _, shares), alike in groups.items():
+        row, rest = alike[0], alike[1:]
         busy, used = shares or (frozenset(), 0)
         nodes.append(
             replace(
-                base,
+                bases[kind],
                 id=row[0],
                 name=row[1],
                 server_id=row[2],
@@ -337,26 +347,35 @@ def group_nodes(
                 critical_findings=critical,
                 shared_busy=set(busy),
                 shared_used=used,
-                twins=[r[:IDENTITY] for r, _ in rest],
+                twins=[r[:IDENTITY] for r in rest],
             )
         )
         if isinstance(found_summary, tuple):
             summaries[row[0]] = found_summary
-    return NodeGroups(nodes, summaries, len(fresh))
+    return NodeGroups(nodes, summaries, fresh)
 
 
-def _sharing(
-    members: list[tuple[tuple, FleetNode]], shared: set[int]
-) -> dict[int, tuple[frozenset[int], int]]:
-    """Node id -> (GPU indexes, count) another scheduler's node uses on the same server
-    (`share_servers`), for the nodes of servers in two schedulers."""
+def _regroup_shared(
+    groups: dict[tuple, list[tuple]], shared: set[int], bases: list[FleetNode]
+) -> dict[tuple, list[tuple]]:
+    """The groups again, the nodes of servers in two schedulers keyed also by what the other
+    scheduler's node uses there (`share_servers`), each group still by name."""
+    moved: list[tuple[tuple, tuple]] = []
+    kept: dict[tuple, list[tuple]] = {}
+    for key, rows in groups.items():
+        stay = [r for r in rows if r[2] not in shared]
+        moved += [(key, r) for r in rows if r[2] in shared]
+        if stay:
+            kept[key] = stay
     nodes = [
-        replace(base, id=row[0], server_id=row[2], shared_busy=set(), shared_used=0)
-        for row, base in members
-        if row[2] in shared
+        replace(bases[key[0]], id=row[0], server_id=row[2], shared_busy=set(), shared_used=0)
+        for key, row in moved
     ]
     share_servers(nodes)
-    return {n.id: (frozenset(n.shared_busy), n.shared_used) for n in nodes}
+    for (key, row), node in sorted(zip(moved, nodes, strict=True), key=lambda m: m[0][1][1]):
+        sharing = (frozenset(node.shared_busy), node.shared_used)
+        kept.setdefault((*key[:-1], sharing), []).append(row)
+    return kept
 
 
 def fresh_summaries(servers: Any) -> QuerySet:
@@ -778,7 +797,8 @@ def fleet_places() -> dict[int, Place]:
         spine_names[r] = min(spine_names.get(r, name), name)
     gpus = (
         (str(server_id), cluster_uuid, clique)
-        for server_id, cluster_uuid, clique in Gpu.objects.exclude(fabric_cluster_uuid="")
+        # "> ''" and not "<> ''": the index skips the GPUs of no NVLink domain (most)
+        for server_id, cluster_uuid, clique in Gpu.objects.filter(fabric_cluster_uuid__gt="")
         .exclude(status=GpuStatus.LOST)
         .order_by()
         .values_list("server_id", "fabric_cluster_uuid", "fabric_clique_id")

@@ -13,6 +13,7 @@ servers named; `manage.py placement_summaries` is the backfill.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from typing import Any
@@ -67,17 +68,19 @@ def summary_of(
 def shape_of(
     gpus: list[tuple], classes: set[str], pairs: dict[tuple[int, int], str], migs: list[tuple]
 ) -> str:
-    """The summary without row ids or UUIDs: GPUs, pair classes and MIG devices by GPU index.
+    """A digest of the summary without row ids or UUIDs: GPUs, pair classes and MIG devices
+    by GPU index.
 
     Two servers of one shape are alike to placement, so the reads plan once for all the
-    nodes on servers of one shape (`reads.fleet_load`): a fleet of one model is a handful of
+    nodes on servers of one shape (`reads.group_nodes`): a fleet of one model is a handful of
     shapes, not 25,000 servers.
     """
     index = {g[0]: g[1] for g in gpus}
     described = [list(g[1:]) for g in sorted(gpus, key=lambda g: (g[1], g[0]))]
     by_index = sorted([index.get(a, -1), index.get(b, -1), c] for (a, b), c in pairs.items())
     devices = sorted([index.get(m[1], -1), m[2], m[3]] for m in migs)
-    return json.dumps([described, sorted(classes), by_index, devices], separators=(",", ":"))
+    text = json.dumps([described, sorted(classes), by_index, devices], separators=(",", ":"))
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 def _links_text(classes: set[str], pairs: dict[tuple[int, int], str]) -> str:
