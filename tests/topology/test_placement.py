@@ -414,9 +414,9 @@ def test_many_servers_without_a_summary_cost_the_same_queries(
     names = ["pcie-01", "pcie-02"]
     slurm_fleet(names, reports=[pcie_report(n, [[0, 1], [2, 3]]) for n in names])
     monkeypatch.setattr(reads, "IN_LIST_LIMIT", 0)
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(5):
         assert [n.healthy_whole for n in fleet_counts().nodes] == [8, 8]
-    with django_assert_num_queries(8):
+    with django_assert_num_queries(9):
         assert [len(n.gpus) for n in fleet_load(with_mig=True).nodes] == [8, 8]
 
 
@@ -431,14 +431,14 @@ def test_the_reads_cost_the_queries_their_docstrings_say(django_assert_num_queri
     for summarized in (False, True):  # rows, then summaries: the same round trips
         if summarized:
             assert placement_summaries_refresh() == 3
-        # needing action, critical findings, nodes with their summaries; the summaries of
-        # the servers standing for their twins; the rows of servers without a summary:
-        # their GPU counts, or their GPUs, MIG devices, link classes and mixed pairs
-        with django_assert_num_queries(3 if summarized else 4):
+        # needing action, critical findings, nodes with their summaries, clusters; the
+        # summaries of the servers standing for their twins; the rows of servers without a
+        # summary: their GPU counts, or their GPUs, MIG devices, link classes and mixed pairs
+        with django_assert_num_queries(4 if summarized else 5):
             assert sum(n.weight for n in fleet_counts().nodes) == 3
-        with django_assert_num_queries(4 if summarized else 7):
+        with django_assert_num_queries(5 if summarized else 8):
             assert fleet_load(with_mig=True).summarized == (3 if summarized else 0)
-        with django_assert_num_queries(4 if summarized else 6):
+        with django_assert_num_queries(5 if summarized else 7):
             fleet_load()
     with django_assert_num_queries(3):  # clusters, GPU models, MIG profiles
         assert placement_choices()["mig_profiles"] == ["1g.10gb"]

@@ -12,6 +12,7 @@ import json
 from collections import defaultdict
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from django.db import connection
@@ -165,8 +166,7 @@ NODE_FIELDS = (
     "name",
     "server_id",
     "server__hostname",
-    "cluster__name",
-    "cluster__kind",
+    "cluster_id",
     "ready",
     "schedulable",
     "state",
@@ -200,15 +200,32 @@ def _labels() -> dict[str, Any]:
     return {name: KT(f"labels__{key}") for name, key in keys.items()}
 
 
+class _Joined(Func):
+    """`a || b || ...`: one flat concatenation of text (Django's `Concat` nests a pair per
+    argument and coalesces each)."""
+
+    arg_joiner = " || "
+    template = "(%(expressions)s)"
+    output_field = TextField()
+
+
+JSON_SEPARATOR = "\x1f"
+"""Between the JSON columns of a node row read as one text: JSON never holds it raw."""
+
+
 def _node_rows(
     scope: QuerySet[Node], summary: tuple[str, ...]
 ) -> tuple[tuple[str, ...], Iterable[tuple]]:
-    """The column names and the rows of the nodes in scope, by cluster and name, as the
+    """The column names and the rows of the nodes in scope, in no order, as the
     database returns them (SQLite's booleans are 0 and 1): the node's identity (`IDENTITY`),
-    what it offers, then the `summary` fields of its server's summary (None unless fresh)."""
+    what it offers (its JSON columns as one text, `JSON_SEPARATOR` between them: each value
+    read is a Python object made, and those made most of the cost), then the `summary` fields
+    of its server's summary (None unless fresh)."""
     from topology.models import ServerPlacement
 
-    texts = {f"{name}_text": Cast(name, TextField()) for name in NODE_JSON_FIELDS}
+    texts: list[Any] = []
+    for name in NODE_JSON_FIELDS:
+        texts += [Cast(name, TextField()), Value(JSON_SEPARATOR)]
     fresh = (
         Q(server__placement__stamp=F("server__last_report_hash"))
         & ~Q(server__placement__stamp="")
@@ -222,13 +239,27 @@ def _node_rows(
         )
         for name in summary
     }
-    names = (*NODE_FIELDS, *texts, *_labels(), *summaries)
+    names = (*NODE_FIELDS, "json_text", *_labels(), *summaries)
     query = (
-        scope.order_by("cluster__name", "name")
-        .annotate(**texts, **_labels(), **summaries)
+        scope.order_by()  # `group_nodes` orders each group by name: less than sorting all
+        .annotate(json_text=_Joined(*texts[:-1]), **_labels(), **summaries)
         .values_list(*names)
     )
     return names, _rows(query)
+
+
+def _offer(row: dict[str, Any], clusters: dict[int, tuple[str, str]]) -> FleetNode:
+    """What the node of a `_node_rows` row offers (`_node_facts`)."""
+    name, kind = clusters[row["cluster_id"]]
+    texts = row["json_text"].split(JSON_SEPARATOR)
+    return _node_facts(
+        {
+            **row,
+            "cluster__name": name,
+            "cluster__kind": kind,
+            **{f"{field}_text": text for field, text in zip(NODE_JSON_FIELDS, texts, strict=True)},
+        }
+    )
 
 
 class Criticals(NamedTuple):
@@ -260,6 +291,10 @@ def critical_counts() -> Criticals:
     return found
 
 
+_STALE = object()
+"""Marks a server without a fresh summary in the keys of `group_nodes`."""
+
+
 @dataclass
 class NodeGroups:
     """Nodes alike as one (`group_nodes`), and what their servers' summaries hold."""
@@ -288,10 +323,12 @@ def group_nodes(
     GPUs needing action); the same number of critical findings; the same GPUs used by another
     scheduler on their server; the same place on the fabric. The planner then works once per
     kind of node: 25,000 nodes of a few kinds cost little more than reading them. The first of
-    each set by name stands for it.
+    each set by name stands for it. Two queries: the nodes, their clusters.
     """
     names, rows = _node_rows(scope, summary)
     first = len(names) - len(summary)  # the first summary column
+    single = len(summary) == 1
+    clusters = {pk: (n, k) for pk, n, k in Cluster.objects.values_list("pk", "name", "kind")}
     kinds: dict[tuple, int] = {}
     bases: list[FleetNode] = []  # per kind of offer, what it offers
     groups: dict[tuple, list[tuple]] = {}
@@ -301,29 +338,33 @@ def group_nodes(
     marks = marks or {}
     by_node = criticals.by_node if criticals else {}
     by_server = criticals.by_server if criticals else {}
+    more = bool(marks or by_node or by_server or places)  # else no node has more to tell
     for row in rows:
         offer = row[IDENTITY:first] if TWINS else row[:1]
         kind = kinds.get(offer)
         if kind is None:
             kind = kinds[offer] = len(bases)
-            bases.append(_node_facts(dict(zip(names, row, strict=True))))
-        node_id, server_id = row[0], row[2]
-        found_summary = row[first:]
+            bases.append(_offer(dict(zip(names, row, strict=True)), clusters))
+        server_id = row[2]
+        known = row[first] is not None
         if server_id is not None:
             if server_id in seen:
                 shared.add(server_id)
             else:
                 seen.add(server_id)
-                fresh += found_summary[0] is not None
+                fresh += known
         key = (
             kind,
-            found_summary if found_summary[0] is not None else server_id,
-            marks.get(server_id),
-            criticals.of(node_id, server_id)  # type: ignore[union-attr]
-            if node_id in by_node or server_id in by_server
-            else 0,
-            places.get(server_id) if places else None,
-            None,  # GPUs another scheduler uses on its server: see below
+            (row[first] if single else row[first:]) if known else (_STALE, server_id),
+            (
+                marks.get(server_id),
+                criticals.of(row[0], server_id)  # type: ignore[union-attr]
+                if row[0] in by_node or server_id in by_server
+                else 0,
+                places.get(server_id) if places else None,
+            )
+            if more
+            else None,
         )
         found = groups.get(key)
         if found is None:
@@ -334,9 +375,13 @@ def group_nodes(
         groups = _regroup_shared(groups, shared, bases)
     nodes = []
     summaries: dict[int, tuple] = {}
-    for (kind, found_summary, _, critical, _, shares), alike in groups.items():
+    for key, alike in groups.items():
+        kind, found_summary, told = key[:3]
+        shares: tuple[frozenset[int], int] = key[3] if len(key) > 3 else (frozenset(), 0)
+        busy, used = shares
+        if len(alike) > 1:
+            alike.sort(key=itemgetter(1))  # by name: the first stands for the others
         row, rest = alike[0], alike[1:]
-        busy, used = shares or (frozenset(), 0)
         nodes.append(
             replace(
                 bases[kind],
@@ -344,14 +389,15 @@ def group_nodes(
                 name=row[1],
                 server_id=row[2],
                 server_hostname=row[3],
-                critical_findings=critical,
+                critical_findings=told[1] if told else 0,
                 shared_busy=set(busy),
                 shared_used=used,
                 twins=[r[:IDENTITY] for r in rest],
             )
         )
-        if isinstance(found_summary, tuple):
-            summaries[row[0]] = found_summary
+        if not (type(found_summary) is tuple and found_summary and found_summary[0] is _STALE):
+            summaries[row[0]] = found_summary if not single else (found_summary,)
+    nodes.sort(key=lambda n: (n.cluster, n.name))
     return NodeGroups(nodes, summaries, fresh)
 
 
@@ -359,7 +405,7 @@ def _regroup_shared(
     groups: dict[tuple, list[tuple]], shared: set[int], bases: list[FleetNode]
 ) -> dict[tuple, list[tuple]]:
     """The groups again, the nodes of servers in two schedulers keyed also by what the other
-    scheduler's node uses there (`share_servers`), each group still by name."""
+    scheduler's node uses there (`share_servers`)."""
     moved: list[tuple[tuple, tuple]] = []
     kept: dict[tuple, list[tuple]] = {}
     for key, rows in groups.items():
@@ -372,9 +418,9 @@ def _regroup_shared(
         for key, row in moved
     ]
     share_servers(nodes)
-    for (key, row), node in sorted(zip(moved, nodes, strict=True), key=lambda m: m[0][1][1]):
+    for (key, row), node in zip(moved, nodes, strict=True):
         sharing = (frozenset(node.shared_busy), node.shared_used)
-        kept.setdefault((*key[:-1], sharing), []).append(row)
+        kept.setdefault((*key, sharing), []).append(row)
     return kept
 
 
@@ -481,9 +527,10 @@ def gpu_actions(servers: QuerySet) -> dict[int, tuple[int, str, int, int]]:
 
 
 def fleet_counts(*, cluster: str | None = None) -> Fleet:
-    """Nodes with their servers' usable whole-GPU counts, not the GPUs: four queries at most
-    (GPUs needing action, critical findings, nodes with their summaries' counts, GPU counts
-    of servers without a fresh summary), nodes alike as one with their twins (`group_nodes`).
+    """Nodes with their servers' usable whole-GPU counts, not the GPUs: five queries at most
+    (GPUs needing action, critical findings, nodes with their summaries' counts, clusters, GPU
+    counts of servers without a fresh summary), nodes alike as one with their twins
+    (`group_nodes`).
 
     Usable: healthy (`inventory.health`), outside MIG mode and not needing action
     (`health.action`); GPUs needing action are counted beside. Enough for what is free per node
@@ -542,9 +589,9 @@ def fleet_load(
     places: dict[int, Place] | None = None,
 ) -> Fleet:
     """Nodes in scope with their servers' GPUs and GPU-pair link classes, nodes alike as one
-    with their twins (`group_nodes`): at most eight queries (GPUs needing action, critical
-    findings, nodes with their summaries' shapes, the summaries of the servers standing for
-    their twins; only when some server has no fresh summary, those servers' GPUs, MIG devices
+    with their twins (`group_nodes`): at most nine queries (GPUs needing action, critical
+    findings, nodes with their summaries' shapes, clusters, the summaries of the servers
+    standing for their twins; only when some server has no fresh summary, those servers' GPUs, MIG devices
     with `with_mig`, link classes and mixed pairs with `with_links`).
 
     Servers are alike by their summary's shape (`summaries.shape_of`) and the GPUs needing
