@@ -316,7 +316,7 @@ def group_nodes(
     places: dict[int, Place] | None = None,
 ) -> NodeGroups:
     """The nodes in scope, one `FleetNode` per set of twins: nodes alike in everything
-    placement and failure domains read but who they are (`FleetNode.twins`). One query.
+    placement and failure domains read but who they are (`FleetNode.twins`).
 
     Alike: the same scheduler facts; the same `summary` fields of their servers' fresh
     summaries (a server without one is alike to no other) and the same `marks` on them (the
@@ -591,8 +591,8 @@ def fleet_load(
     """Nodes in scope with their servers' GPUs and GPU-pair link classes, nodes alike as one
     with their twins (`group_nodes`): at most nine queries (GPUs needing action, critical
     findings, nodes with their summaries' shapes, clusters, the summaries of the servers
-    standing for their twins; only when some server has no fresh summary, those servers' GPUs, MIG devices
-    with `with_mig`, link classes and mixed pairs with `with_links`).
+    standing for their twins; only when some server has no fresh summary, those servers'
+    GPUs, MIG devices with `with_mig`, link classes and mixed pairs with `with_links`).
 
     Servers are alike by their summary's shape (`summaries.shape_of`) and the GPUs needing
     action on them; with `places` (multi-node requests), by their place on the fabric too.
