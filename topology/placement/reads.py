@@ -755,6 +755,11 @@ def answer_details(server_ids: Iterable[int]) -> tuple[dict[int, list[str]], dic
     return dict(nic_pix), uuids
 
 
+def cluster_kind(name: str) -> str | None:
+    """The kind of the cluster of that name, None when there is none (one query)."""
+    return Cluster.objects.filter(name=name).values_list("kind", flat=True).first()
+
+
 def placement_choices() -> dict[str, list[str]]:
     """What the placement form offers: cluster names, GPU models, MIG profiles (3 queries)."""
     return {

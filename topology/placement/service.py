@@ -40,7 +40,7 @@ from .planner import (
     option_for,
     plan_request,
 )
-from .reads import answer_details, fleet_load, fleet_places, twins_load
+from .reads import answer_details, cluster_kind, fleet_load, fleet_places, twins_load
 from .types import (
     Alternative,
     BlockedNode,
@@ -122,7 +122,7 @@ def placement_find(
     )
     for kind in [request.scheduler] if request.scheduler else ClusterKind.values:
         request_shape(request, kind)  # validate before touching the database
-    places = fleet_places() if _may_span_nodes(request) else None
+    places = fleet_places() if _may_span_nodes(request) else None  # multi-node: the fabric
     fleet = fleet_load(cluster=request.cluster, with_mig=bool(profile), places=places)
     fleet.places = places or {}
     _check_scheduler(request, fleet.clusters())
@@ -221,12 +221,15 @@ def _scope_text(request: PlacementRequest, clusters: dict[str, str]) -> str | No
 
 
 def _may_span_nodes(request: PlacementRequest) -> bool:
-    """Whether some scheduler may place the request on several nodes (its fabric matters)."""
-    if request.nodes is not None:
-        return request.nodes > 1
-    if request.gpus_per_node is not None:
-        return (request.gpus or 0) > request.gpus_per_node
-    return (request.gpus or 0) > 1
+    """Whether a scheduler it may go to could place the request on several nodes (then its
+    fabric matters): never a Kubernetes pod, which runs on one node."""
+    if request.scheduler:
+        kinds = [request.scheduler]
+    else:
+        kind = cluster_kind(request.cluster) if request.cluster else None
+        kinds = [kind] if kind else list(ClusterKind.values)
+    shapes = [request_shape(request, kind) for kind in kinds]
+    return any((s.count or 1) > 1 or (s.spread and s.total > 1) for s in shapes)
 
 
 def mixing_cost(models: list[str]) -> str:
