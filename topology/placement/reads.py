@@ -185,19 +185,25 @@ TWINS = True
 tests hold the grouped answers to."""
 
 
-def _labels() -> dict[str, Any]:
-    """The GPU product and memory labels (GPU feature discovery) of a node row. On SQLite,
-    JSON_EXTRACT alone: `KT` checks each value's JSON type first, two more parses of the
-    labels per row, for values that are always strings here."""
+def _labels(unless: Q | None = None) -> dict[str, Any]:
+    """The GPU product and memory labels (GPU feature discovery) of a node row, None where
+    `unless` holds. On SQLite, JSON_EXTRACT alone: `KT` checks each value's JSON type first,
+    two more parses of the labels per row, for values that are always strings here."""
     keys = {"product_label": "nvidia.com/gpu.product", "memory_label": "nvidia.com/gpu.memory"}
-    if connection.vendor == "sqlite":
-        return {
-            name: Func(
-                F("labels"), Value(f'$."{key}"'), function="JSON_EXTRACT", output_field=TextField()
-            )
-            for name, key in keys.items()
-        }
-    return {name: KT(f"labels__{key}") for name, key in keys.items()}
+    found: dict[str, Any] = {
+        name: Func(
+            F("labels"), Value(f'$."{key}"'), function="JSON_EXTRACT", output_field=TextField()
+        )
+        if connection.vendor == "sqlite"
+        else KT(f"labels__{key}")
+        for name, key in keys.items()
+    }
+    if unless is None:
+        return found
+    return {
+        name: Case(When(unless, then=Value(None)), default=label, output_field=TextField())
+        for name, label in found.items()
+    }
 
 
 class _Joined(Func):
@@ -239,10 +245,13 @@ def _node_rows(
         )
         for name in summary
     }
-    names = (*NODE_FIELDS, "json_text", *_labels(), *summaries)
+    # the labels stand in for an agent's GPUs (`_node_facts`): not read where a server's
+    # summary has them (a Kubernetes node's labels are kilobytes of JSON to parse)
+    labels = _labels(unless=fresh & Q(server__placement__known__gt=0))
+    names = (*NODE_FIELDS, "json_text", *labels, *summaries)
     query = (
         scope.order_by()  # `group_nodes` orders each group by name: less than sorting all
-        .annotate(json_text=_Joined(*texts[:-1]), **_labels(), **summaries)
+        .annotate(json_text=_Joined(*texts[:-1]), **labels, **summaries)
         .values_list(*names)
     )
     return names, _rows(query)
