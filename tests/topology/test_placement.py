@@ -355,6 +355,28 @@ def test_placement_costs_the_same_queries_for_few_and_many_nodes():
     assert count(2, "few") == count(12, "many")
 
 
+def test_the_fabric_is_read_only_for_a_request_that_may_span_nodes(monkeypatch):
+    """A Kubernetes pod runs on one node: its placement never reads the fabric (at 25,000
+    servers that read is the heaviest of all); a Slurm spread or a multi-node request does."""
+    from topology.placement import service
+
+    k8s_fleet([make_report("dgx-01")])
+    slurm_fleet(["dgx-02"])
+    read: list[bool] = []
+    monkeypatch.setattr(service, "fleet_places", lambda: read.append(True) or {})
+    for request, reads_fabric in (
+        ({"cluster": "prod", "gpus": 9}, False),
+        ({"scheduler": "kubernetes", "gpus": 4}, False),
+        ({"gpus": 1}, False),
+        ({"cluster": "prod", "nodes": 2, "gpus_per_node": 4}, True),
+        ({"cluster": "hpc", "gpus": 9}, True),
+        ({"gpus": 9}, True),  # Slurm may spread it
+    ):
+        read.clear()
+        placement_find(**request)
+        assert bool(read) is reads_fabric, request
+
+
 # Capacity planner -----------------------------------------------------------------------
 
 

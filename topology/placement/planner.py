@@ -478,12 +478,15 @@ class Planner:
                 blocked.append(_shortfall(offer, 1, filters))
         free = sum(c * o.node.weight for c, o in sized)
         eligible = sum(o.node.weight for _, o in sized)
-        # the nodes a spread may take: as many as it has GPUs at most, and the candidates
-        limit = None if self.fleet.places else shape.total + CANDIDATE_LIMIT
+        # of one kind of node a spread takes at most as many as hold its GPUs, the tightest
+        # fit and the candidates next; on a fabric, any node may be the closest
         sized = [
             (capacity, offer if node is offer.node else replace(offer, node=node))
             for capacity, offer in sized
-            for node in self.members(offer.node, limit)
+            for node in self.members(
+                offer.node,
+                None if self.fleet.places else -(-shape.total // capacity) + CANDIDATE_LIMIT + 1,
+            )
         ]
         full = {id(o): self.option(o, c, filters) for c, o in sized}
         sized.sort(key=lambda co: (_troubled(co[1].node), -co[0], _option_rank(full[id(co[1])])))
