@@ -108,6 +108,13 @@ class Server(models.Model):
         "Report", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     last_report_hash = models.CharField(max_length=64, blank=True, default="")
+    placement_shape = models.CharField(
+        max_length=32,
+        blank=True,
+        default="",
+        help_text="the shape of the placement summary built from the facts last applied "
+        "(topology.placement.summaries); emptied whenever they change",
+    )
 
     class Meta:
         ordering = ["hostname", "id"]

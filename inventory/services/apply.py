@@ -215,6 +215,7 @@ def report_apply(*, report_id: int) -> ApplyResult:
         # The hash marks what was applied; with claims held back that is not this report, so
         # its next copy is applied in full (and settles the claims) instead of a heartbeat.
         server.last_report_hash = "" if claims else report.content_hash
+        server.placement_shape = ""  # its placement summary is of the facts before these
         server.save()
         ChangeEvent.objects.bulk_create(events.rows)
         Report.objects.filter(pk=report.pk).update(
@@ -659,6 +660,7 @@ def _release_holders(moved_in: Mapping[str, Mapping[str, Any]], mig_moved_from: 
     )
     Server.objects.filter(pk__in=holders).update(
         last_report_hash="",
+        placement_shape="",
         pci_gpu_count=Case(
             *(
                 When(pk=pk, pci_gpu_count__gte=n, then=F("pci_gpu_count") - Value(n))

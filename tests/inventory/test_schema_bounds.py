@@ -47,6 +47,7 @@ SOURCES: dict[type[models.Model], tuple[tuple[str, ...], dict[str, tuple[str, ..
             "last_seen",
             "last_report",
             "last_report_hash",
+            "placement_shape",  # topology's, of the facts applied
         },
     ),
     Gpu: (("gpus", "*"), {}, {"id", "server", "first_seen", "last_seen"}),

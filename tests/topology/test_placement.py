@@ -453,10 +453,11 @@ def test_the_reads_cost_the_queries_their_docstrings_say(django_assert_num_queri
     for summarized in (False, True):  # rows, then summaries: the same round trips
         if summarized:
             assert placement_summaries_refresh() == 3
-        # needing action, critical findings, nodes with their summaries, clusters; the
-        # summaries of the servers standing for their twins; the rows of servers without a
-        # summary: their GPU counts, or their GPUs, MIG devices, link classes and mixed pairs
-        with django_assert_num_queries(4 if summarized else 5):
+        # needing action, critical findings, nodes with their summary shapes, clusters; the
+        # summaries of the servers standing for their twins (counts, or GPUs); the rows of
+        # servers without a summary: their GPU counts, or their GPUs, MIG devices, link
+        # classes and mixed pairs
+        with django_assert_num_queries(5):
             assert sum(n.weight for n in fleet_counts().nodes) == 3
         with django_assert_num_queries(5 if summarized else 8):
             assert fleet_load(with_mig=True).summarized == (3 if summarized else 0)

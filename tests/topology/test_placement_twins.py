@@ -102,8 +102,8 @@ def fleet():
     )
     assert placement_summaries_refresh() == Server.objects.count()
     stale = Server.objects.get(hostname="dgx-15")  # its summary no longer fresh
-    stale.last_report_hash = "changed"
-    stale.save(update_fields=["last_report_hash"])
+    stale.last_report_hash, stale.placement_shape = "changed", ""  # as applying a report does
+    stale.save(update_fields=["last_report_hash", "placement_shape"])
 
 
 def _answers() -> dict:

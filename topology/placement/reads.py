@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from operator import itemgetter
 from typing import Any, NamedTuple
@@ -219,39 +219,22 @@ JSON_SEPARATOR = "\x1f"
 """Between the JSON columns of a node row read as one text: JSON never holds it raw."""
 
 
-def _node_rows(
-    scope: QuerySet[Node], summary: tuple[str, ...]
-) -> tuple[tuple[str, ...], Iterable[tuple]]:
-    """The column names and the rows of the nodes in scope, in no order, as the
-    database returns them (SQLite's booleans are 0 and 1): the node's identity (`IDENTITY`),
-    what it offers (its JSON columns as one text, `JSON_SEPARATOR` between them: each value
-    read is a Python object made, and those made most of the cost), then the `summary` fields
-    of its server's summary (None unless fresh)."""
-    from topology.models import ServerPlacement
-
+def _node_rows(scope: QuerySet[Node]) -> tuple[tuple[str, ...], Iterable[tuple]]:
+    """The column names and the rows of the nodes in scope, in no order, as the database
+    returns them (SQLite's booleans are 0 and 1): the node's identity (`IDENTITY`), what it
+    offers (its JSON columns as one text, `JSON_SEPARATOR` between them: each value read is a
+    Python object made, and those made most of the cost), then its server's published
+    summary shape (`Server.placement_shape`: "" unless its summary is fresh)."""
     texts: list[Any] = []
     for name in NODE_JSON_FIELDS:
         texts += [Cast(name, TextField()), Value(JSON_SEPARATOR)]
-    fresh = (
-        Q(server__placement__stamp=F("server__last_report_hash"))
-        & ~Q(server__placement__stamp="")
-        & ~Q(server__placement__shape="")
-    )
-    summaries = {
-        f"summary_{name}": Case(
-            When(fresh, then=F(f"server__placement__{name}")),
-            default=Value(None),
-            output_field=ServerPlacement._meta.get_field(name),  # type: ignore[arg-type]
-        )
-        for name in summary
-    }
     # the labels stand in for an agent's GPUs (`_node_facts`): not read where a server's
-    # summary has them (a Kubernetes node's labels are kilobytes of JSON to parse)
-    labels = _labels(unless=fresh & Q(server__placement__known__gt=0))
-    names = (*NODE_FIELDS, "json_text", *labels, *summaries)
+    # summary knows some (a Kubernetes node's labels are kilobytes of JSON to parse)
+    labels = _labels(unless=Q(server__placement_shape__startswith="g"))
+    names = (*NODE_FIELDS, "json_text", *labels, "server__placement_shape")
     query = (
         scope.order_by()  # `group_nodes` orders each group by name: less than sorting all
-        .annotate(json_text=_Joined(*texts[:-1]), **labels, **summaries)
+        .annotate(json_text=_Joined(*texts[:-1]), **labels)
         .values_list(*names)
     )
     return names, _rows(query)
@@ -306,19 +289,18 @@ _STALE = object()
 
 @dataclass
 class NodeGroups:
-    """Nodes alike as one (`group_nodes`), and what their servers' summaries hold."""
+    """Nodes alike as one (`group_nodes`), and the summary shapes of their servers."""
 
     nodes: list[FleetNode]
-    summaries: dict[int, tuple]
-    """Node id (of each node standing for its twins) -> the summary fields read, for a server
-    with a fresh summary."""
+    shapes: dict[int, str]
+    """Node id (of each node standing for its twins) -> its server's summary shape, for a
+    server with a fresh summary."""
     summarized: int
     """Servers with a fresh summary."""
 
 
 def group_nodes(
     scope: QuerySet[Node],
-    summary: tuple[str, ...],
     *,
     marks: dict[int, Any] | None = None,
     criticals: Criticals | None = None,
@@ -327,16 +309,15 @@ def group_nodes(
     """The nodes in scope, one `FleetNode` per set of twins: nodes alike in everything
     placement and failure domains read but who they are (`FleetNode.twins`).
 
-    Alike: the same scheduler facts; the same `summary` fields of their servers' fresh
-    summaries (a server without one is alike to no other) and the same `marks` on them (the
-    GPUs needing action); the same number of critical findings; the same GPUs used by another
+    Alike: the same scheduler facts; the same summary shape of their servers (a server
+    without a fresh summary is alike to no other) and the same `marks` on them (the GPUs
+    needing action); the same number of critical findings; the same GPUs used by another
     scheduler on their server; the same place on the fabric. The planner then works once per
     kind of node: 25,000 nodes of a few kinds cost little more than reading them. The first of
     each set by name stands for it. Two queries: the nodes, their clusters.
     """
-    names, rows = _node_rows(scope, summary)
-    first = len(names) - len(summary)  # the first summary column
-    single = len(summary) == 1
+    names, rows = _node_rows(scope)
+    first = len(names) - 1  # the shape column
     clusters = {pk: (n, k) for pk, n, k in Cluster.objects.values_list("pk", "name", "kind")}
     kinds: dict[tuple, int] = {}
     bases: list[FleetNode] = []  # per kind of offer, what it offers
@@ -355,16 +336,16 @@ def group_nodes(
             kind = kinds[offer] = len(bases)
             bases.append(_offer(dict(zip(names, row, strict=True)), clusters))
         server_id = row[2]
-        known = row[first] is not None
+        shape = row[first]
         if server_id is not None:
             if server_id in seen:
                 shared.add(server_id)
             else:
                 seen.add(server_id)
-                fresh += known
+                fresh += bool(shape)
         key = (
             kind,
-            (row[first] if single else row[first:]) if known else (_STALE, server_id),
+            shape or (_STALE, server_id),
             (
                 marks.get(server_id),
                 criticals.of(row[0], server_id)  # type: ignore[union-attr]
@@ -383,9 +364,9 @@ def group_nodes(
     if shared:
         groups = _regroup_shared(groups, shared, bases)
     nodes = []
-    summaries: dict[int, tuple] = {}
+    shapes: dict[int, str] = {}
     for key, alike in groups.items():
-        kind, found_summary, told = key[:3]
+        kind, shape, told = key[:3]
         shares: tuple[frozenset[int], int] = key[3] if len(key) > 3 else (frozenset(), 0)
         busy, used = shares
         if len(alike) > 1:
@@ -404,10 +385,10 @@ def group_nodes(
                 twins=[r[:IDENTITY] for r in rest],
             )
         )
-        if not (type(found_summary) is tuple and found_summary and found_summary[0] is _STALE):
-            summaries[row[0]] = found_summary if not single else (found_summary,)
+        if isinstance(shape, str):
+            shapes[row[0]] = shape
     nodes.sort(key=lambda n: (n.cluster, n.name))
-    return NodeGroups(nodes, summaries, fresh)
+    return NodeGroups(nodes, shapes, fresh)
 
 
 def _regroup_shared(
@@ -454,9 +435,7 @@ def _stale(servers: QuerySet, grouped: NodeGroups) -> Any:
     Callers test it with `is not None`: truth-testing the subquery would run it. A server
     without a summary is alike to no other, so its node stands for itself."""
     stale = {
-        n.server_id
-        for n in grouped.nodes
-        if n.server_id is not None and n.id not in grouped.summaries
+        n.server_id for n in grouped.nodes if n.server_id is not None and n.id not in grouped.shapes
     }
     if not stale:
         return None
@@ -536,10 +515,10 @@ def gpu_actions(servers: QuerySet) -> dict[int, tuple[int, str, int, int]]:
 
 
 def fleet_counts(*, cluster: str | None = None) -> Fleet:
-    """Nodes with their servers' usable whole-GPU counts, not the GPUs: five queries at most
-    (GPUs needing action, critical findings, nodes with their summaries' counts, clusters, GPU
-    counts of servers without a fresh summary), nodes alike as one with their twins
-    (`group_nodes`).
+    """Nodes with their servers' usable whole-GPU counts, not the GPUs: six queries at most
+    (GPUs needing action, critical findings, nodes with their summaries' shapes, clusters, the
+    counts of the summaries of the servers standing for their twins, GPU counts of servers
+    without a fresh summary), nodes alike as one with their twins (`group_nodes`).
 
     Usable: healthy (`inventory.health`), outside MIG mode and not needing action
     (`health.action`); GPUs needing action are counted beside. Enough for what is free per node
@@ -553,15 +532,20 @@ def fleet_counts(*, cluster: str | None = None) -> Fleet:
         if state >> 1 != 1:  # not lost: (usable GPUs among them, GPUs)
             usable, needing = acting[server_id]
             acting[server_id] = (usable + (state == 0), needing + 1)
-    grouped = group_nodes(
-        scope, ("usable", "known"), marks=dict(acting), criticals=critical_counts()
-    )
+    grouped = group_nodes(scope, marks=dict(acting), criticals=critical_counts())
+    fresh = {n.server_id for n in grouped.nodes if n.id in grouped.shapes}
     counts: dict[int, tuple[int, int]] = {}
-    for node in grouped.nodes:
-        found = grouped.summaries.get(node.id)
-        if found is not None and found[1] and node.server_id is not None:  # GPUs known
-            usable, needing = acting.get(node.server_id, (0, 0))
-            counts[node.server_id] = (found[0] - usable, needing)
+    read: set[int | None] = set()
+    for server_id, usable, known in fresh_summaries(
+        fresh if len(fresh) <= IN_LIST_LIMIT else servers
+    ).values_list("server_id", "usable", "known"):
+        read.add(server_id)
+        if known:  # GPUs known
+            taken, needing = acting.get(server_id, (0, 0))
+            counts[server_id] = (usable - taken, needing)
+    for node in grouped.nodes:  # a summary rebuilt since the nodes were read: its rows
+        if node.id in grouped.shapes and node.server_id not in read:
+            del grouped.shapes[node.id]
     action = Q(gpu_needs_action())
     usable_q = ~UNHEALTHY & ~Q(mig_mode_current=True) & ~action
     stale = _stale(servers, grouped)
@@ -616,20 +600,18 @@ def fleet_load(
         acted[server_id].append((index, finding_type))
     grouped = group_nodes(
         scope,
-        ("shape",),
         marks={server_id: tuple(sorted(found)) for server_id, found in acted.items()},
         criticals=critical_counts(),
         places=places,
     )
     nodes = grouped.nodes
-    fresh = {n.server_id for n in nodes if n.id in grouped.summaries and n.server_id is not None}
-    if len(nodes) > IN_LIST_LIMIT:
-        facts = server_facts(
-            servers, _stale(servers, grouped), with_mig=with_mig, with_links=with_links
-        )
-    else:
-        stale = sorted({n.server_id for n in nodes if n.server_id is not None} - fresh)
-        facts = server_facts(fresh, stale or None, with_mig=with_mig, with_links=with_links)
+    facts = server_facts(
+        {n.server_id for n in nodes if n.server_id is not None},
+        servers,
+        fresh={n.server_id for n in nodes if n.id in grouped.shapes and n.server_id is not None},
+        with_mig=with_mig,
+        with_links=with_links,
+    )
     for gpus in facts.gpus.values():
         for gpu in gpus:
             if gpu.id in actions:
@@ -675,21 +657,27 @@ class ServerFacts:
 
 
 def server_facts(
-    servers: Collection[int] | QuerySet,
-    stale: Any = None,
+    wanted: set[int],
+    scope: QuerySet | None = None,
     *,
+    fresh: set[int] | None = None,
     with_mig: bool = False,
     with_links: bool = True,
 ) -> ServerFacts:
-    """The servers' GPUs (by index), MIG devices and links: from the fresh summaries of
-    `servers`, and from the rows of `stale` (None, ids, or a query) and of the `servers`
-    without one. `servers` is ids, or a `server_id` values query when a list would be long."""
+    """The GPUs (by index), MIG devices and links of the `wanted` servers: from their fresh
+    summaries (of those in `fresh` when given: the others have none), else from their rows.
+    Past `IN_LIST_LIMIT` servers, `scope` (the `server_id` values query they come from) is
+    read instead of an id list that long."""
+    many = scope is not None and len(wanted) > IN_LIST_LIMIT
+    servers: Any = scope if many else (wanted if fresh is None else fresh)
     fields = ["server_id", "gpus", "links"] + (["migs"] if with_mig else [])
     found = ServerFacts({}, defaultdict(list), {}, {})
     read: set[int] = set()
     summaries = fresh_summaries(servers).order_by().values_list(*fields)
-    for row in summaries if isinstance(servers, QuerySet) or servers else ():
+    for row in summaries if many or servers else ():
         server_id, gpus_text, links_text = row[0], row[1], row[2]
+        if server_id not in wanted:  # read with the whole scope
+            continue
         read.add(server_id)
         found.gpus[server_id] = [
             FleetGpu(g, i, n, mem, numa, bool(st & 1), problem_of_code(st >> 1))
@@ -706,10 +694,12 @@ def server_facts(
                 FleetMig(uuid, gpu_id, normalize_mig_profile(profile) or profile, memory)
                 for uuid, gpu_id, profile, memory in json.loads(row[3])
             ]
-    if not isinstance(servers, QuerySet) and set(servers) - read:
-        stale = sorted(set(servers) - read) + list(stale or ())
-    if stale is None:
+    missing = wanted - read
+    if not missing:
         return found
+    stale: Any = sorted(missing)
+    if many and len(missing) > IN_LIST_LIMIT:
+        stale = servers.exclude(server_id__in=fresh_summaries(servers).values("server_id"))
     for gpu_id, server_id, index, name, memory, numa, state in gpu_rows(stale):
         found.gpus.setdefault(server_id, []).append(
             FleetGpu(

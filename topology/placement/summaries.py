@@ -4,8 +4,11 @@ A summary holds what placement and failure domains read of one server (its GPUs 
 state, its GPU pair link classes, its MIG devices, its usable count), built from the same row
 reads as `reads.fleet_load` uses for a server without one, so both paths give the same facts.
 It is stamped with the server's `last_report_hash`: applying a changed report makes it stale
-(the reads take the rows until it is rebuilt); a heartbeat leaves it fresh. Node bindings and
-health findings are read live beside it, so they never make it stale.
+(the reads take the rows until it is rebuilt); a heartbeat leaves it fresh. Its shape (what
+makes servers alike to placement) is published on the server (`Server.placement_shape`), in
+the rebuild's transaction and only while the server's facts are still those it was built
+from; applying a changed report empties it. Node bindings and health findings are read live
+beside it, so they never make it stale.
 
 `placement_summaries_refresh` rebuilds the stale ones (Celery beat, `topology.tasks`) or the
 servers named; `manage.py placement_summaries` is the backfill.
@@ -19,7 +22,8 @@ from collections import defaultdict
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import F, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from inventory.models import Server
@@ -31,8 +35,8 @@ BATCH = 2000
 
 
 def stale_servers() -> QuerySet:
-    """Servers with a report hash and no summary built from it (a `server_id` values query);
-    a summary without a `shape` (built before it existed) is stale too."""
+    """Servers with a report hash and no summary built from it, or its shape not published
+    (a `server_id` values query)."""
     fresh = (
         ServerPlacement.objects.filter(stamp=F("server__last_report_hash"))
         .exclude(shape="")
@@ -40,7 +44,7 @@ def stale_servers() -> QuerySet:
     )
     return (
         Server.objects.exclude(last_report_hash="")
-        .exclude(pk__in=fresh)
+        .filter(~Q(pk__in=fresh) | Q(placement_shape=""))
         .order_by("pk")
         .values_list("pk", flat=True)
     )
@@ -80,7 +84,8 @@ def shape_of(
     by_index = sorted([index.get(a, -1), index.get(b, -1), c] for (a, b), c in pairs.items())
     devices = sorted([index.get(m[1], -1), m[2], m[3]] for m in migs)
     text = json.dumps([described, sorted(classes), by_index, devices], separators=(",", ":"))
-    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+    known = any(g[5] >> 1 != 1 for g in gpus)  # problem code 1: lost
+    return ("g" if known else "n") + hashlib.blake2b(text.encode(), digest_size=15).hexdigest()
 
 
 def _links_text(classes: set[str], pairs: dict[tuple[int, int], str]) -> str:
@@ -98,7 +103,7 @@ def placement_summaries_refresh(
     *, server_ids: list[int] | None = None, limit: int | None = None
 ) -> int:
     """Rebuild the summaries of `server_ids`, else of the stale servers (at most `limit`);
-    the number rebuilt. Five queries and two writes per batch of 2,000 servers."""
+    the number rebuilt. Five queries and three writes per batch of 2,000 servers."""
     wanted = list(server_ids) if server_ids is not None else list(stale_servers()[:limit])
     done = 0
     for start in range(0, len(wanted), BATCH):
@@ -137,7 +142,15 @@ def _rebuild(ids: list[int]) -> int:
         )
         for server_id, stamp in stamps.items()
     ]
+    built = ServerPlacement.objects.filter(
+        server_id=OuterRef("pk"), stamp=OuterRef("last_report_hash")
+    ).values("shape")[:1]
     with transaction.atomic():
         ServerPlacement.objects.filter(Q(server_id__in=list(stamps))).delete()
         ServerPlacement.objects.bulk_create(rows, batch_size=BATCH)
+        # published only where the server's facts are still those it was built from: a report
+        # applied meanwhile has emptied it, and it stays empty until the next rebuild
+        Server.objects.filter(pk__in=list(stamps)).update(
+            placement_shape=Coalesce(Subquery(built), Value(""))
+        )
     return len(rows)
