@@ -138,3 +138,35 @@ def test_a_summary_counts_usable_and_known_gpus_in_index_order():
     assert built["links"] == "NV18"
     mixed = summary_of(gpus, {"PIX", "SYS"}, {(11, 12): "PIX", (11, 13): "SYS"}, [])
     assert json.loads(mixed["links"])["pairs"] == [[11, 12, "PIX"], [11, 13, "SYS"]]
+
+
+def test_a_summary_shape_is_published_on_its_server_only_while_its_facts_hold(fleet, monkeypatch):
+    """The reads group servers by `Server.placement_shape`: applying a changed report empties
+    it, a rebuild publishes it, and a report applied while a rebuild runs is not covered by
+    the shape the rebuild computed from the facts before it."""
+    from topology.placement import summaries
+
+    call_command("placement_summaries")
+    dgx04 = Server.objects.get(hostname="dgx-04")
+    assert dgx04.placement_shape == ServerPlacement.objects.get(server=dgx04).shape != ""
+    token = AgentToken.objects.get(name="dgx-04")
+    changed = make_report("dgx-04", skip_gpus=(0, 1, 2))
+    report_apply(report_id=report_receive(token=token, body=json.dumps(changed).encode()).report_id)
+    dgx04.refresh_from_db()
+    assert dgx04.placement_shape == ""
+    built = summaries.summary_of
+
+    def applied_meanwhile(*args):
+        Server.objects.filter(pk=dgx04.pk).update(last_report_hash="newer", placement_shape="")
+        return built(*args)
+
+    monkeypatch.setattr(summaries, "summary_of", applied_meanwhile)
+    assert placement_summaries_refresh(server_ids=[dgx04.pk]) == 1
+    dgx04.refresh_from_db()
+    assert dgx04.placement_shape == ""  # built from the facts before "newer": not published
+    assert list(stale_servers()) == [dgx04.pk]
+    monkeypatch.setattr(summaries, "summary_of", built)
+    assert placement_summaries_refresh() == 1
+    dgx04.refresh_from_db()
+    assert dgx04.placement_shape == ServerPlacement.objects.get(server=dgx04).shape != ""
+    assert dgx04.placement_shape[0] == "g"  # some GPU known: labels are not read for it
