@@ -297,9 +297,54 @@ class ReconcileState(models.Model):
     reconciled_at = models.DateTimeField(null=True, blank=True)
     duration_ms = models.PositiveIntegerField(default=0)
     requested_at = models.DateTimeField(null=True, blank=True)
+    judged_globals = models.TextField(
+        blank=True, default="", help_text="the clusters and hardware profiles the last pass read"
+    )
 
     def __str__(self) -> str:
         return f"reconciled at {self.reconciled_at}"
+
+
+class JudgedServer(models.Model):
+    """What the last full reconciliation judged of one server, as digests of its rule inputs
+    (`clusters.judged`): the next full pass re-judges only the servers whose inputs differ.
+
+    Keyed by the server's id without a constraint, so a deleted server's row stays to say so.
+    """
+
+    server = models.OneToOneField(
+        Server,
+        primary_key=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="judged",
+    )
+    identity = models.TextField(help_text="digest of what binding reads")
+    facts = models.TextField(help_text="digest of what the rules read (GPUs, MIG, claims, age)")
+
+    def __str__(self) -> str:
+        return f"judged server {self.server_id}"
+
+
+class JudgedNode(models.Model):
+    """What the last full reconciliation judged of one node: a digest of its rule inputs and
+    the binding it left, so the next pass re-judges the node's old server when it moves or
+    goes. Keyed by the node's id without a constraint, so a deleted node's row stays to say so.
+    """
+
+    node = models.OneToOneField(
+        Node,
+        primary_key=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="judged",
+    )
+    facts = models.TextField(help_text="digest of the node's rule inputs, binding aside")
+    bound_to = models.BigIntegerField(default=0, help_text="the server id it was bound to; 0: none")
+    binding_method = models.CharField(max_length=16, blank=True, default="")
+
+    def __str__(self) -> str:
+        return f"judged node {self.node_id}"
 
 
 OPEN = Q(resolved_at__isnull=True)

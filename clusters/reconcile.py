@@ -17,14 +17,16 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
+from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
-from django.db.models import Count, F, JSONField, Q, QuerySet
+from django.db.models import Count, Exists, F, JSONField, Min, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from agent.mig import normalize_mig_profile
+from core.findings import FindingFact
 from inventory.choices import GpuStatus
 from inventory.health import HEALTH_FIELDS, gpu_health
 from inventory.identity import short_hostname
@@ -33,11 +35,21 @@ from inventory.selectors import hardware_profile_for
 from inventory.services import revision_get
 
 from .choices import BindingMethod, ClusterKind, FindingType
+from .fact_columns import IDENTITY_COLUMNS, NODE_COLUMNS, SERVER_COLUMNS
 from .finding_writer import write_findings
-from .models import Cluster, Node, ReconcileState
+from .judged import Changes, changes, globals_now, judged_facts, judged_save
+from .models import Cluster, Finding, Node, ReconcileState
 from .parsers.records import GresRecord
+from .rules.cluster import skew_findings
 from .rules.counts import SHARED_GPU_RESOURCE
-from .rules.registry import SERVER_FINDING_TYPES, SERVER_RULES, evaluate
+from .rules.registry import (
+    NODE_FINDING_TYPES,
+    NODE_RULES,
+    SERVER_FINDING_TYPES,
+    SERVER_NODES_RULES,
+    SERVER_RULES,
+    evaluate,
+)
 from .rules.types import (
     ClaimedGpu,
     Fleet,
@@ -62,43 +74,192 @@ class ReconcileResult:
     findings_raised: int = 0
     findings_resolved: int = 0
     duration_ms: int = 0
+    full: bool = True
+    """False when only what changed since the last full pass was judged."""
+    judged_servers: int = 0
+    judged_nodes: int = 0
 
 
-def reconcile_all(*, now=None) -> ReconcileResult:
-    """Bind every active node and refresh every finding, in one transaction."""
+CHANGES_MOST = BATCH
+"""Past this many changed servers or nodes, a pass judges everything: as fast by then."""
+
+
+def reconcile_all(*, now=None, force: bool = False) -> ReconcileResult:
+    """Bind every active node and refresh every finding, in one transaction.
+
+    Only the servers and nodes whose rule inputs changed since the last pass are judged
+    (`clusters.judged`), with the whole fleet loaded when a server's identity, a cluster, a
+    hardware profile or the code changed, when too much changed, or when `force` says so: the
+    findings and bindings are those a pass judging everything gives, either way.
+    """
     started = time.monotonic()
     now = now or timezone.now()
     result = ReconcileResult()
     inventory_rev, nodes_rev = revision_get(name="inventory"), revision_get(name="nodes")
+    stale_before, offline_before = _ages(now)
     with transaction.atomic():
         # One reconciliation at a time: a second waits here, then sees the first's work.
-        ReconcileState.objects.select_for_update().get_or_create(id=1)
-        servers = _load_servers()
+        state, _ = ReconcileState.objects.select_for_update().get_or_create(id=1)
+        changed = changes(stale_before=stale_before, offline_before=offline_before)
+        judged_globals = globals_now()
         clusters = dict(Cluster.objects.values_list("id", "name"))
-        nodes = _load_nodes(clusters)
-        result.servers, result.nodes = len(servers), len(nodes)
-
-        nodes, result.bindings_changed, ambiguous = _bind(nodes, servers, now)
-        result.bound = sum(1 for n in nodes if n.server_id)
-        fleet = _fleet(nodes, servers, clusters, now, ambiguous=ambiguous)
-        desired = evaluate(fleet)
-        # The scheduler layer answers for its own types only: health and fabric write theirs.
-        scope = Q(type__in=FindingType.values)
-        raised, resolved, open_count = write_findings(desired, now, scope=scope)
-        result.findings_raised, result.findings_resolved = raised, resolved
-        result.findings_open = open_count
+        if (
+            force
+            or changed.identities
+            or judged_globals != state.judged_globals
+            or len(changed.servers) + len(changed.nodes) + len(changed.vanished) > CHANGES_MOST
+        ):
+            bindings, moved = _judge_all(result, clusters, now)
+            facts = changed.nodes | judged_facts([i for i in moved if i not in changed.nodes])
+            nodes = {i: (f, *bindings[i]) for i, f in facts.items() if i in bindings}
+        elif changed:
+            nodes = _judge_changes(result, changed, clusters, now)
+        else:
+            nodes = {}
+            result.full = False
+        judged_save(servers=changed.servers, nodes=nodes, vanished=changed.vanished)
+        if not result.full:
+            _count(result)
         result.duration_ms = int((time.monotonic() - started) * 1000)
-        ReconcileState.objects.update_or_create(
-            id=1,
-            defaults={
-                "inventory_revision": inventory_rev,
-                "nodes_revision": nodes_rev,
-                "reconciled_at": now,
-                "duration_ms": result.duration_ms,
-            },
+        ReconcileState.objects.filter(id=1).update(
+            inventory_revision=inventory_rev,
+            nodes_revision=nodes_rev,
+            reconciled_at=now,
+            duration_ms=result.duration_ms,
+            judged_globals=judged_globals,
         )
     logger.info("reconciled %s", result)
     return result
+
+
+def _judge_all(
+    result: ReconcileResult, clusters: dict[int, str], now
+) -> tuple[dict[int, tuple[int | None, str]], set[int]]:
+    """The whole fleet loaded, bound and judged. Returns every node's binding, and the nodes
+    whose binding changed."""
+    servers = _load_servers()
+    nodes = _load_nodes(clusters)
+    result.servers, result.nodes = len(servers), len(nodes)
+    nodes, moved, ambiguous = _bind(nodes, servers, now)
+    result.bindings_changed = len(moved)
+    result.bound = sum(1 for n in nodes if n.server_id)
+    result.judged_servers, result.judged_nodes = len(servers), len(nodes)
+    fleet = _fleet(nodes, servers, clusters, now, ambiguous=ambiguous)
+    desired = evaluate(fleet)
+    # The scheduler layer answers for its own types only: health and fabric write theirs.
+    scope = Q(type__in=FindingType.values)
+    raised, resolved, open_count = write_findings(desired, now, scope=scope)
+    result.findings_raised, result.findings_resolved = raised, resolved
+    result.findings_open = open_count
+    return {n.id: (n.server_id, n.binding_method) for n in nodes}, set(moved)
+
+
+def _judge_changes(
+    result: ReconcileResult, changed: Changes, clusters: dict[int, str], now
+) -> dict[int, tuple[str, int | None, str]]:
+    """Bind the changed nodes again, and judge the servers whose facts or nodes changed (with
+    their hosts, VMs and the servers claiming their GPUs) and the changed nodes, by the rules
+    that read no more than that; then a cluster's driver versions, from one aggregate query.
+
+    No server identity changed (else the whole fleet is judged), so the other nodes' bindings
+    and the findings comparing identities across the fleet stand. Returns the changed nodes'
+    digests and bindings, to store."""
+    result.full = False
+    nodes = _load_nodes(clusters, node_ids=list(changed.nodes))
+    ambiguous: dict[int, frozenset[int]] = {}
+    if nodes:
+        nodes, moved, ambiguous = _bind(nodes, _load_identities(), now)
+        result.bindings_changed = len(moved)
+    node_ids = set(changed.nodes) | set(changed.vanished)
+    server_ids = set(changed.servers) | {s for s in changed.left.values() if s}
+    server_ids |= {n.server_id for n in nodes if n.server_id}
+    server_ids |= _claimants_of(changed.servers)
+    judged = _with_hosts_and_vms(server_ids)
+    servers = _load_servers(judged)
+    result.judged_servers, result.judged_nodes = len(judged & servers.keys()), len(node_ids)
+    others = {c.holder_id for s in servers.values() for c in s.gpu_claims}
+    others |= {i for found in ambiguous.values() for i in found}
+    if others - servers.keys():
+        servers |= _load_servers(others - servers.keys())
+    by_id = {n.id: n for n in _load_nodes(clusters, server_ids=judged)}
+    by_id |= {n.id: n for n in nodes}
+    fleet = _fleet(sorted(by_id.values(), key=attrgetter("id")), servers, clusters, now, ambiguous)
+    desired = {
+        key: finding
+        for key, finding in evaluate(fleet, SERVER_RULES + SERVER_NODES_RULES).items()
+        if finding.server_id in judged
+    }
+    desired |= {
+        key: finding
+        for key, finding in evaluate(fleet, NODE_RULES).items()
+        if finding.node_id in node_ids
+    }
+    desired |= {f.key: f for f in _driver_skew(clusters)}
+    scope = (
+        Q(type__in=SERVER_FINDING_TYPES, server_id__in=judged)
+        | Q(
+            type=FindingType.DUPLICATE_IDENTITY,
+            subject__startswith="cluster:",
+            server_id__in=judged,
+        )
+        | Q(type__in=NODE_FINDING_TYPES, subject__startswith="node:", node_id__in=node_ids)
+        | Q(type=FindingType.DRIVER_SKEW)
+    )
+    result.findings_raised, result.findings_resolved, _ = write_findings(desired, now, scope=scope)
+    return {n.id: (changed.nodes[n.id], n.server_id, n.binding_method) for n in nodes}
+
+
+def _ages(now) -> tuple[Any, Any]:
+    """The times before which an agent is stale, and a server offline."""
+    return (
+        now - timedelta(seconds=settings.ATLAS_SERVER_STALE_AFTER_S),
+        now - timedelta(seconds=settings.ATLAS_SERVER_OFFLINE_AFTER_S),
+    )
+
+
+def _claimants_of(server_ids: Collection[int]) -> set[int]:
+    """The servers claiming GPUs these servers hold (their findings name the holder)."""
+    if not server_ids:
+        return set()
+    claims = GpuClaim.objects.filter(gpu__server_id__in=list(server_ids)).order_by()
+    return set(claims.values_list("server_id", flat=True))
+
+
+def _count(result: ReconcileResult) -> None:
+    """The fleet's totals, for a pass that judged only what changed."""
+    live = Node.objects.filter(gone_at__isnull=True)
+    totals = live.aggregate(nodes=Count("id"), bound=Count("id", filter=Q(server__isnull=False)))
+    result.nodes, result.bound = totals["nodes"], totals["bound"]
+    result.servers = Server.objects.count()
+    result.findings_open = Finding.objects.filter(
+        type__in=FindingType.values, resolved_at__isnull=True
+    ).count()
+
+
+def _driver_skew(clusters: dict[int, str]) -> list[FindingFact]:
+    """`driver_skew` from one aggregate over the bound nodes of GPU servers, each version
+    counted in the order its first node comes, as the rule counts them over the fleet."""
+    gpus = Gpu.objects.filter(server_id=OuterRef("server_id")).exclude(status=GpuStatus.LOST)
+    rows = (
+        Node.objects.filter(gone_at__isnull=True, server__isnull=False)
+        .filter(Exists(gpus))
+        .order_by()
+        .values_list("cluster_id", "server__driver_version", "server__cuda_version")
+        .annotate(n=Count("id"), first=Min("id"))
+    )
+    firsts: dict[tuple[str, int, str], int] = {}
+    counts: Counter[tuple[str, int, str]] = Counter()
+    for cluster_id, driver, cuda, n, first in rows:
+        for table, version in (("driver", driver), ("cuda", cuda)):
+            if version:
+                key = (table, cluster_id, version)
+                counts[key] += n
+                firsts[key] = min(firsts.get(key, first), first)
+    tables: dict[str, dict[int, Counter[str]]] = {"driver": {}, "cuda": {}}
+    for table, cluster_id, version in sorted(firsts, key=firsts.__getitem__):
+        versions = tables[table].setdefault(cluster_id, Counter())
+        versions[version] = counts[table, cluster_id, version]
+    return skew_findings(tables["driver"], tables["cuda"], clusters)
 
 
 def reconcile_servers(*, server_ids: Collection[int], now=None) -> ReconcileResult:
@@ -185,27 +346,6 @@ def reconcile_needed() -> bool:
 
 # Loading ------------------------------------------------------------------------------
 
-SERVER_COLUMNS = (
-    "id",
-    "hostname",
-    "fqdn",
-    "system_uuid",
-    "machine_id",
-    "addresses",
-    "last_seen",
-    "driver_version",
-    "cuda_version",
-    "vendor",
-    "product",
-    "hardware_profile_id",
-    "pci_gpu_count",
-    "is_virtual",
-    "physical_host_id",
-    "nvml_error",
-)
-"""The Server columns `ServerFacts` takes, in its field order (`hardware_profile_id` is its
-`profile_id`)."""
-
 
 def _columns(
     queryset: QuerySet, columns: Sequence[str], decode: Mapping[str, Callable[[Any], Any]]
@@ -219,7 +359,10 @@ def _columns(
     through Django's converters was most of a full pass.
     """
     compiler = queryset.values_list(*columns).query.get_compiler(using=queryset.db)
-    sql, params = compiler.as_sql()
+    try:
+        sql, params = compiler.as_sql()
+    except EmptyResultSet:  # `id__in=[]`
+        return [[] for _ in columns]
     expressions = [selected[0] for selected in compiler.select[: compiler.col_count]]
     converters = compiler.get_converters(expressions)
     with connection.cursor() as cursor:
@@ -334,6 +477,25 @@ def _load_servers(ids: Collection[int] | None = None) -> dict[int, ServerFacts]:
     }
 
 
+class ServerIdentity(NamedTuple):
+    """What binding reads of a server (`IDENTITY_COLUMNS`)."""
+
+    id: int
+    hostname: str
+    fqdn: str
+    system_uuid: str | None
+    machine_id: str | None
+    addresses: tuple[str, ...]
+
+
+def _load_identities() -> dict[int, ServerIdentity]:
+    """Every server's identity, to bind a few nodes: one query."""
+    columns = _columns(
+        Server.objects.order_by(), ("id", *IDENTITY_COLUMNS), decode={"addresses": _tuple}
+    )
+    return {row[0]: ServerIdentity(*row) for row in zip(*columns, strict=True)}
+
+
 def _load_profiles(servers: dict[int, ServerFacts]) -> dict[int, HardwareProfileFacts]:
     """Each server's hardware profile (set on it, else matched by DMI vendor and product)."""
     profiles = list(HardwareProfile.objects.all())
@@ -354,45 +516,18 @@ def _load_profiles(servers: dict[int, ServerFacts]) -> dict[int, HardwareProfile
     return found
 
 
-NODE_COLUMNS = (
-    "id",
-    "cluster_id",
-    "kind",
-    "name",
-    "state",
-    "raw_state",
-    "state_flags",
-    "ready",
-    "schedulable",
-    "reason",
-    "gpu_capacity",
-    "gpu_allocatable",
-    "gpu_used",
-    "gres",
-    "mig_resources",
-    "resources",
-    "gpu_product",
-    "gpu_replicas",
-    "mig_strategy",
-    "hostname",
-    "addresses",
-    "system_uuid",
-    "machine_id",
-    "server_id",
-    "binding_method",
-)
-"""The Node columns `NodeFacts` is made of, in its field order (`resources` becomes
-`shared_gpus`)."""
-
-
 def _load_nodes(
-    clusters: dict[int, str], server_ids: Collection[int] | None = None
+    clusters: dict[int, str],
+    server_ids: Collection[int] | None = None,
+    node_ids: Collection[int] | None = None,
 ) -> list[NodeFacts]:
-    """Every node that is not gone (or those bound to `server_ids`), as the rules see it,
-    in id order."""
+    """Every node that is not gone (or those bound to `server_ids`, or those of `node_ids`),
+    as the rules see it, in id order."""
     nodes = Node.objects.filter(gone_at__isnull=True).order_by()
     if server_ids is not None:
         nodes = nodes.filter(server_id__in=server_ids)
+    if node_ids is not None:
+        nodes = nodes.filter(id__in=node_ids)
     (
         ids,
         cluster_ids,
@@ -500,7 +635,9 @@ def _gres_record(gres: dict[str, Any]) -> GresRecord:
 # Binding ------------------------------------------------------------------------------
 
 
-def _index(servers: dict[int, ServerFacts]) -> dict[str, dict[str, tuple[int, ...]]]:
+def _index(
+    servers: Iterable[ServerIdentity | ServerFacts],
+) -> dict[str, dict[str, tuple[int, ...]]]:
     """Server ids by each name a node may know a server by, lower-case: system UUID
     (`uuid`), machine-id (`mid`), FQDN, short hostname and address. Tuples, not sets: nearly
     every name is one server's, and 25,000 servers make 100,000 of them."""
@@ -517,7 +654,7 @@ def _index(servers: dict[int, ServerFacts]) -> dict[str, dict[str, tuple[int, ..
         elif server_id not in found:
             table[key] = (*found, server_id)
 
-    for s in servers.values():
+    for s in servers:
         if s.system_uuid:
             put(uuids, s.system_uuid.lower(), s.id)
         if s.machine_id:
@@ -574,11 +711,11 @@ def _is_ip(value: str) -> bool:
 
 
 def _bind(
-    nodes: list[NodeFacts], servers: dict[int, ServerFacts], now
-) -> tuple[list[NodeFacts], int, dict[int, frozenset[int]]]:
+    nodes: list[NodeFacts], servers: Mapping[int, ServerIdentity | ServerFacts], now
+) -> tuple[list[NodeFacts], dict[int, tuple[int | None, str]], dict[int, frozenset[int]]]:
     """Each node with its server set; a manual binding always wins. Returns the bound nodes,
-    how many bindings changed (written here) and the nodes whose identity is ambiguous."""
-    index = _index(servers)
+    the bindings that changed (written here) and the nodes whose identity is ambiguous."""
+    index = _index(servers.values())
     ambiguous: dict[int, frozenset[int]] = {}
     changed: list[tuple[int, int | None, str, Any]] = []
     bound = []
@@ -596,7 +733,8 @@ def _bind(
             changed.append((node.id, server_id, method, now if server_id else None))
         bound.append(node)
     _write_bindings(changed)
-    return bound, len(changed), ambiguous
+    moved = {node_id: (server_id, method) for node_id, server_id, method, _ in changed}
+    return bound, moved, ambiguous
 
 
 def _write_bindings(rows: list[tuple[int, int | None, str, Any]]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 
 from core.findings import FindingFact
 
@@ -22,6 +23,16 @@ def driver_skew(fleet: Fleet) -> list[FindingFact]:
                 drivers[node.cluster_id][server.driver_version] += 1
             if server.cuda_version:
                 cudas[node.cluster_id][server.cuda_version] += 1
+    return skew_findings(drivers, cudas, fleet.clusters)
+
+
+def skew_findings(
+    drivers: Mapping[int, Counter[str]],
+    cudas: Mapping[int, Counter[str]],
+    clusters: Mapping[int, str],
+) -> list[FindingFact]:
+    """The skew findings from each cluster's versions, counted in bound-node order (versions
+    of equal count are listed in the order their first node came)."""
     found = []
     for label, table in (("driver", drivers), ("CUDA", cudas)):
         for cluster_id, versions in table.items():
@@ -33,7 +44,7 @@ def driver_skew(fleet: Fleet) -> list[FindingFact]:
                     FindingType.DRIVER_SKEW,
                     Severity.WARNING,
                     f"cluster:{cluster_id}:{label.lower()}",
-                    f"{fleet.clusters[cluster_id]}: {len(versions)} NVIDIA {label} versions in "
+                    f"{clusters[cluster_id]}: {len(versions)} NVIDIA {label} versions in "
                     f"one cluster ({listed}); jobs may behave differently by node",
                     cluster_id=cluster_id,
                     details={"versions": dict(versions)},

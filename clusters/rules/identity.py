@@ -63,14 +63,15 @@ def duplicate_identity(fleet: Fleet) -> list[FindingFact]:
     """One identity, several machines: a node matching several servers, servers sharing a
     machine-id (a cloned image) or a short hostname, several nodes of a cluster on one server."""
     return [
-        *_ambiguous_nodes(fleet),
-        *_shared_machine_ids(fleet),
-        *_shared_hostnames(fleet),
-        *_nodes_sharing_a_server(fleet),
+        *ambiguous_nodes(fleet),
+        *shared_machine_ids(fleet),
+        *shared_hostnames(fleet),
+        *nodes_sharing_a_server(fleet),
     ]
 
 
-def _ambiguous_nodes(fleet: Fleet) -> list[FindingFact]:
+def ambiguous_nodes(fleet: Fleet) -> list[FindingFact]:
+    """A node whose identity matches several servers (`node:<id>`)."""
     found = []
     for node in fleet.nodes:
         if fleet.server_of(node) is not None or node.id not in fleet.ambiguous:
@@ -91,7 +92,8 @@ def _ambiguous_nodes(fleet: Fleet) -> list[FindingFact]:
     return found
 
 
-def _shared_machine_ids(fleet: Fleet) -> list[FindingFact]:
+def shared_machine_ids(fleet: Fleet) -> list[FindingFact]:
+    """Servers sharing a machine-id (`machine-id:<id>`)."""
     by_mid: dict[str, list[ServerFacts]] = defaultdict(list)
     for s in fleet.servers.values():
         if s.machine_id:
@@ -114,7 +116,8 @@ def _shared_machine_ids(fleet: Fleet) -> list[FindingFact]:
     return found
 
 
-def _shared_hostnames(fleet: Fleet) -> list[FindingFact]:
+def shared_hostnames(fleet: Fleet) -> list[FindingFact]:
+    """Servers sharing a short hostname (`hostname:<name>`)."""
     by_name: dict[str, list[ServerFacts]] = defaultdict(list)
     for s in fleet.servers.values():
         by_name[short_hostname(s.hostname)].append(s)
@@ -132,7 +135,8 @@ def _shared_hostnames(fleet: Fleet) -> list[FindingFact]:
     ]
 
 
-def _nodes_sharing_a_server(fleet: Fleet) -> list[FindingFact]:
+def nodes_sharing_a_server(fleet: Fleet) -> list[FindingFact]:
+    """Several nodes of one cluster bound to one server (`cluster:<id>:server:<id>`)."""
     found = []
     for server_id, bound in fleet.nodes_by_server.items():
         if len(bound) < 2:

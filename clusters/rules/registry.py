@@ -14,7 +14,14 @@ from core.findings import FindingFact
 from .cluster import driver_skew
 from .counts import gpu_count_mismatch, mig_mismatch
 from .hardware import below_profile, gpu_model_mismatch, gpu_not_in_nvml, mig_pending_reboot
-from .identity import duplicate_gpu, duplicate_identity, node_without_server, server_without_node
+from .identity import (
+    ambiguous_nodes,
+    duplicate_gpu,
+    duplicate_identity,
+    node_without_server,
+    nodes_sharing_a_server,
+    server_without_node,
+)
 from .state import node_unavailable, stale_agent, unhealthy_gpu
 from .types import Fleet
 
@@ -40,7 +47,20 @@ servers at a time (`clusters.reconcile.reconcile_servers`)."""
 FLEET_RULES: tuple[Rule, ...] = (node_without_server, duplicate_identity, driver_skew)
 """Rules that compare across the fleet or a cluster: the full pass only."""
 
+NODE_RULES: tuple[Rule, ...] = (node_without_server, ambiguous_nodes)
+"""The findings about a node that read only the node, its binding and the servers its identity
+matched (`node:<id>` subjects): a full pass re-judges them for the nodes that changed."""
+
+SERVER_NODES_RULES: tuple[Rule, ...] = (nodes_sharing_a_server,)
+"""Findings about one server's nodes that `SERVER_RULES` leaves to the full pass
+(`cluster:<id>:server:<id>` subjects of `duplicate_identity`), which re-judges them for the
+servers whose nodes changed. The rest of `duplicate_identity` (shared machine-ids and
+hostnames) reads only server identities, and `driver_skew` reads a cluster's version counts."""
+
 RULES: tuple[Rule, ...] = (*FLEET_RULES, *SERVER_RULES)
+
+NODE_FINDING_TYPES = frozenset({node_without_server.__name__, duplicate_identity.__name__})
+"""The finding types of `NODE_RULES` (`ambiguous_nodes` is part of `duplicate_identity`)."""
 
 SERVER_FINDING_TYPES = frozenset(rule.__name__ for rule in SERVER_RULES)
 """The finding types of `SERVER_RULES` (each rule is named for its type; a test holds it)."""

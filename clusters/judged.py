@@ -1,0 +1,255 @@
+"""Digests of what the full reconciliation judged, so the next one re-judges only what changed.
+
+A full pass stores, per server and per node, a digest of every input its rules and its binding
+read (`JudgedServer`, `JudgedNode`, and the globals on `ReconcileState`). The next pass asks
+the database which rows differ from their digests (`changes`), and judges those instead of the
+whole fleet (`clusters.reconcile`). The digests are computed in SQL, a JSON array of the
+inputs (hashed with MD5 on PostgreSQL; SQLite has no hash function and keeps the array), so
+the rows that did not change never reach Python.
+
+What the digests cover:
+
+- a server's identity, what binding reads (`IDENTITY_COLUMNS`): one that changed, came or went
+  may move any node, and the pass judges everything;
+- a server's facts: the rest of the Server columns `ServerFacts` takes, its age as the rules
+  see it (fresh, live, else the time it last reported), its GPUs (status, name, MIG modes,
+  health fields), its MIG devices, the GPUs it claims with their holder's row, and its VMs;
+- a node: the Node columns `NodeFacts` takes, and the binding the pass left;
+- the globals: clusters, hardware profiles, and the code that judges: a change judges
+  everything.
+
+A digest is read before the rows it stands for, so a change landing during a pass makes the
+next pass judge that row again, never skip it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import (
+    Aggregate,
+    BigIntegerField,
+    Case,
+    F,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    TextField,
+    Value,
+    When,
+)
+from django.db.models.functions import MD5, Cast, Coalesce, JSONArray
+
+from inventory.health import HEALTH_FIELDS
+from inventory.models import Gpu, GpuClaim, HardwareProfile, MigDevice, Server
+
+from .fact_columns import IDENTITY_COLUMNS, NODE_COLUMNS, SERVER_COLUMNS
+from .models import Cluster, JudgedNode, JudgedServer, Node
+
+BATCH = 2000
+
+GPU_COLUMNS = ("uuid", "name", "mig_mode_current", "mig_mode_pending", *HEALTH_FIELDS)
+"""The Gpu columns the server facts are counted from (`HEALTH_FIELDS` holds the status)."""
+
+NODE_BINDING = ("id", "server_id", "binding_method")
+"""The Node columns a node's digest leaves out: its id, and the binding it is stored beside."""
+
+
+@dataclass
+class Changes:
+    """The servers and nodes whose inputs differ from what the last full pass judged.
+
+    `servers` and `nodes` give the digests now (identity and facts; facts) of the live rows
+    that are new or changed; `identities` is true when a server's identity changed, or a
+    server came or went; `left` is the server each changed or vanished node was judged bound
+    to (0: none); `vanished` are judged nodes now gone or deleted.
+    """
+
+    servers: dict[int, tuple[str, str]] = field(default_factory=dict)
+    identities: bool = False
+    nodes: dict[int, str] = field(default_factory=dict)
+    left: dict[int, int] = field(default_factory=dict)
+    vanished: list[int] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.servers or self.identities or self.nodes or self.vanished)
+
+
+def changes(*, stale_before: datetime, offline_before: datetime) -> Changes:
+    """What changed since the last full pass: four queries, whatever the fleet."""
+    found = Changes()
+    identity = _digest(JSONArray(*IDENTITY_COLUMNS))
+    facts = _digest(_server_facts(stale_before, offline_before))
+    servers = (
+        Server.objects.order_by()
+        .annotate(identity_now=identity, facts_now=facts)
+        .filter(
+            Q(judged__isnull=True)
+            | ~Q(judged__identity=F("identity_now"))
+            | ~Q(judged__facts=F("facts_now"))
+        )
+        .values_list("id", "identity_now", "facts_now", "judged__identity")
+    )
+    for server_id, identity_now, facts_now, identity_then in servers:
+        found.servers[server_id] = (identity_now, facts_now)
+        found.identities |= identity_now != identity_then
+    found.identities |= _judged_servers_gone().exists()
+
+    live = Node.objects.filter(gone_at__isnull=True).order_by()
+    nodes = (
+        live.annotate(
+            facts_now=_digest(_node_facts()),
+            bound_now=Coalesce("server_id", Value(0), output_field=BigIntegerField()),
+        )
+        .filter(
+            Q(judged__isnull=True)
+            | ~Q(judged__facts=F("facts_now"))
+            | ~Q(judged__bound_to=F("bound_now"))
+            | ~Q(judged__binding_method=F("binding_method"))
+        )
+        .values_list("id", "facts_now", "judged__bound_to")
+    )
+    for node_id, facts_now, bound_to in nodes:
+        found.nodes[node_id] = facts_now
+        found.left[node_id] = bound_to or 0
+    vanished = JudgedNode.objects.exclude(node_id__in=live.values("id"))
+    for node_id, bound_to in vanished.values_list("node_id", "bound_to"):
+        found.vanished.append(node_id)
+        found.left[node_id] = bound_to
+    return found
+
+
+def judged_save(
+    *,
+    servers: dict[int, tuple[str, str]],
+    nodes: dict[int, tuple[str, int | None, str]],
+    vanished: list[int],
+) -> None:
+    """Store what a pass judged: servers by id (identity, facts), nodes by id (facts, the server
+    bound to, how); forget the vanished nodes and the servers deleted since."""
+    JudgedServer.objects.bulk_create(
+        [JudgedServer(server_id=i, identity=d[0], facts=d[1]) for i, d in servers.items()],
+        update_conflicts=True,
+        unique_fields=["server"],
+        update_fields=["identity", "facts"],
+        batch_size=BATCH,
+    )
+    JudgedNode.objects.bulk_create(
+        [
+            JudgedNode(node_id=i, facts=f, bound_to=s or 0, binding_method=m)
+            for i, (f, s, m) in nodes.items()
+        ],
+        update_conflicts=True,
+        unique_fields=["node"],
+        update_fields=["facts", "bound_to", "binding_method"],
+        batch_size=BATCH,
+    )
+    for start in range(0, len(vanished), BATCH):
+        JudgedNode.objects.filter(node_id__in=vanished[start : start + BATCH]).delete()
+    _judged_servers_gone().delete()
+
+
+def judged_facts(node_ids: list[int]) -> dict[int, str]:
+    """The stored digests of these nodes (for nodes that moved but did not change)."""
+    found: dict[int, str] = {}
+    for start in range(0, len(node_ids), BATCH):
+        rows = JudgedNode.objects.filter(node_id__in=node_ids[start : start + BATCH])
+        found.update(rows.values_list("node_id", "facts"))
+    return found
+
+
+def globals_now() -> str:
+    """What every finding may read beyond its own server and nodes: cluster names, hardware
+    profiles (in the order they are matched), and the code that judges."""
+    clusters = list(Cluster.objects.order_by("id").values_list("id", "name"))
+    profiles = list(
+        HardwareProfile.objects.values_list(
+            "id", "name", "vendor", "product", "expected_gpu_count", "expected_gpu_model"
+        )
+    )
+    return json.dumps([code_version(), clusters, profiles])
+
+
+@cache
+def code_version() -> str:
+    """A digest of the source of the apps whose code judges (the rules, binding, the facts,
+    the health rule, MIG names): a deploy that changes them judges everything once."""
+    digest = hashlib.sha256()
+    for app in ("agent", "clusters", "core", "inventory"):
+        for path in sorted((Path(settings.BASE_DIR) / app).rglob("*.py")):
+            if "migrations" not in path.parts:
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+# The digests, in SQL --------------------------------------------------------------------
+
+
+class _Rows(Aggregate):
+    """Rows as one JSON array: SQLite's JSON_GROUP_ARRAY, PostgreSQL's JSONB_AGG."""
+
+    function = "JSON_GROUP_ARRAY"
+    output_field = TextField()
+
+    def as_postgresql(self, compiler, connection, **extra_context):
+        return self.as_sql(compiler, connection, function="JSONB_AGG", **extra_context)
+
+
+def _rows_of(queryset: QuerySet, key: str, columns: tuple[str, ...]) -> Subquery:
+    """The rows of `queryset` whose `key` is the outer server's id, as one JSON array (NULL
+    for none)."""
+    rows = (
+        queryset.filter(**{key: OuterRef("id")})
+        .order_by()
+        .values(key)
+        .annotate(rows=_Rows(JSONArray(*columns)))
+        .values("rows")
+    )
+    return Subquery(rows, output_field=TextField())
+
+
+def _server_facts(stale_before: datetime, offline_before: datetime) -> JSONArray:
+    own = [c for c in SERVER_COLUMNS if c not in ("id", "last_seen", *IDENTITY_COLUMNS)]
+    age = (
+        Case(
+            When(last_seen__gte=stale_before, then=Value("fresh")),
+            default=Cast("last_seen", TextField()),
+            output_field=TextField(),
+        ),
+        Case(
+            When(last_seen__gte=offline_before, then=Value("live")),
+            default=Value("offline"),
+            output_field=TextField(),
+        ),
+    )
+    claims = ("uuid", "mig_device_id", "gpu_id", "gpu__server_id", "gpu__status", "gpu__serial")
+    return JSONArray(
+        *own,
+        *age,
+        _rows_of(Gpu.objects.all(), "server_id", GPU_COLUMNS),
+        _rows_of(MigDevice.objects.all(), "gpu__server_id", ("gpu_id", "profile")),
+        _rows_of(GpuClaim.objects.all(), "server_id", claims),
+        _rows_of(Server.objects.all(), "physical_host_id", ("id",)),
+    )
+
+
+def _node_facts() -> JSONArray:
+    return JSONArray(*(c for c in NODE_COLUMNS if c not in NODE_BINDING))
+
+
+def _digest(expression: Any) -> Any:
+    text = Cast(expression, TextField())
+    return MD5(text) if connection.vendor == "postgresql" else text
+
+
+def _judged_servers_gone() -> QuerySet:
+    return JudgedServer.objects.exclude(server_id__in=Server.objects.values("id"))
