@@ -3,7 +3,9 @@
 Each size runs in a fresh database: N servers with 8 GPUs each, a Kubernetes cluster whose
 N nodes carry the servers' SMBIOS UUIDs, and a Slurm cluster whose N nodes carry their short
 hostnames. Printed: the first reconciliation (binds every node), a steady-state one (nothing
-changed), their query counts and peak Python memory, beside two floors: the least any full
+changed but the agents' last report; it judges only what changed, `clusters.judged`), one
+after a GPU of one server failed, one forced to judge everything (`force=True`, as from
+scratch), their query counts and peak Python memory, beside two floors: the least any full
 reconciler does (load the identity rows and the GPU counts with `values_list`, then a dict
 join that binds and compares counts), and that dict join alone on rows already in Python.
 Then one changed server (a GPU starts failing, then recovers): `reconcile_servers` for it
@@ -155,6 +157,15 @@ def loading_floor() -> float:
     return time.perf_counter() - start
 
 
+def failing_gpu() -> None:
+    """A GPU of the second server starts failing: one server's facts change."""
+    from inventory.choices import GpuStatus
+    from inventory.models import Gpu, Server
+
+    server_id = Server.objects.order_by("id").values_list("id", flat=True)[1]
+    Gpu.objects.filter(server_id=server_id, index=0).update(status=GpuStatus.ERROR)
+
+
 def one_changed_server(repeat: int = 5) -> tuple[float, int, int]:
     """A GPU of one server fails, then recovers: reconcile that server alone each time.
     Returns the median seconds, the queries of one run and the findings it raised."""
@@ -193,19 +204,29 @@ def run_one(n: int) -> None:
         build(n)
         built = time.perf_counter() - started
         rows = []
-        for label in ("first (binds all)", "steady state"):
+        runs = (
+            ("first (binds all)", False, None),
+            ("steady state", False, None),
+            ("steady, 1 GPU failed", False, failing_gpu),
+            ("forced (judges all)", True, None),
+        )
+        for label, force, change in runs:
             agents_report()
+            if change is not None:
+                change()
             reset_queries()  # the build filled Django's query log
             with CaptureQueriesContext(connection) as ctx:
                 start = time.perf_counter()
-                result = reconcile_all()
+                result = reconcile_all(force=force)
                 seconds = time.perf_counter() - start
             rows.append((label, seconds, len(ctx.captured_queries), result))
-        agents_report()
-        tracemalloc.start()
-        reconcile_all()
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
+        peaks = []
+        for force in (False, True):
+            agents_report()
+            tracemalloc.start()
+            reconcile_all(force=force)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
         floor_s = floor(n)
         loading_s = min(loading_floor() for _ in range(3))
         agents_report()
@@ -214,13 +235,13 @@ def run_one(n: int) -> None:
         print(f"\n{vendor}: {sizes} (built in {built:.1f} s)")
         print(
             f"  {'run':<22}{'time':>10}{'x load+join':>13}{'x join':>8}{'queries':>9}"
-            f"{'bound':>9}{'findings':>10}"
+            f"{'bound':>9}{'findings':>10}{'judged':>9}"
         )
         for label, seconds, queries, result in rows:
             print(
                 f"  {label:<22}{seconds:>9.2f}s{seconds / loading_s:>12.1f}x"
                 f"{seconds / floor_s:>7.0f}x{queries:>9}{result.bound:>9,}"
-                f"{result.findings_open:>10,}"
+                f"{result.findings_open:>10,}{result.judged_servers:>9,}"
             )
         print(f"  {'floor (load + join)':<22}{loading_s * 1000:>8.1f}ms")
         print(f"  {'floor (dict join)':<22}{floor_s * 1000:>8.1f}ms")
@@ -228,7 +249,10 @@ def run_one(n: int) -> None:
             f"  one changed server    {one_s * 1000:>8.1f}ms (median of 5, goal 50 ms), "
             f"{one_queries} queries, {one_raised} findings raised"
         )
-        print(f"  peak Python memory of a steady-state run: {peak / 2**20:.0f} MiB")
+        print(
+            f"  peak Python memory: steady state {peaks[0] / 2**20:.0f} MiB, "
+            f"forced {peaks[1] / 2**20:.0f} MiB"
+        )
 
 
 def main() -> None:

@@ -3,9 +3,9 @@
 A full pass stores, per server and per node, a digest of every input its rules and its binding
 read (`JudgedServer`, `JudgedNode`, and the globals on `ReconcileState`). The next pass asks
 the database which rows differ from their digests (`changes`), and judges those instead of the
-whole fleet (`clusters.reconcile`). The digests are computed in SQL, a JSON array of the
-inputs (hashed with MD5 on PostgreSQL; SQLite has no hash function and keeps the array), so
-the rows that did not change never reach Python.
+whole fleet (`clusters.reconcile`). The digests are computed in SQL: the inputs as one text
+(a JSON array on SQLite, which has no hash function and keeps it; a 64-bit hash of a row's
+text on PostgreSQL), so the rows that did not change never reach Python.
 
 What the digests cover:
 
@@ -39,6 +39,7 @@ from django.db.models import (
     BigIntegerField,
     Case,
     F,
+    Func,
     OuterRef,
     Q,
     QuerySet,
@@ -47,7 +48,7 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.functions import MD5, Cast, Coalesce, JSONArray
+from django.db.models.functions import Cast, Coalesce
 
 from inventory.health import HEALTH_FIELDS
 from inventory.models import Gpu, GpuClaim, HardwareProfile, MigDevice, Server
@@ -87,7 +88,7 @@ class Changes:
 def changes(*, stale_before: datetime, offline_before: datetime) -> Changes:
     """What changed since the last full pass: four queries, whatever the fleet."""
     found = Changes()
-    identity = _digest(JSONArray(*IDENTITY_COLUMNS))
+    identity = _digest(_Row(*IDENTITY_COLUMNS))
     facts = _digest(_server_facts(stale_before, offline_before))
     servers = (
         Server.objects.order_by()
@@ -194,14 +195,33 @@ def code_version() -> str:
 # The digests, in SQL --------------------------------------------------------------------
 
 
+class _Row(Func):
+    """Values as one unambiguous text: a JSON array on SQLite, a row's text on PostgreSQL
+    (`ROW(...)::text` is about twice as fast there as building JSON)."""
+
+    function = "JSON_ARRAY"
+    output_field = TextField()
+
+    def as_postgresql(self, compiler, connection, **extra_context):
+        return self.as_sql(
+            compiler, connection, template="ROW(%(expressions)s)::text", **extra_context
+        )
+
+
 class _Rows(Aggregate):
-    """Rows as one JSON array: SQLite's JSON_GROUP_ARRAY, PostgreSQL's JSONB_AGG."""
+    """`_Row`s as one text: SQLite's JSON_GROUP_ARRAY, PostgreSQL's STRING_AGG (each row's
+    text is parenthesised, its fields quoted where they hold a comma)."""
 
     function = "JSON_GROUP_ARRAY"
     output_field = TextField()
 
     def as_postgresql(self, compiler, connection, **extra_context):
-        return self.as_sql(compiler, connection, function="JSONB_AGG", **extra_context)
+        return self.as_sql(
+            compiler,
+            connection,
+            template="STRING_AGG(%(expressions)s, ',')",
+            **extra_context,
+        )
 
 
 def _rows_of(queryset: QuerySet, key: str, columns: tuple[str, ...]) -> Subquery:
@@ -211,13 +231,13 @@ def _rows_of(queryset: QuerySet, key: str, columns: tuple[str, ...]) -> Subquery
         queryset.filter(**{key: OuterRef("id")})
         .order_by()
         .values(key)
-        .annotate(rows=_Rows(JSONArray(*columns)))
+        .annotate(rows=_Rows(_Row(*columns)))
         .values("rows")
     )
     return Subquery(rows, output_field=TextField())
 
 
-def _server_facts(stale_before: datetime, offline_before: datetime) -> JSONArray:
+def _server_facts(stale_before: datetime, offline_before: datetime) -> _Row:
     own = [c for c in SERVER_COLUMNS if c not in ("id", "last_seen", *IDENTITY_COLUMNS)]
     age = (
         Case(
@@ -232,7 +252,7 @@ def _server_facts(stale_before: datetime, offline_before: datetime) -> JSONArray
         ),
     )
     claims = ("uuid", "mig_device_id", "gpu_id", "gpu__server_id", "gpu__status", "gpu__serial")
-    return JSONArray(
+    return _Row(
         *own,
         *age,
         _rows_of(Gpu.objects.all(), "server_id", GPU_COLUMNS),
@@ -242,13 +262,21 @@ def _server_facts(stale_before: datetime, offline_before: datetime) -> JSONArray
     )
 
 
-def _node_facts() -> JSONArray:
-    return JSONArray(*(c for c in NODE_COLUMNS if c not in NODE_BINDING))
+def _node_facts() -> _Row:
+    return _Row(*(c for c in NODE_COLUMNS if c not in NODE_BINDING))
 
 
-def _digest(expression: Any) -> Any:
-    text = Cast(expression, TextField())
-    return MD5(text) if connection.vendor == "postgresql" else text
+class _Hash(Func):
+    """PostgreSQL's 64-bit text hash: stable across versions (hash partitioning stores by it),
+    and a fraction of MD5's cost."""
+
+    function = "HASHTEXTEXTENDED"
+    template = "%(function)s(%(expressions)s, 0)::text"
+    output_field = TextField()
+
+
+def _digest(row: _Row) -> Any:
+    return _Hash(row) if connection.vendor == "postgresql" else row
 
 
 def _judged_servers_gone() -> QuerySet:
