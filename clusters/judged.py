@@ -38,6 +38,7 @@ from django.db.models import (
     Aggregate,
     BigIntegerField,
     Case,
+    Exists,
     F,
     Func,
     OuterRef,
@@ -51,7 +52,7 @@ from django.db.models import (
 from django.db.models.functions import Cast, Coalesce
 
 from inventory.health import HEALTH_FIELDS
-from inventory.models import Gpu, GpuClaim, HardwareProfile, MigDevice, Server
+from inventory.models import Gpu, GpuClaim, HardwareProfile, Server
 
 from .fact_columns import IDENTITY_COLUMNS, NODE_COLUMNS, SERVER_COLUMNS
 from .models import Cluster, JudgedNode, JudgedServer, Node
@@ -59,7 +60,8 @@ from .models import Cluster, JudgedNode, JudgedServer, Node
 BATCH = 2000
 
 GPU_COLUMNS = ("uuid", "name", "mig_mode_current", "mig_mode_pending", *HEALTH_FIELDS)
-"""The Gpu columns the server facts are counted from (`HEALTH_FIELDS` holds the status)."""
+"""The Gpu columns the server facts are counted from (`HEALTH_FIELDS` holds the status); the
+profiles of its MIG devices come beside them."""
 
 NODE_BINDING = ("id", "server_id", "binding_method")
 """The Node columns a node's digest leaves out: its id, and the binding it is stored beside."""
@@ -86,8 +88,14 @@ class Changes:
 
 
 def changes(*, stale_before: datetime, offline_before: datetime) -> Changes:
-    """What changed since the last full pass: four queries, whatever the fleet."""
+    """What changed since the last full pass: four queries, whatever the fleet. Call it in a
+    transaction: on PostgreSQL it turns JIT compilation off for the rest of it."""
     found = Changes()
+    if connection.vendor == "postgresql":
+        # The per-server subqueries make the planner's cost estimate large enough to JIT-
+        # compile the server query with inlining: 1.8 s of compiling for 0.3 s of work.
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL jit = off")
     identity = _digest(_Row(*IDENTITY_COLUMNS))
     facts = _digest(_server_facts(stale_before, offline_before))
     servers = (
@@ -122,7 +130,7 @@ def changes(*, stale_before: datetime, offline_before: datetime) -> Changes:
     for node_id, facts_now, bound_to in nodes:
         found.nodes[node_id] = facts_now
         found.left[node_id] = bound_to or 0
-    vanished = JudgedNode.objects.exclude(node_id__in=live.values("id"))
+    vanished = JudgedNode.objects.filter(~Exists(live.filter(id=OuterRef("node_id"))))
     for node_id, bound_to in vanished.values_list("node_id", "bound_to"):
         found.vanished.append(node_id)
         found.left[node_id] = bound_to
@@ -255,8 +263,9 @@ def _server_facts(stale_before: datetime, offline_before: datetime) -> _Row:
     return _Row(
         *own,
         *age,
-        _rows_of(Gpu.objects.all(), "server_id", GPU_COLUMNS),
-        _rows_of(MigDevice.objects.all(), "gpu__server_id", ("gpu_id", "profile")),
+        # Each GPU with its MIG devices' profiles (one row per device): one subquery for both,
+        # as a second one would read the server's GPUs again.
+        _rows_of(Gpu.objects.all(), "server_id", (*GPU_COLUMNS, "mig_devices__profile")),
         _rows_of(GpuClaim.objects.all(), "server_id", claims),
         _rows_of(Server.objects.all(), "physical_host_id", ("id",)),
     )
@@ -280,4 +289,6 @@ def _digest(row: _Row) -> Any:
 
 
 def _judged_servers_gone() -> QuerySet:
-    return JudgedServer.objects.exclude(server_id__in=Server.objects.values("id"))
+    # NOT EXISTS, not NOT IN: PostgreSQL turns it into an anti-join; NOT IN over 25,000 ids
+    # outgrows work_mem and is scanned once per row.
+    return JudgedServer.objects.filter(~Exists(Server.objects.filter(id=OuterRef("server_id"))))

@@ -14,7 +14,7 @@ from clusters.models import Finding, Node
 from clusters.reconcile import ReconcileResult, reconcile_all
 from clusters.services import node_bind, snapshot_ingest
 from inventory.choices import GpuStatus
-from inventory.models import Gpu, GpuClaim, HardwareProfile, Server
+from inventory.models import Gpu, GpuClaim, HardwareProfile, MigDevice, Server
 from tests.nodes import k8s_node, k8s_node_list, scontrol_node, scontrol_text
 from tests.reports import apply_reports, make_report
 
@@ -119,6 +119,14 @@ def test_each_change_is_judged_as_a_pass_judging_everything_judges_it():
     # Another driver: the cluster's skew changes.
     Server.objects.filter(id=servers["dgx-03"].id).update(driver_version="535.104.05")
     assert not judged_like_a_forced_pass().full
+
+    # A MIG device appears that Slurm's GRES does not offer.
+    gpu = Gpu.objects.get(server=servers["dgx-03"], index=1)
+    MigDevice.objects.create(
+        gpu=gpu, uuid="MIG-1", gpu_instance_id=1, compute_instance_id=0, profile="1g.10gb"
+    )
+    result = judged_like_a_forced_pass()
+    assert not result.full and result.findings_raised == 1
 
     # A node is bound by hand elsewhere, then goes from its scheduler's snapshot.
     node_bind(node=Node.objects.get(name="gpu-04"), server=servers["dgx-01"])
