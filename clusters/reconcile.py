@@ -117,7 +117,12 @@ def reconcile_all(*, now=None, force: bool = False) -> ReconcileResult:
         else:
             nodes = {}
             result.full = False
-        judged_save(servers=changed.servers, nodes=nodes, vanished=changed.vanished)
+        judged_save(
+            servers=changed.servers,
+            nodes=nodes,
+            vanished=changed.vanished,
+            identities=changed.identities,
+        )
         if not result.full:
             _count(result)
         result.duration_ms = int((time.monotonic() - started) * 1000)
