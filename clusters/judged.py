@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
@@ -56,6 +57,7 @@ from inventory.models import Gpu, GpuClaim, HardwareProfile, Server
 
 from .fact_columns import IDENTITY_COLUMNS, NODE_COLUMNS, SERVER_COLUMNS
 from .models import Cluster, JudgedNode, JudgedServer, Node
+from .rules.types import ServerFacts
 
 BATCH = 2000
 
@@ -140,18 +142,22 @@ def changes(*, stale_before: datetime, offline_before: datetime) -> Changes:
 def judged_save(
     *,
     servers: dict[int, tuple[str, str]],
+    versions: Mapping[int, str],
     nodes: dict[int, tuple[str, int | None, str]],
     vanished: list[int],
     identities: bool,
 ) -> None:
-    """Store what a pass judged: servers by id (identity, facts), nodes by id (facts, the server
-    bound to, how); forget the vanished nodes, and the servers deleted since when `identities`
-    changed (a deleted server is a changed identity)."""
+    """Store what a pass judged: servers by id (identity, facts) with their `versions_of`,
+    nodes by id (facts, the server bound to, how); forget the vanished nodes, and the servers
+    deleted since when `identities` changed (a deleted server is a changed identity)."""
     JudgedServer.objects.bulk_create(
-        [JudgedServer(server_id=i, identity=d[0], facts=d[1]) for i, d in servers.items()],
+        [
+            JudgedServer(server_id=i, identity=d[0], facts=d[1], versions=versions.get(i, ""))
+            for i, d in servers.items()
+        ],
         update_conflicts=True,
         unique_fields=["server"],
-        update_fields=["identity", "facts"],
+        update_fields=["identity", "facts", "versions"],
         batch_size=BATCH,
     )
     JudgedNode.objects.bulk_create(
@@ -168,6 +174,18 @@ def judged_save(
         JudgedNode.objects.filter(node_id__in=vanished[start : start + BATCH]).delete()
     if identities:
         _judged_servers_gone().delete()
+
+
+def versions_of(server: ServerFacts) -> str:
+    """What `driver_skew` reads of a server: a pass where only servers changed counts the
+    clusters' versions again only when this changed for one of them."""
+    return json.dumps([server.driver_version, server.cuda_version, bool(server.gpus)])
+
+
+def judged_versions(server_ids: Collection[int]) -> dict[int, str]:
+    """The stored `versions_of` these servers."""
+    rows = JudgedServer.objects.filter(server_id__in=list(server_ids))
+    return dict(rows.values_list("server_id", "versions"))
 
 
 def judged_facts(node_ids: list[int]) -> dict[int, str]:

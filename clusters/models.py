@@ -321,6 +321,9 @@ class JudgedServer(models.Model):
     )
     identity = models.TextField(help_text="digest of what binding reads")
     facts = models.TextField(help_text="digest of what the rules read (GPUs, MIG, claims, age)")
+    versions = models.TextField(
+        blank=True, default="", help_text="its driver and CUDA versions, and whether it has GPUs"
+    )
 
     def __str__(self) -> str:
         return f"judged server {self.server_id}"

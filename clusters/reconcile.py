@@ -37,7 +37,15 @@ from inventory.services import revision_get
 from .choices import BindingMethod, ClusterKind, FindingType
 from .fact_columns import IDENTITY_COLUMNS, NODE_COLUMNS, SERVER_COLUMNS
 from .finding_writer import write_findings
-from .judged import Changes, changes, globals_now, judged_facts, judged_save
+from .judged import (
+    Changes,
+    changes,
+    globals_now,
+    judged_facts,
+    judged_save,
+    judged_versions,
+    versions_of,
+)
 from .models import Cluster, Finding, Node, ReconcileState
 from .parsers.records import GresRecord
 from .rules.cluster import skew_findings
@@ -109,16 +117,17 @@ def reconcile_all(*, now=None, force: bool = False) -> ReconcileResult:
             or judged_globals != state.judged_globals
             or len(changed.servers) + len(changed.nodes) + len(changed.vanished) > CHANGES_MOST
         ):
-            bindings, moved = _judge_all(result, clusters, now)
+            bindings, moved, versions = _judge_all(result, clusters, now)
             facts = changed.nodes | judged_facts([i for i in moved if i not in changed.nodes])
             nodes = {i: (f, *bindings[i]) for i, f in facts.items() if i in bindings}
         elif changed:
-            nodes = _judge_changes(result, changed, clusters, now)
+            nodes, versions = _judge_changes(result, changed, clusters, now)
         else:
-            nodes = {}
+            nodes, versions = {}, {}
             result.full = False
         judged_save(
             servers=changed.servers,
+            versions=versions,
             nodes=nodes,
             vanished=changed.vanished,
             identities=changed.identities,
@@ -139,9 +148,9 @@ def reconcile_all(*, now=None, force: bool = False) -> ReconcileResult:
 
 def _judge_all(
     result: ReconcileResult, clusters: dict[int, str], now
-) -> tuple[dict[int, tuple[int | None, str]], set[int]]:
-    """The whole fleet loaded, bound and judged. Returns every node's binding, and the nodes
-    whose binding changed."""
+) -> tuple[dict[int, tuple[int | None, str]], set[int], dict[int, str]]:
+    """The whole fleet loaded, bound and judged. Returns every node's binding, the nodes
+    whose binding changed, and every server's `versions_of`."""
     servers = _load_servers()
     nodes = _load_nodes(clusters)
     result.servers, result.nodes = len(servers), len(nodes)
@@ -156,19 +165,21 @@ def _judge_all(
     raised, resolved, open_count = write_findings(desired, now, scope=scope)
     result.findings_raised, result.findings_resolved = raised, resolved
     result.findings_open = open_count
-    return {n.id: (n.server_id, n.binding_method) for n in nodes}, set(moved)
+    bindings = {n.id: (n.server_id, n.binding_method) for n in nodes}
+    return bindings, set(moved), {i: versions_of(s) for i, s in servers.items()}
 
 
 def _judge_changes(
     result: ReconcileResult, changed: Changes, clusters: dict[int, str], now
-) -> dict[int, tuple[str, int | None, str]]:
+) -> tuple[dict[int, tuple[str, int | None, str]], dict[int, str]]:
     """Bind the changed nodes again, and judge the servers whose facts or nodes changed (with
     their hosts, VMs and the servers claiming their GPUs) and the changed nodes, by the rules
-    that read no more than that; then a cluster's driver versions, from one aggregate query.
+    that read no more than that; then the clusters' driver versions, from one aggregate query,
+    when a node or a server's versions changed.
 
     No server identity changed (else the whole fleet is judged), so the other nodes' bindings
     and the findings comparing identities across the fleet stand. Returns the changed nodes'
-    digests and bindings, to store."""
+    digests and bindings and the changed servers' `versions_of`, to store."""
     result.full = False
     nodes = _load_nodes(clusters, node_ids=list(changed.nodes))
     ambiguous: dict[int, frozenset[int]] = {}
@@ -199,7 +210,6 @@ def _judge_changes(
         for key, finding in evaluate(fleet, NODE_RULES).items()
         if finding.node_id in node_ids
     }
-    desired |= {f.key: f for f in _driver_skew(clusters)}
     scope = (
         Q(type__in=SERVER_FINDING_TYPES, server_id__in=judged)
         | Q(
@@ -208,10 +218,14 @@ def _judge_changes(
             server_id__in=judged,
         )
         | Q(type__in=NODE_FINDING_TYPES, subject__startswith="node:", node_id__in=node_ids)
-        | Q(type=FindingType.DRIVER_SKEW)
     )
+    versions = {i: versions_of(servers[i]) for i in changed.servers if i in servers}
+    if node_ids or versions != judged_versions(versions):
+        desired |= {f.key: f for f in _driver_skew(clusters)}
+        scope |= Q(type=FindingType.DRIVER_SKEW)
     result.findings_raised, result.findings_resolved, _ = write_findings(desired, now, scope=scope)
-    return {n.id: (changed.nodes[n.id], n.server_id, n.binding_method) for n in nodes}
+    bindings = {n.id: (changed.nodes[n.id], n.server_id, n.binding_method) for n in nodes}
+    return bindings, versions
 
 
 def _ages(now) -> tuple[Any, Any]:
