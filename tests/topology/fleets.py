@@ -83,6 +83,50 @@ def pods(*placed: tuple[str, int], mig: str | None = None) -> str:
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": items, "metadata": {}})
 
 
+def fatal_xid(hostname: str, index: int) -> None:
+    """An open Fatal Xid finding on the server's GPU of that index: it needs action."""
+    from clusters.models import Finding
+    from health.choices import HealthFindingType
+    from inventory.models import Gpu
+    from tests.reports import gpu_uuid
+
+    gpu = Gpu.objects.get(uuid=gpu_uuid(hostname, index))
+    Finding.objects.create(
+        type=HealthFindingType.FATAL_XID,
+        severity="critical",
+        subject=f"gpu_fatal_xid:{gpu.server_id}:x",
+        message=f"{hostname}: Xid 79",
+        server_id=gpu.server_id,
+        gpu=gpu,
+    )
+
+
+def placement_answers(requests: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the API answers for each placement request and each server's failure domain,
+    and every node's usable counts (each twin by name): for tests that hold two ways of
+    reading the fleet to one answer."""
+    import json
+
+    from inventory.models import Server
+    from topology.api.serializers import FailureDomainSerializer, PlacementResultSerializer
+    from topology.failure_domains import failure_domain
+    from topology.placement import fleet_counts, placement_find
+
+    found: dict[str, Any] = {}
+    for request in requests:
+        found[json.dumps(request)] = PlacementResultSerializer(placement_find(**request)).data
+    for server in Server.objects.order_by("pk"):
+        found[f"domain {server.hostname}"] = FailureDomainSerializer(
+            failure_domain(server=server.pk)
+        ).data
+    found["counts"] = sorted(
+        (m.cluster, m.name, n.healthy_whole, n.needing_action, n.shared_used)
+        for n in fleet_counts().nodes
+        for m in n.members()
+    )
+    return found
+
+
 # In memory, for the planner alone ------------------------------------------------------
 
 H100 = "NVIDIA H100 80GB HBM3"

@@ -10,21 +10,17 @@ import json
 import pytest
 from django.core.management import call_command
 
-from clusters.models import Finding
 from clusters.reconcile import reconcile_all
 from clusters.services import snapshot_ingest
-from health.choices import HealthFindingType
-from inventory.models import AgentToken, Gpu, Server
+from inventory.models import AgentToken, Server
 from inventory.services import report_apply, report_receive
 from tests.nodes import scontrol_node, scontrol_text
-from tests.reports import apply_reports, gpu_uuid, make_report
-from topology.api.serializers import FailureDomainSerializer, PlacementResultSerializer
-from topology.failure_domains import failure_domain
+from tests.reports import apply_reports, make_report
 from topology.models import ServerPlacement
-from topology.placement import fleet_counts, fleet_load, placement_find, reads
+from topology.placement import fleet_load, reads
 from topology.placement.summaries import placement_summaries_refresh, stale_servers, summary_of
 
-from .fleets import k8s_fleet, pcie_report
+from .fleets import fatal_xid, k8s_fleet, pcie_report, placement_answers
 
 pytestmark = pytest.mark.django_db
 
@@ -73,32 +69,11 @@ def fleet():
     body = json.dumps(_sick("sick-01")).encode()
     report_apply(report_id=report_receive(token=token, body=body).report_id)
     reconcile_all()
-    drained = Gpu.objects.get(uuid=gpu_uuid("dgx-03", 5))
-    Finding.objects.create(
-        type=HealthFindingType.FATAL_XID,
-        severity="critical",
-        subject=f"gpu_fatal_xid:{drained.server_id}:x",
-        message="dgx-03: Xid 79",
-        server_id=drained.server_id,
-        gpu=drained,
-    )
+    fatal_xid("dgx-03", 5)
 
 
 def _answers() -> dict:
-    found = {}
-    for request in REQUESTS:
-        found[json.dumps(request)] = PlacementResultSerializer(placement_find(**request)).data
-    for server in Server.objects.order_by("pk"):
-        found[f"domain {server.hostname}"] = FailureDomainSerializer(
-            failure_domain(server=server.pk)
-        ).data
-    counts = fleet_counts()
-    found["counts"] = sorted(
-        (m.cluster, m.name, n.healthy_whole, n.needing_action)
-        for n in counts.nodes
-        for m in n.members()
-    )
-    return found
+    return placement_answers(REQUESTS)
 
 
 def test_answers_from_summaries_are_the_answers_from_rows(fleet):

@@ -12,16 +12,13 @@ import pytest
 from clusters.models import Finding, Node
 from clusters.reconcile import reconcile_all
 from clusters.services import snapshot_ingest
-from health.choices import HealthFindingType
 from inventory.models import Gpu, Server
 from tests.nodes import k8s_node, scontrol_node, scontrol_text
-from tests.reports import apply_reports, gpu_uuid, make_report
-from topology.api.serializers import FailureDomainSerializer, PlacementResultSerializer
-from topology.failure_domains import failure_domain
-from topology.placement import fleet_counts, fleet_load, placement_find, reads
+from tests.reports import apply_reports, make_report
+from topology.placement import fleet_load, placement_find, reads
 from topology.placement.summaries import placement_summaries_refresh
 
-from .fleets import k8s_fleet, pcie_report
+from .fleets import fatal_xid, k8s_fleet, pcie_report, placement_answers
 
 pytestmark = pytest.mark.django_db
 
@@ -83,15 +80,7 @@ def fleet():
     Node.objects.filter(cluster__name="hpc", name="dgx-19").update(
         schedulable=False, state_flags=["drain"], reason="maintenance"
     )
-    acting = Gpu.objects.get(uuid=gpu_uuid("dgx-02", 3))
-    Finding.objects.create(
-        type=HealthFindingType.FATAL_XID,
-        severity="critical",
-        subject=f"gpu_fatal_xid:{acting.server_id}:x",
-        message="dgx-02: Xid 79",
-        server_id=acting.server_id,
-        gpu=acting,
-    )
+    fatal_xid("dgx-02", 3)
     troubled = Server.objects.get(hostname="dgx-18")
     Finding.objects.create(
         type="server_gpu_count_mismatch",
@@ -107,19 +96,7 @@ def fleet():
 
 
 def _answers() -> dict:
-    found = {}
-    for request in REQUESTS:
-        found[json.dumps(request)] = PlacementResultSerializer(placement_find(**request)).data
-    for server in Server.objects.order_by("pk"):
-        found[f"domain {server.hostname}"] = FailureDomainSerializer(
-            failure_domain(server=server.pk)
-        ).data
-    found["counts"] = sorted(
-        (m.cluster, m.name, n.healthy_whole, n.needing_action, n.shared_used)
-        for n in fleet_counts().nodes
-        for m in n.members()
-    )
-    return found
+    return placement_answers(REQUESTS)
 
 
 def test_nodes_alike_give_the_answers_planned_node_by_node(fleet, monkeypatch):
