@@ -149,24 +149,24 @@ def _switch_pairs_up(fabric_id: int) -> list[tuple[str, str]]:
     ]
 
 
-def fabric_server_labels(fabric: Fabric) -> dict[int, dict[str, str]]:
+def fabric_server_labels(fabric: Fabric, server_id: int | None = None) -> dict[int, dict[str, str]]:
     """Server id -> the Kubernetes node labels suggested for the switch tiers above it, for
-    every bound server on the fabric (three queries, whatever the fabric's size)."""
+    every bound server on the fabric, or for `server_id` alone (its cables only: a node page
+    reads a server's, not the fabric's). Three queries, whatever the fabric's size."""
     switches, pairs = switch_tree_facts(fabric.pk)
+    cables = FabricLink.objects.filter(
+        fabric=fabric,
+        gone_at__isnull=True,
+        state=LinkState.UP,
+        a_switch__isnull=False,
+        b_adapter__server__isnull=False,
+        b_adapter__gone_at__isnull=True,
+    )
+    if server_id is not None:
+        cables = cables.filter(b_adapter__server_id=server_id)
     cabled: dict[str, set[str]] = defaultdict(set)
-    for switch_id, server_id in (
-        FabricLink.objects.filter(
-            fabric=fabric,
-            gone_at__isnull=True,
-            state=LinkState.UP,
-            a_switch__isnull=False,
-            b_adapter__server__isnull=False,
-            b_adapter__gone_at__isnull=True,
-        )
-        .values_list("a_switch_id", "b_adapter__server_id")
-        .distinct()
-    ):
-        cabled[str(server_id)].add(str(switch_id))
+    for switch_id, host in cables.values_list("a_switch_id", "b_adapter__server_id").distinct():
+        cabled[str(host)].add(str(switch_id))
     return {int(host): labels for host, labels in host_labels(switches, pairs, cabled).items()}
 
 

@@ -152,7 +152,7 @@ def node_fabric_labels(node: Node) -> list[dict[str, Any]]:
     ).distinct()
     answer = []
     for fabric in fabrics.order_by("name"):
-        labels = fabric_server_labels(fabric).get(node.server_id)
+        labels = fabric_server_labels(fabric, node.server_id).get(node.server_id)
         if labels:
             own = node.labels if isinstance(node.labels, dict) else {}
             rows = [(key, value, own.get(key)) for key, value in labels.items()]

@@ -143,3 +143,15 @@ def test_the_node_page_costs_the_same_queries_whatever_the_fabric(client, user):
         page = client.get(f"/nodes/{large}/")
     assert 'id="node-fabric-labels"' in page.content.decode()
     assert len(many) == len(few)
+
+
+def test_one_servers_labels_read_its_cables_alone_and_match_the_fabrics():
+    """A node page asks for its server's labels: the same as the fabric-wide answer gives
+    that server, from its own cables."""
+    from fabric.selectors import fabric_server_labels
+
+    fabric = three_tiers()
+    everyone = fabric_server_labels(fabric)
+    assert len(everyone) == 8
+    for server_id, labels in everyone.items():
+        assert fabric_server_labels(fabric, server_id) == {server_id: labels}
