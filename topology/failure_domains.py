@@ -628,5 +628,5 @@ def fabric_switch_ranking(limit: int = 50) -> dict[str, Any]:
             }
         )
     items.sort(key=lambda i: (-i["gpus"], -i["gbps_lost"], i["name"]))
-    top = items[:limit]
-    return _ranking("switch", sum(gpus.values()), top, count=len(top), unracked=0)
+    # `count` is every switch ranked, as for racks and servers; `items` the first `limit`
+    return _ranking("switch", sum(gpus.values()), items[:limit], count=len(items), unracked=0)

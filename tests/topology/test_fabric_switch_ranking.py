@@ -81,3 +81,12 @@ def test_the_failure_tab_lists_switches_with_a_link_to_each(client, user):
     assert f'href="?tab=failure&amp;switch={leaf.pk}"' in table
     assert "ib/&lt;i&gt;spine&lt;/i&gt;" in table and "<i>spine" not in text
     assert "50%" in table  # a spine of two: half the bisection
+
+
+def test_the_switch_ranking_counts_every_switch_and_lists_the_first_limit():
+    """`count` is every domain ranked, as for racks and servers; `items` the first `limit`."""
+    on_fabric("ib", 4, 2, "d{:05d}")
+    every = failure_domain_ranking(by="switch", limit=1000)
+    top = failure_domain_ranking(by="switch", limit=2)
+    assert every["count"] == len(every["items"]) > 2
+    assert top["count"] == every["count"] and top["items"] == every["items"][:2]
