@@ -17,6 +17,7 @@ from . import selectors
 from .choices import Severity
 from .filters import FindingFilter, NodeFilter
 from .forms import AcknowledgeForm, NodeBindForm, SilenceForm
+from .parsers.records import gres_text
 from .runbook import runbook_html, runbook_url
 from .services import (
     FindingActionRejected,
@@ -148,6 +149,7 @@ def node_detail(request: HttpRequest, pk: int) -> HttpResponse:
         {
             "node": node,
             "labels": selectors.node_labels_that_matter(node.labels or {}),
+            "gres": [gres_text(g) for g in node.gres if isinstance(g, dict)],
             "findings": selectors.open_findings(node_id=node.pk),
             "bind_form": bind_form,
             "servers": selectors.server_picker() if request.user.is_staff else [],

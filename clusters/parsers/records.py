@@ -67,6 +67,16 @@ class GresRecord:
         }
 
 
+def gres_text(entry: dict[str, Any]) -> str:
+    """A stored GRES entry (`GresRecord.to_dict`) as Slurm writes it, with what is used:
+    `gpu:h100:8 (4 used: IDX 0-3)`."""
+    text = ":".join(str(p) for p in (entry.get("name"), entry.get("type"), entry.get("count")) if p)
+    used, indexes = entry.get("used"), entry.get("used_indexes")
+    if used is not None:
+        text += f" ({used} used" + (f": IDX {indexes})" if used and indexes else ")")
+    return text
+
+
 @dataclass(frozen=True, slots=True)
 class NodeRecord:
     """A scheduler's node as the scheduler reports it, normalised across formats.

@@ -98,3 +98,16 @@ def test_a_server_set_without_a_method_is_not_called_bound_by_unbound(client, us
     client.force_login(user)
     body = client.get(f"/nodes/{unbound_node.pk}/").content.decode()
     assert 'id="node-server"' in body and "dgx-01" in body and "bound by" not in body
+
+
+def test_a_slurm_node_shows_its_gres_as_slurm_writes_it(client, user):
+    from tests.nodes import scontrol_node, scontrol_text
+
+    snapshot_ingest(cluster_name="hpc", raw=scontrol_text(scontrol_node("gpu-01")))
+    node = Node.objects.get(name="gpu-01")
+    node.gres = [{**node.gres[0], "used": 4, "used_indexes": "0-3"}]
+    node.save(update_fields=["gres"])
+    client.force_login(user)
+    body = client.get(f"/nodes/{node.pk}/").content.decode()
+    assert "gpu:h100:8 (4 used: IDX 0-3)" in body
+    assert "&#x27;name&#x27;" not in body and "{'name'" not in body  # not a Python dict
