@@ -9,6 +9,8 @@ import shlex
 from collections import Counter, defaultdict
 from typing import Any
 
+from django.db.models import QuerySet
+
 from clusters.choices import ClusterKind
 from clusters.models import Cluster, Node
 from fabric.models import Adapter, Fabric
@@ -32,6 +34,21 @@ def _require_cluster_kind(cluster: str, kind: str, label: str) -> None:
         raise FabricNamesError(f"{cluster!r} is not a {label} cluster", "cluster")
 
 
+def _nodes_on(fabric: Fabric, kind: str, label: str, cluster: str | None) -> QuerySet[Node]:
+    """The live nodes of one scheduler kind whose servers are on the fabric; of `cluster`
+    alone when named (a field-level error when it is not of that kind)."""
+    nodes = Node.objects.filter(
+        kind=kind,
+        gone_at__isnull=True,
+        server__fabric_adapters__fabric=fabric,
+        server__fabric_adapters__gone_at__isnull=True,
+    )
+    if cluster is None:
+        return nodes
+    _require_cluster_kind(cluster, kind, label)
+    return nodes.filter(cluster__name=cluster)
+
+
 def slurm_node_names(fabric: Fabric, cluster: str | None = None) -> tuple[str | None, dict]:
     """(the Slurm cluster used, {server id: its Slurm node name}) for the fabric's servers.
 
@@ -39,20 +56,11 @@ def slurm_node_names(fabric: Fabric, cluster: str | None = None) -> tuple[str | 
     servers of this fabric (none: host names are used; several: the caller must choose).
     One query, however large the fabric.
     """
-    if cluster is not None:
-        _require_cluster_kind(cluster, ClusterKind.SLURM, "Slurm")
     rows = (
-        Node.objects.filter(
-            kind=ClusterKind.SLURM,
-            gone_at__isnull=True,
-            server__fabric_adapters__fabric=fabric,
-            server__fabric_adapters__gone_at__isnull=True,
-        )
+        _nodes_on(fabric, ClusterKind.SLURM, "Slurm", cluster)
         .values_list("cluster__name", "server_id", "name")
         .distinct()
     )
-    if cluster is not None:
-        rows = rows.filter(cluster__name=cluster)
     per_cluster: dict[str, dict[int, str]] = defaultdict(dict)
     for cluster_name, server_id, name in rows:
         names = per_cluster[cluster_name]
@@ -103,21 +111,12 @@ def kubernetes_node_labels(fabric: Fabric, cluster: str | None = None) -> list[d
     With `cluster` named, that Kubernetes cluster's nodes only. Four queries (five with a
     cluster named), however large the fabric.
     """
-    if cluster is not None:
-        _require_cluster_kind(cluster, ClusterKind.KUBERNETES, "Kubernetes")
     rows = (
-        Node.objects.filter(
-            kind=ClusterKind.KUBERNETES,
-            gone_at__isnull=True,
-            server__fabric_adapters__fabric=fabric,
-            server__fabric_adapters__gone_at__isnull=True,
-        )
+        _nodes_on(fabric, ClusterKind.KUBERNETES, "Kubernetes", cluster)
         .values_list("id", "cluster__name", "name", "server_id", "server__hostname", "labels")
         .distinct()
         .order_by("cluster__name", "name")
     )
-    if cluster is not None:
-        rows = rows.filter(cluster__name=cluster)
     suggested = fabric_server_labels(fabric)
     answer = []
     for node_id, cluster_name, name, server_id, hostname, own in rows:
