@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .parsers.detect import MAX_PORT
+
 PORT_NAME_MAX = 64
 NAME_MAX = 256
 _MAC = re.compile(r"^[0-9a-f]{2}([:-]?)[0-9a-f]{2}(?:\1[0-9a-f]{2}){4}$")
@@ -114,7 +116,7 @@ def port_number(name: str) -> int:
     """The number a port name ends with (`Ethernet1/17` -> 17; `swp3s1` -> 1), for ordering;
     0 when it has none."""
     found = _TRAILING_NUMBER.search(name)
-    return min(int(found[1]), 32767) if found else 0
+    return min(int(found[1]), MAX_PORT) if found else 0
 
 
 def ethernet_rate(speed_mbps: int | None) -> tuple[str, float | None]:

@@ -38,23 +38,21 @@ from .selectors import switch_tree_facts
 from .services import host_key
 
 
-def degraded_link_keys(fabric: Fabric) -> set[str]:
-    """Cables with an open "slower or narrower than its peers" finding (one query): the
-    figure marks what the findings say, so the two never disagree."""
-    return fabrics_degraded_keys([fabric.name]).get(fabric.name, set())
-
-
 def fabrics_degraded_keys(names: list[str]) -> dict[str, set[str]]:
-    """Fabric name -> its cables with an open "degraded" finding, for many fabrics at once
-    (one query)."""
+    """Fabric name -> its cables with an open "slower or narrower than its peers" finding,
+    for the fabrics named (one query): the figure marks what the findings say, so the two
+    never disagree."""
     found: dict[str, set[str]] = defaultdict(set)
-    wanted = set(names)
+    if not names:
+        return found
+    of_these = Q()
+    for name in names:
+        of_these |= Q(subject__startswith=f"fabric:{name}/link:")
     for subject in Finding.objects.filter(
-        type=rules.LINK_DEGRADED, subject__startswith="fabric:", resolved_at__isnull=True
+        of_these, type=rules.LINK_DEGRADED, resolved_at__isnull=True
     ).values_list("subject", flat=True):
-        name, sep, key = subject[len("fabric:") :].partition("/link:")
-        if sep and name in wanted:
-            found[name].add(key)
+        name, _, key = subject[len("fabric:") :].partition("/link:")
+        found[name].add(key)
     return found
 
 

@@ -540,12 +540,12 @@ ETHERNET_FABRIC = "ethernet"
 @dataclass(frozen=True)
 class EthernetSyncResult:
     fabric: str
-    switches: int
-    nics: int
-    links: int
-    added: int
-    gone: int
-    nics_filled: int
+    switches: int = 0
+    nics: int = 0
+    links: int = 0
+    added: int = 0
+    gone: int = 0
+    nics_filled: int = 0
     skipped: str = ""
 
 
@@ -594,13 +594,13 @@ def ethernet_fabric_sync(*, force: bool = False) -> EthernetSyncResult:
     revision = revision_get(name="inventory")
     fabric = Fabric.objects.filter(name=ETHERNET_FABRIC).first()
     if fabric is not None and fabric.kind != FabricKind.ETHERNET:
-        return EthernetSyncResult(ETHERNET_FABRIC, 0, 0, 0, 0, 0, 0, "an InfiniBand fabric")
+        return EthernetSyncResult(ETHERNET_FABRIC, skipped="an InfiniBand fabric")
     if fabric is not None and not force and fabric.summary.get("inventory_revision") == revision:
-        return EthernetSyncResult(ETHERNET_FABRIC, 0, 0, 0, 0, 0, 0, "unchanged")
+        return EthernetSyncResult(ETHERNET_FABRIC, skipped="unchanged")
     facts, current = _lldp_facts()
     heard = lldp.lldp_fabric(facts)
     if fabric is None and not heard.links:
-        return EthernetSyncResult(ETHERNET_FABRIC, 0, 0, 0, 0, 0, 0, "no LLDP neighbours")
+        return EthernetSyncResult(ETHERNET_FABRIC, skipped="no LLDP neighbours")
     now = timezone.now()
     with transaction.atomic():
         fabric, _ = Fabric.objects.select_for_update().get_or_create(

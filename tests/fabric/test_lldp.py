@@ -31,7 +31,9 @@ def nic(nic_id, server_id, name, neighbors, *, mac=None, speed=400000, state="up
 
 def test_a_switch_is_its_chassis_mac_else_a_hash_of_its_id_or_name():
     assert lldp.switch_guid("1C:34:DA:5E:60:00", "x") == "1c34da5e6000"
-    assert lldp.switch_guid("1c34.da5e.6000", None) != lldp.switch_guid("other", None)
+    dotted = lldp.switch_guid("1c34.da5e.6000", None)  # not a MAC as LLDP gives one: hashed
+    assert dotted != "1c34da5e6000" and len(dotted) == 16
+    assert dotted == lldp.switch_guid("1c34.da5e.6000", "any name")  # the chassis id decides
     assert len(lldp.switch_guid("leaf-07.example", None)) == 16
     assert lldp.switch_guid(None, "Leaf-07") == lldp.switch_guid("", "leaf-07")
     assert lldp.switch_guid(None, None) == ""

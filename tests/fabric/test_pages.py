@@ -175,7 +175,13 @@ def test_the_switch_level_aggregates_summed_in_sql_draw_what_every_cable_read_dr
     from fabric.choices import LinkState
     from fabric.figures import fabric_figure, trunk_bundles
     from fabric.models import FabricLink
-    from fabric.pages import _cables, _host_cables, _trunks, degraded_link_keys, fabric_figure_facts
+    from fabric.pages import (
+        _cables,
+        _host_cables,
+        _trunks,
+        fabric_figure_facts,
+        fabrics_degraded_keys,
+    )
 
     built = synthetic_fabric(
         servers=720, rails=2, servers_per_leaf=16, slow={("gpu00003", 1): "4xHDR"}
@@ -191,11 +197,12 @@ def test_the_switch_level_aggregates_summed_in_sql_draw_what_every_cable_read_dr
     FabricLink.objects.filter(pk=edge[0].pk).update(state=LinkState.DOWN, gbps=None)
     fabric_findings_sync(fabric=fabric)
     fabric.refresh_from_db()
-    assert len(degraded_link_keys(fabric)) == 2  # the HDR server cable and the HDR trunk
+    assert len(fabrics_degraded_keys([fabric.name])[fabric.name]) == 2  # HDR cable and trunk
+    assert fabrics_degraded_keys(["bi", "bigger"]) == {}  # another fabric's are not its
 
     summed = fabric_figure_facts(fabric)
     assert summed.bundles is not None and summed.leaf_loads is not None
-    degraded = {fabric.pk: degraded_link_keys(fabric)}
+    degraded = {fabric.pk: fabrics_degraded_keys([fabric.name])[fabric.name]}
     every = _trunks(_cables([fabric.pk]), degraded)[fabric.pk]
     hosts, marks = _host_cables(_cables([fabric.pk]).filter(b_switch__isnull=True), degraded)
     read = FabricFigureFacts(
