@@ -16,6 +16,8 @@ from clusters.models import Cluster, Node
 from fabric.models import Adapter, Fabric
 from fabric.selectors import fabric_server_labels
 
+from .placement.reads import cluster_kind
+
 
 class FabricNamesError(ValueError):
     """A request the join cannot answer; `field` is the parameter at fault."""
@@ -27,7 +29,7 @@ class FabricNamesError(ValueError):
 
 def _require_cluster_kind(cluster: str, kind: str, label: str) -> None:
     """Raise unless a cluster named `cluster` exists and is of `kind` (one query)."""
-    found = Cluster.objects.filter(name=cluster).values_list("kind", flat=True).first()
+    found = cluster_kind(cluster)
     if found is None:
         raise FabricNamesError(f"no cluster named {cluster!r}", "cluster")
     if found != kind:

@@ -79,10 +79,7 @@ def failure_domain(
     )
     fleet = fleet_counts()
     lost_nodes = [
-        (node, twin)
-        for node in fleet.nodes
-        for twin in ((node.id, node.name, node.server_id, node.server_hostname), *node.twins)
-        if twin[2] in lost_ids
+        (node, twin) for node in fleet.nodes for twin in node.identities if twin[2] in lost_ids
     ]
     gpus_by_server: dict[int, int] = defaultdict(int)
     for gpu in gpus:
@@ -257,10 +254,11 @@ def _share(part: int, whole: int) -> float:
 
 
 def failure_domain_ranking(*, by: str = "rack", limit: int = 50) -> dict[str, Any]:
-    """Racks or physical servers ranked by the GPUs they take down (VMs count with their host).
+    """Racks, physical servers or fabric switches ranked by the GPUs they take down (VMs
+    count with their host; a switch, see `fabric_switch_ranking`).
 
-    Four queries: servers, GPU, MIG and node counts per server. Servers without a rack are
-    counted in `unracked_servers`, not ranked as a rack.
+    Racks and servers: four queries (servers, GPU, MIG and node counts per server); switches:
+    six. Servers without a rack are counted in `unracked_servers`, not ranked as a rack.
     """
     if by not in ("rack", "server", "switch"):
         raise FailureDomainError("by", "rack, server or switch")

@@ -28,16 +28,26 @@ def on_fabric(name: str, servers: int, rails: int, host_format: str) -> dict:
     return found
 
 
-def test_spine_losses_agree_with_spine_loss_switch_by_switch():
+def test_spine_losses_of_every_switch_above_the_leaves_worked_by_hand():
+    """Tier 2 carries 2 leaves x 3 spines x 400 + leaf 3's one 200 trunk = 2,600 Gb/s down;
+    tier 3 carries 4 x 800 + 800 = 4,000. Leaf 3 hangs off spine 10 alone, spine 12 off
+    core 20 alone."""
     tiers = {1: 1, 2: 1, 3: 1, 10: 2, 11: 2, 12: 2, 20: 3, 21: 3}
     trunks = [(leaf, s, 400.0) for leaf in (1, 2) for s in (10, 11, 12)] + [(3, 10, 200.0)]
     trunks += [(s, c, 800.0) for s in (10, 11) for c in (20, 21)] + [(12, 20, 800.0)]
     every = spine_losses(trunks, tiers)
-    assert set(every) == {10, 11, 12, 20, 21}
-    for switch in every:
-        assert every[switch] == spine_loss(trunks, tiers, switch)
+    lost = {switch: (loss.gbps_lost, loss.tier_gbps) for switch, loss in every.items()}
+    assert lost == {
+        10: (1000.0, 2600.0),
+        11: (800.0, 2600.0),
+        12: (800.0, 2600.0),
+        20: (2400.0, 4000.0),
+        21: (1600.0, 4000.0),
+    }
     assert every[10].isolated_switches == [3] and every[20].isolated_switches == [12]
+    assert every[11].isolated_switches == every[21].isolated_switches == []
     assert every[20].share == pytest.approx(2400 / 4000)
+    assert spine_loss(trunks, tiers, 12) == every[12]
 
 
 def test_a_leaf_that_is_the_only_cable_of_its_servers_ranks_first_with_their_gpus_and_nodes(api):

@@ -12,7 +12,7 @@ import pytest
 from clusters.models import Finding, Node
 from clusters.reconcile import reconcile_all
 from clusters.services import snapshot_ingest
-from inventory.models import Gpu, Server
+from inventory.models import Gpu, MigDevice, Server
 from tests.nodes import k8s_node, scontrol_node, scontrol_text
 from tests.reports import apply_reports, make_report
 from topology.placement import fleet_load, placement_find, reads
@@ -124,8 +124,10 @@ def test_an_answer_on_twins_names_each_twin_with_its_own_gpus(fleet):
         }
         assert {g.uuid for g in choice.gpus} <= own and len(choice.gpus) == choice.gpu_count
     mig = placement_find(cluster="prod", gpus=2, mig_profile="1g.10gb")
-    assert mig.fits and mig.nodes[0].node in {"mig-0", "mig-1"}
-    server = Server.objects.get(hostname=mig.nodes[0].node)
-    assert {g.mig_uuid[:4] for g in mig.nodes[0].gpus} == {"MIG-"}
-    parents = set(Gpu.objects.filter(server=server).values_list("index", flat=True))
-    assert {g.index for g in mig.nodes[0].gpus} <= parents
+    answered = mig.nodes + mig.candidates
+    assert mig.fits and {c.node for c in answered} == {"mig-0", "mig-1"}  # mig-1: a twin
+    for choice in answered:
+        own = set(
+            MigDevice.objects.filter(gpu__server_id=choice.server).values_list("uuid", flat=True)
+        )
+        assert len(choice.gpus) == 2 and {g.mig_uuid for g in choice.gpus} <= own

@@ -87,15 +87,20 @@ class FleetNode:
     critical_findings: int = 0
     """Open critical findings on the node or its server: such a node is ranked last."""
     twins: list[Twin] = field(default_factory=list)
-    twin_of: int | None = None
-    """The node that stood for this one (`members`): its GPU facts are not its own yet."""
     """Nodes alike to this one in all that placement reads but who they are (`reads.group_nodes`):
     it stands for them, and the planner's answers list them by name beside it."""
+    twin_of: int | None = None
+    """The node that stood for this one (`members`): its GPU facts are not its own yet."""
 
     @property
     def weight(self) -> int:
         """The nodes it stands for: itself and its twins."""
         return 1 + len(self.twins)
+
+    @property
+    def identities(self) -> list[Twin]:
+        """(id, name, server id, server hostname) of itself and of each twin."""
+        return [(self.id, self.name, self.server_id, self.server_hostname), *self.twins]
 
     def members(self, limit: int | None = None) -> list[FleetNode]:
         """Itself and each twin as a node of its own, the first `limit` (the twins share its

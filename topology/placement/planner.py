@@ -791,10 +791,7 @@ def nodes_needing_action(nodes: Iterable[FleetNode]) -> list[NeedingAction]:
             continue
         types = Counter(g.action for g in node.gpus if g.action and g.problem != "lost")
         reasons = [f"{n} {action_label(t)}" for t, n in sorted(types.items())]
-        for node_id, name, server_id, hostname in [
-            (node.id, node.name, node.server_id, node.server_hostname),
-            *node.twins,
-        ]:
+        for node_id, name, server_id, hostname in node.identities:
             rows.append(
                 NeedingAction(
                     node=name,

@@ -185,7 +185,7 @@ TWINS = True
 tests hold the grouped answers to."""
 
 
-def _labels(unless: Q | None = None) -> dict[str, Any]:
+def _labels(unless: Q) -> dict[str, Any]:
     """The GPU product and memory labels (GPU feature discovery) of a node row, None where
     `unless` holds. On SQLite, JSON_EXTRACT alone: `KT` checks each value's JSON type first,
     two more parses of the labels per row, for values that are always strings here."""
@@ -198,8 +198,6 @@ def _labels(unless: Q | None = None) -> dict[str, Any]:
         else KT(f"labels__{key}")
         for name, key in keys.items()
     }
-    if unless is None:
-        return found
     return {
         name: Case(When(unless, then=Value(None)), default=label, output_field=TextField())
         for name, label in found.items()
@@ -429,6 +427,11 @@ def fresh_summaries(servers: Any) -> QuerySet:
 IN_LIST_LIMIT = 2000
 
 
+def _without_summary(servers: QuerySet) -> QuerySet:
+    """The servers (a `server_id` values query) without a fresh summary, as a subquery."""
+    return servers.exclude(server_id__in=fresh_summaries(servers).values("server_id"))
+
+
 def _stale(servers: QuerySet, grouped: NodeGroups) -> Any:
     """The servers in scope without a fresh summary: None when there is none (their row reads
     are skipped), their ids when few, else a subquery (an id list that long costs more).
@@ -441,7 +444,7 @@ def _stale(servers: QuerySet, grouped: NodeGroups) -> Any:
         return None
     if len(stale) <= IN_LIST_LIMIT:
         return sorted(stale)
-    return servers.exclude(server_id__in=fresh_summaries(servers).values("server_id"))
+    return _without_summary(servers)
 
 
 def gpu_rows(servers: QuerySet) -> Iterable[tuple]:
@@ -699,7 +702,7 @@ def server_facts(
         return found
     stale: Any = sorted(missing)
     if many and len(missing) > IN_LIST_LIMIT:
-        stale = servers.exclude(server_id__in=fresh_summaries(servers).values("server_id"))
+        stale = _without_summary(servers)
     for gpu_id, server_id, index, name, memory, numa, state in gpu_rows(stale):
         found.gpus.setdefault(server_id, []).append(
             FleetGpu(
