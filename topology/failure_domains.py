@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db.models import Count, Q, QuerySet
 
@@ -265,10 +265,39 @@ def failure_domain_ranking(*, by: str = "rack", limit: int = 50) -> dict[str, An
     if by == "switch":
         return fabric_switch_ranking(limit)
     servers = list(Server.objects.values("id", "hostname", "rack", "physical_host_id"))
-    gpus = _count_by_server(Gpu.objects.exclude(status=GpuStatus.LOST), "server_id")
-    migs = _count_by_server(MigDevice.objects.exclude(gpu__status=GpuStatus.LOST), "gpu__server_id")
-    nodes = _count_by_server(Node.objects.filter(gone_at__isnull=True), "server_id")
-    return rank_domains(servers, gpus=gpus, migs=migs, nodes=nodes, by=by, limit=limit)
+    return rank_domains(servers, **server_counts()._asdict(), by=by, limit=limit)
+
+
+def failure_domain_rankings(limit: int = 50) -> dict[str, dict[str, Any]]:
+    """The rankings by rack, by server and by switch (the failure tab shows all three), the
+    per-server counts read once for the three: seven queries."""
+    counts = server_counts()
+    servers = list(Server.objects.values("id", "hostname", "rack", "physical_host_id"))
+    found = {
+        by: rank_domains(servers, **counts._asdict(), by=by, limit=limit)
+        for by in ("rack", "server")
+    }
+    found["switch"] = fabric_switch_ranking(limit, counts)
+    return found
+
+
+class ServerCounts(NamedTuple):
+    """GPUs (not lost), their MIG devices and live nodes, per server id."""
+
+    gpus: dict[int, int]
+    migs: dict[int, int]
+    nodes: dict[int, int]
+
+
+def server_counts() -> ServerCounts:
+    """Three queries, each one aggregate over the fleet."""
+    return ServerCounts(
+        gpus=_count_by_server(Gpu.objects.exclude(status=GpuStatus.LOST), "server_id"),
+        migs=_count_by_server(
+            MigDevice.objects.exclude(gpu__status=GpuStatus.LOST), "gpu__server_id"
+        ),
+        nodes=_count_by_server(Node.objects.filter(gone_at__isnull=True), "server_id"),
+    )
 
 
 def rank_domains(
@@ -555,9 +584,9 @@ def _fabric_switch_servers(
     return rows, degraded, fabric
 
 
-def fabric_switch_ranking(limit: int = 50) -> dict[str, Any]:
+def fabric_switch_ranking(limit: int = 50, counts: ServerCounts | None = None) -> dict[str, Any]:
     """`failure_domain_ranking(by="switch")`: discovered fabric switches ranked by what their
-    failure takes (six queries; the fleet's GPUs are the sum of the per-server counts): first
+    failure takes (six queries, three with `counts` given; the fleet's GPUs are their sum): first
     the GPUs of servers they cut off (every fabric cable on them), then the Gb/s lost. A
     leaf takes rail k of each server under it (`leaf_loss`: bandwidth lost, nodes still up),
     a spine its share of the bisection (`spine_loss`)."""
@@ -587,9 +616,7 @@ def fabric_switch_ranking(limit: int = 50) -> dict[str, Any]:
     spines: dict[int, SpineLoss] = {}
     for fabric_id, fabric_tiers in tiers.items():
         spines.update(spine_losses(trunks[fabric_id], fabric_tiers))
-    gpus = _count_by_server(Gpu.objects.exclude(status=GpuStatus.LOST), "server_id")
-    nodes = _count_by_server(Node.objects.filter(gone_at__isnull=True), "server_id")
-    migs = _count_by_server(MigDevice.objects.exclude(gpu__status=GpuStatus.LOST), "gpu__server_id")
+    gpus, migs, nodes = counts or server_counts()
     items = []
     for sid, name, guid, fabric_id, fabric, override, inferred in switches:
         tier = override or inferred

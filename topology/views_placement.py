@@ -22,7 +22,7 @@ from .failure_domains import (
     FailureDomainError,
     failure_domain,
     failure_domain_choices,
-    failure_domain_ranking,
+    failure_domain_rankings,
     server_resolve,
 )
 from .placement import PlacementRequestError, placement_choices, placement_find
@@ -114,11 +114,12 @@ def _placement(request: HttpRequest) -> dict[str, Any]:
 
 
 def _failure(request: HttpRequest) -> dict[str, Any]:
+    rankings = failure_domain_rankings(limit=10)
     context: dict[str, Any] = {
         "choices": failure_domain_choices(),
-        "rack_ranking": failure_domain_ranking(by="rack", limit=10),
-        "server_ranking": failure_domain_ranking(by="server", limit=10),
-        "switch_ranking": failure_domain_ranking(by="switch", limit=10),
+        "rack_ranking": rankings["rack"],
+        "server_ranking": rankings["server"],
+        "switch_ranking": rankings["switch"],
         "domain": None,
         "errors": [],
     }

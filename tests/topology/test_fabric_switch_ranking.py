@@ -100,3 +100,17 @@ def test_the_switch_ranking_counts_every_switch_and_lists_the_first_limit():
     top = failure_domain_ranking(by="switch", limit=2)
     assert every["count"] == len(every["items"]) > 2
     assert top["count"] == every["count"] and top["items"] == every["items"][:2]
+
+
+def test_the_failure_tab_reads_the_per_server_counts_once_for_its_three_rankings(
+    django_assert_num_queries,
+):
+    from topology.failure_domains import failure_domain_rankings
+
+    on_fabric("ib", 4, 2, "d{:05d}")
+    with django_assert_num_queries(7):  # counts (3), servers, switches, cables, trunks
+        every = failure_domain_rankings(limit=5)
+    assert every == {
+        by: failure_domain_ranking(by=by, limit=5) for by in ("rack", "server", "switch")
+    }
+    assert every["switch"]["items"] and every["server"]["items"]
