@@ -56,10 +56,9 @@ from inventory.health import HEALTH_FIELDS
 from inventory.models import Gpu, GpuClaim, HardwareProfile, Server
 
 from .fact_columns import IDENTITY_COLUMNS, NODE_COLUMNS, SERVER_COLUMNS
-from .models import Cluster, JudgedNode, JudgedServer, Node
+from .finding_writer import BATCH
+from .models import JudgedNode, JudgedServer, Node
 from .rules.types import ServerFacts
-
-BATCH = 2000
 
 GPU_COLUMNS = ("uuid", "name", "mig_mode_current", "mig_mode_pending", *HEALTH_FIELDS)
 """The Gpu columns the server facts are counted from (`HEALTH_FIELDS` holds the status); the
@@ -90,8 +89,9 @@ class Changes:
 
 
 def changes(*, stale_before: datetime, offline_before: datetime) -> Changes:
-    """What changed since the last full pass: four queries, whatever the fleet. Call it in a
-    transaction: on PostgreSQL it turns JIT compilation off for the rest of it."""
+    """What changed since the last full pass: four queries, whatever the fleet (and on
+    PostgreSQL a `SET LOCAL` before them). Call it in a transaction: on PostgreSQL it turns
+    JIT compilation off for the rest of it."""
     found = Changes()
     if connection.vendor == "postgresql":
         # The per-server subqueries make the planner's cost estimate large enough to JIT-
@@ -197,16 +197,16 @@ def judged_facts(node_ids: list[int]) -> dict[int, str]:
     return found
 
 
-def globals_now() -> str:
-    """What every finding may read beyond its own server and nodes: cluster names, hardware
-    profiles (in the order they are matched), and the code that judges."""
-    clusters = list(Cluster.objects.order_by("id").values_list("id", "name"))
+def globals_now(clusters: dict[int, str]) -> str:
+    """What every finding may read beyond its own server and nodes: cluster names (id ->
+    name, as the pass read them), hardware profiles (in the order they are matched), and the
+    code that judges."""
     profiles = list(
         HardwareProfile.objects.values_list(
             "id", "name", "vendor", "product", "expected_gpu_count", "expected_gpu_model"
         )
     )
-    return json.dumps([code_version(), clusters, profiles])
+    return json.dumps([code_version(), sorted(clusters.items()), profiles])
 
 
 @cache

@@ -609,7 +609,8 @@ def pull_documents(cluster: Cluster) -> list[dict]:
 
 
 SILENCE_MAX = timedelta(days=90)
-REASON_MAX = 500  # Finding.ack_reason and silence_reason hold this many characters
+REASON_MAX: int = Finding._meta.get_field("ack_reason").max_length  # type: ignore[assignment]
+"""What `Finding.ack_reason` and `silence_reason` hold."""
 
 
 class FindingActionRejected(Exception):

@@ -64,8 +64,8 @@ def duplicate_identity(fleet: Fleet) -> list[FindingFact]:
     machine-id (a cloned image) or a short hostname, several nodes of a cluster on one server."""
     return [
         *ambiguous_nodes(fleet),
-        *shared_machine_ids(fleet),
-        *shared_hostnames(fleet),
+        *_shared_machine_ids(fleet),
+        *_shared_hostnames(fleet),
         *nodes_sharing_a_server(fleet),
     ]
 
@@ -92,7 +92,7 @@ def ambiguous_nodes(fleet: Fleet) -> list[FindingFact]:
     return found
 
 
-def shared_machine_ids(fleet: Fleet) -> list[FindingFact]:
+def _shared_machine_ids(fleet: Fleet) -> list[FindingFact]:
     """Servers sharing a machine-id (`machine-id:<id>`)."""
     by_mid: dict[str, list[ServerFacts]] = defaultdict(list)
     for s in fleet.servers.values():
@@ -116,7 +116,7 @@ def shared_machine_ids(fleet: Fleet) -> list[FindingFact]:
     return found
 
 
-def shared_hostnames(fleet: Fleet) -> list[FindingFact]:
+def _shared_hostnames(fleet: Fleet) -> list[FindingFact]:
     """Servers sharing a short hostname (`hostname:<name>`)."""
     by_name: dict[str, list[ServerFacts]] = defaultdict(list)
     for s in fleet.servers.values():

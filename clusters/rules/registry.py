@@ -45,7 +45,9 @@ nodes, its VMs or host, and the servers holding GPUs it claims: they can be judg
 servers at a time (`clusters.reconcile.reconcile_servers`)."""
 
 FLEET_RULES: tuple[Rule, ...] = (node_without_server, duplicate_identity, driver_skew)
-"""Rules that compare across the fleet or a cluster: the full pass only."""
+"""Rules that compare across the fleet or a cluster: judged whole when a pass judges
+everything; a pass of changes judges their per-node parts (`NODE_RULES`,
+`SERVER_NODES_RULES`) and recounts driver skew."""
 
 NODE_RULES: tuple[Rule, ...] = (node_without_server, ambiguous_nodes)
 """The findings about a node that read only the node, its binding and the servers its identity

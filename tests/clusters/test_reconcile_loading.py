@@ -164,5 +164,5 @@ def test_every_node_column_lands_in_its_own_fact():
         binding_method="manual",
     )
     assert (loaded[1].ready, loaded[1].gpu_replicas, loaded[1].shared_gpus) == (False, 1, None)
-    assert loaded[1].gres == loaded[0].gres  # one decoded value, shared
+    assert loaded[1].gres is loaded[0].gres  # one decoded value, shared
     assert _load_nodes({cluster.id: "prod"}, server_ids=[bound.id]) == loaded[:1]
