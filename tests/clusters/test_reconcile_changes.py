@@ -168,9 +168,24 @@ def test_each_change_is_judged_as_a_pass_judging_everything_judges_it():
     assert judged_like_a_forced_pass(now=later).full is False
 
 
-def test_a_change_the_pass_did_not_judge_waits_for_the_next_one():
+def test_a_change_the_pass_did_not_judge_waits_for_the_next_one(monkeypatch):
+    """A GPU of dgx-03 fails while a pass judges dgx-02's change: after the pass read what
+    changed, before it loaded the facts. That pass must not record dgx-03 as judged."""
+    from clusters import reconcile
+
     servers = build()
     reconcile_all()
     Gpu.objects.filter(server=servers["dgx-02"], index=0).update(remapped_rows_failure=True)
-    assert reconcile_all().judged_servers == 1
+    loading = reconcile._load_servers
+
+    def meanwhile(*args, **kwargs):
+        Gpu.objects.filter(server=servers["dgx-03"], index=0).update(remapped_rows_failure=True)
+        return loading(*args, **kwargs)
+
+    monkeypatch.setattr(reconcile, "_load_servers", meanwhile)
+    assert reconcile_all().judged_servers == 1  # dgx-02
+    monkeypatch.setattr(reconcile, "_load_servers", loading)
+    assert not Finding.objects.filter(server=servers["dgx-03"], resolved_at__isnull=True).exists()
+    assert reconcile_all().judged_servers == 1  # dgx-03, the pass after
+    assert Finding.objects.filter(server=servers["dgx-03"], resolved_at__isnull=True).exists()
     assert reconcile_all().judged_servers == 0  # judged once, then at rest
