@@ -17,7 +17,6 @@ from inventory.models import Server
 
 from . import binding, rules
 from .choices import LinkState
-from .exports import host_labels
 from .figures import (
     DEGRADED,
     DETAIL,
@@ -34,7 +33,7 @@ from .figures import (
     merge_bundles,
 )
 from .models import Fabric, FabricLink, Switch
-from .selectors import switch_tree_facts
+from .selectors import fabric_server_labels
 from .services import host_key
 
 
@@ -358,7 +357,8 @@ class ServerFabric:
 
 def server_fabric(server_id: int) -> list[ServerFabric]:
     """Each NIC of a server on each fabric: switch, port, rail, speed; and the node labels a
-    Kubernetes scheduler could use for the switch tiers (one query, two more per fabric)."""
+    Kubernetes scheduler could use for the switch tiers, as its node's page gives them
+    (`selectors.fabric_server_labels`). One query, three more per fabric."""
     rows = (
         FabricLink.objects.filter(
             b_adapter__server_id=server_id,
@@ -371,9 +371,6 @@ def server_fabric(server_id: int) -> list[ServerFabric]:
             "fabric__name",
             "a_switch__name",
             "a_switch__guid",
-            "a_switch__tier_override",
-            "a_switch__tier_inferred",
-            "a_switch__leaf_group",
             "a_port",
             "a_port_name",
             "b_adapter__nic",
@@ -387,9 +384,10 @@ def server_fabric(server_id: int) -> list[ServerFabric]:
         .order_by("fabric__name", "b_adapter__nic", "b_adapter__guid")
     )
     found: dict[int, ServerFabric] = {}
-    leaves: dict[int, list[Switch]] = defaultdict(list)
+    fabrics: dict[int, Fabric] = {}
     for link in rows:
         entry = found.setdefault(link.fabric_id, ServerFabric(link.fabric.name))
+        fabrics[link.fabric_id] = link.fabric
         entry.nics.append(
             {
                 "nic": link.b_adapter.nic or link.b_adapter.guid,
@@ -402,18 +400,9 @@ def server_fabric(server_id: int) -> list[ServerFabric]:
                 "state": link.state,
             }
         )
-        if link.a_switch.tier == 1:
-            leaves[link.fabric_id].append(link.a_switch)
     for fabric_id, entry in found.items():
-        if leaves[fabric_id]:
-            entry.labels = _labels(fabric_id, leaves[fabric_id])
+        entry.labels = fabric_server_labels(fabrics[fabric_id], server_id).get(server_id, {})
     return list(found.values())
-
-
-def _labels(fabric_id: int, leaves: list[Switch]) -> dict[str, str]:
-    """Suggested labels for the server's leaf, spine and core domains (two queries)."""
-    switches, pairs = switch_tree_facts(fabric_id)
-    return host_labels(switches, pairs, {"host": [str(leaf.pk) for leaf in leaves]}).get("host", {})
 
 
 # -- the overview's card ---------------------------------------------------------------

@@ -155,3 +155,18 @@ def test_one_servers_labels_read_its_cables_alone_and_match_the_fabrics():
     assert len(everyone) == 8
     for server_id, labels in everyone.items():
         assert fabric_server_labels(fabric, server_id) == {server_id: labels}
+
+
+def test_the_server_page_suggests_the_labels_its_node_page_does_even_with_a_cable_down():
+    from fabric.choices import LinkState
+    from fabric.models import FabricLink
+    from fabric.pages import server_fabric
+    from fabric.selectors import fabric_server_labels
+
+    fabric = three_tiers()
+    server_id = next(iter(fabric_server_labels(fabric)))
+    cable = FabricLink.objects.filter(fabric=fabric, b_adapter__server_id=server_id).first()
+    FabricLink.objects.filter(pk=cable.pk).update(state=LinkState.DOWN)
+    (page,) = server_fabric(server_id)
+    assert page.labels == fabric_server_labels(fabric, server_id)[server_id]
+    assert page.labels[LEAF]
