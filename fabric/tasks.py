@@ -24,12 +24,14 @@ def rebind_fabrics() -> None:
 
 @shared_task(acks_late=True, ignore_result=True, time_limit=600)
 def sync_fabric_findings(fabric_id: int) -> None:
-    """One fabric's findings, after a snapshot, a name map or a tier changed it; then its
-    figure, if stored, at what they marked."""
+    """One fabric's findings, after a snapshot, a name map or a tier changed it; then the
+    stored figures at what they marked. Every stale one, not only this fabric's: a figure is
+    stamped with the fabric revision, which any fabric's change moves, and a figure left
+    stale is drawn by the next page that shows it (seconds at 25,000 servers)."""
     fabric = Fabric.objects.defer("node_name_map").filter(pk=fabric_id).first()
     if fabric is not None:
         fabric_findings_sync(fabric=fabric)
-        fabric_figures_render([fabric.pk])  # at the revision and findings just written
+        fabric_figures_render()  # at the revision and findings just written
 
 
 @shared_task(acks_late=True, ignore_result=True, time_limit=900)

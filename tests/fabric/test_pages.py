@@ -288,3 +288,26 @@ def test_the_worker_renders_the_figure_after_the_findings_pass():
     with CaptureQueriesContext(connection) as captured:
         assert fabric_figures([fabric]) == {fabric.pk: stored.figure}
     assert len(captured) == 3  # the revision, the degraded cables, the stored figure
+
+
+def test_after_one_fabric_changes_the_worker_leaves_every_stored_figure_fresh():
+    """A figure is stamped with the fabric revision, which any fabric's change moves: the
+    worker draws every stale one again, not only the changed fabric's, so no page has to."""
+    from fabric import tasks
+    from fabric.models import FabricFigure
+    from inventory.services import revision_get
+
+    def built(name: str, **slow) -> str:
+        return synthetic_fabric(
+            servers=720, rails=2, servers_per_leaf=16, host_format=f"{name}{{:05d}}", **slow
+        ).text
+
+    for name in ("one", "two"):
+        fabric_snapshot_ingest(fabric_name=name, raw=built(name))
+    tasks.sync_all_fabric_findings()
+    fabric_snapshot_ingest(fabric_name="one", raw=built("one", slow={("one00003", 1): "4xHDR"}))
+    tasks.sync_fabric_findings(Fabric.objects.get(name="one").pk)
+    now = f"f{revision_get(name='fabric')}."
+    stored = dict(FabricFigure.objects.values_list("fabric__name", "revision"))
+    assert set(stored) == {"one", "two"}
+    assert all(revision.startswith(now) for revision in stored.values()), (now, stored)
