@@ -85,7 +85,7 @@ def test_the_planner_keeps_a_two_node_job_under_one_leaf():
     assert plan.locality.hops == 1
     (spread,) = plan_request(Planner(fleet), PlacementRequest(cluster="hpc", gpus=16))
     assert [o.node.name for o in spread.chosen] == ["gpu001", "gpu003"]
-    assert spread.locality.why == "all 2 nodes under one leaf switch: 1 switch(es) between them"
+    assert spread.locality.why == "all 2 nodes under one leaf switch: 1 switch between them"
 
 
 def test_a_node_with_a_critical_finding_joins_a_leaf_only_when_needed():

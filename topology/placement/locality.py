@@ -35,6 +35,18 @@ class Place:
 
 NOWHERE = Place()
 
+LEVELS: tuple[tuple[str, str, int | None], ...] = (
+    ("leaf", "under one leaf switch", 1),
+    ("spine", "under one spine group", 3),
+    ("nvlink", "in one NVLink domain", None),
+)
+"""Where nodes may share, closest first: the `Place` attribute, the words, the hops."""
+
+
+def between(hops: int) -> str:
+    """`1 switch between them`, `3 switches between them`."""
+    return f"{hops} switch{'' if hops == 1 else 'es'} between them"
+
 
 @dataclass(frozen=True, slots=True)
 class Locality:
@@ -119,7 +131,7 @@ def choose_local(
         return best, describe(
             chosen_places(best),
             f"all {count} nodes under one leaf switch ({place.leaf_name or place.leaf}): "
-            "1 switch between them",
+            + between(1),
         )
     spine_fits: list[tuple[int, int, list[T]]] = []
     for items in by_spine.values():
@@ -145,7 +157,7 @@ def choose_local(
         return best, describe(
             chosen_places(best),
             f"no leaf has {count} nodes that fit; {used} leaves under one spine group "
-            f"({place.spine_name or place.spine}): 3 switches between them",
+            f"({place.spine_name or place.spine}): {between(3)}",
         )
     domain_fits = [items[:count] for items in by_nvlink.values() if len(items) >= count]
     if domain_fits:
@@ -170,12 +182,9 @@ def locality_of(places: list[Place], count: int) -> Locality:
     elif found.hops is None:
         words = "the fabric of these nodes is not known: the best ranked"
     elif found.hops == 1:
-        words = f"all {found.nodes} nodes under one leaf switch: 1 switch between them"
+        words = f"all {found.nodes} nodes under one leaf switch: {between(1)}"
     elif found.hops == 3:
-        words = (
-            f"{found.nodes} nodes on {found.leaves} leaves under one spine group: "
-            "3 switches between them"
-        )
+        words = f"{found.nodes} nodes on {found.leaves} leaves under one spine group: {between(3)}"
     elif found.nvlink_domains == 1 and all(p.nvlink for p in places):
         words = f"all {found.nodes} nodes in one NVLink domain"
     else:

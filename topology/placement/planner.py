@@ -20,7 +20,16 @@ from inventory.health import GpuProblem
 
 from .facts import Fleet, FleetGpu, FleetMig, FleetNode
 from .gpu_sets import NO_PAIRS_RANK, UNKNOWN_RANK, GpuSet, SetRank, set_rank
-from .locality import NOWHERE, Locality, Place, choose_local, describe, locality_of
+from .locality import (
+    LEVELS,
+    NOWHERE,
+    Locality,
+    Place,
+    between,
+    choose_local,
+    describe,
+    locality_of,
+)
 from .types import (
     BlockedNode,
     Filters,
@@ -553,12 +562,7 @@ class Planner:
         one NVLink domain, where one holds it (the best ranked of each group win ties)."""
         position = {offer.node.id: i for i, (_, offer) in enumerate(sized)}
         calm = [(c, o) for c, o in sized if not _troubled(o.node)]
-        levels = (
-            ("leaf", "under one leaf switch", 1),
-            ("spine", "under one spine group", 3),
-            ("nvlink", "in one NVLink domain", None),
-        )
-        for attribute, words, hops in levels:
+        for attribute, words, hops in LEVELS:
             groups: dict[str, list[tuple[int, Offer]]] = {}
             for capacity, offer in calm:
                 key = getattr(self.place(offer.node), attribute)
@@ -572,8 +576,7 @@ class Planner:
                     fits.append((len(picked), spent, picked))
             if fits:
                 _, _, best = min(fits, key=lambda fit: (fit[0], fit[1]))
-                between = f": {hops} switch(es) between them" if hops else ""
-                why = f"all {len(best)} nodes {words}{between}"
+                why = f"all {len(best)} nodes {words}" + (f": {between(hops)}" if hops else "")
                 if attribute != "leaf":
                     why = f"no leaf holds the job on {len(default)} nodes; " + why
                 return best, describe([self.place(o.node) for o in best], why)
