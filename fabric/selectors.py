@@ -84,14 +84,9 @@ def _host_ports(fabric: Fabric) -> tuple[list[graph.HostPort], dict[str, HostFac
 
 
 def fabric_tree(fabric: Fabric) -> tuple[TreeFacts, dict[str, HostFacts]]:
-    """The switch tree of a fabric as plain facts (three queries), and its hosts."""
-    switches = {
-        str(sid): (name, override or inferred, group)
-        for sid, name, override, inferred, group in Switch.objects.filter(
-            fabric=fabric, gone_at__isnull=True
-        ).values_list("id", "name", "tier_override", "tier_inferred", "leaf_group")
-    }
-    pairs = _switch_pairs_up(fabric.pk)
+    """The switch tree of a fabric as plain facts (three queries), and its hosts; a switch
+    without a name is named by its GUID."""
+    switches, pairs = switch_tree_facts(fabric.pk)
     ports, hosts = _host_ports(fabric)
     leaf_hosts: dict[str, set[str]] = defaultdict(set)
     for port in ports:
