@@ -401,8 +401,9 @@ def host_key(server_id: int | None, host_name: str) -> str | None:
     return f"h{host_name.lower()}" if host_name else None
 
 
-def _derive(fabric: Fabric) -> None:
-    """Tiers, rails, leaf groups, ports used and bandwidth of every live switch."""
+def _derive(fabric: Fabric, **more: Any) -> None:
+    """Tiers, rails, leaf groups, ports used and bandwidth of every live switch; the fabric's
+    summary of them, with `more` in it."""
     switches = {
         row[0]: row
         for row in Switch.objects.filter(fabric=fabric, gone_at__isnull=True).values_list(
@@ -494,7 +495,7 @@ def _derive(fabric: Fabric) -> None:
             rails_changed.append(Adapter(id=aid, rail=rails[0], nic_rail=rails[1]))
     update_rows(Adapter, rails_changed, ["rail", "nic_rail"])
     Fabric.objects.filter(pk=fabric.pk).update(
-        summary=_summary(switches, effective, layout, adapters)
+        summary={**_summary(switches, effective, layout, adapters), **more}
     )
 
 
@@ -686,11 +687,7 @@ def ethernet_fabric_sync(*, force: bool = False) -> EthernetSyncResult:
                 filled.append(Nic(id=nic_id, switch=wanted[0], switch_port=wanted[1]))
         filled += _unheard_nics(fabric, before, {(s, n) for s, n, _, _ in current.values()})
         update_rows(Nic, filled, ["switch", "switch_port"])
-        _derive(fabric)
-        summary = Fabric.objects.values_list("summary", flat=True).get(pk=fabric.pk)
-        Fabric.objects.filter(pk=fabric.pk).update(
-            summary={**summary, "inventory_revision": revision}
-        )
+        _derive(fabric, inventory_revision=revision)
         if added or gone or filled:
             up = sum(1 for link in heard.links if link.up)
             snapshot = FabricSnapshot.objects.create(
