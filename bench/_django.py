@@ -39,6 +39,18 @@ def bench_database():
         teardown_test_environment()
 
 
+def machine_load() -> str:
+    """The machine's 1, 5 and 15 minute load averages and its CPUs: figures on a shared
+    machine are read beside them."""
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.1f} {five:.1f} {fifteen:.1f} on {os.cpu_count()} CPUs"
+
+
+def say(line: str) -> None:
+    """Print a figure at once: a run cut short still tells what it had."""
+    print(line, flush=True)
+
+
 def timed(fn, repeat: int) -> list[float]:
     """Seconds per call, `repeat` calls."""
     times = []

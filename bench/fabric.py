@@ -16,12 +16,11 @@ worker does (`fabric.render`), and the `/fabric/` page, which reads it back, bes
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections import Counter
 
-from _django import bench_database, each_size_in_a_fresh_process, setup
+from _django import bench_database, each_size_in_a_fresh_process, machine_load, say, setup
 
 SIZES = [int(a) for a in sys.argv[1:] if a.isdigit()] or [2500, 25000]
 LAYOUT = {
@@ -66,16 +65,13 @@ def run_one(n: int) -> None:
     from fabric.services import fabric_snapshot_ingest
     from fabric.synthetic import synthetic_fabric
 
-    def say(line: str) -> None:
-        print(line, flush=True)  # figure by figure: a run cut short still tells what it had
-
     start = time.perf_counter()
     built = synthetic_fabric(servers=n, **LAYOUT)
     generated = time.perf_counter() - start
     text = built.text.encode()
     say(
         f"fabric {n:>6} servers: {len(text) / 1e6:6.1f} MB of ibnetdiscover text; "
-        f"generated in {generated:5.1f} s; load average {_load()}"
+        f"generated in {generated:5.1f} s; load average {machine_load()}"
     )
 
     start = time.perf_counter()
@@ -133,14 +129,7 @@ def run_one(n: int) -> None:
         f"  GET /fabric/ (median of 3)          {page['page']:7.3f} s  {page['queries']:5d} "
         f"queries, {page['bytes'] / 1e3:,.0f} kB (goal: under 1 s)"
     )
-    say(f"  load average at the end: {_load()}")
-
-
-def _load() -> str:
-    """The machine's 1, 5 and 15 minute load averages and its CPUs: figures on a shared
-    machine are read beside them."""
-    one, five, fifteen = os.getloadavg()
-    return f"{one:.1f} {five:.1f} {fifteen:.1f} on {os.cpu_count()} CPUs"
+    say(f"  load average at the end: {machine_load()}")
 
 
 def page_times(fabric) -> dict:

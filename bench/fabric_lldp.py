@@ -13,20 +13,14 @@ revision), and the queries each made.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 
-from _django import bench_database, each_size_in_a_fresh_process, setup
+from _django import bench_database, each_size_in_a_fresh_process, machine_load, say, setup
 
 SIZES = [int(a) for a in sys.argv[1:] if a.isdigit()] or [2500, 25000]
 RAILS = 8
 SERVERS_PER_LEAF = 32
-
-
-def _load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"{one:.1f} {five:.1f} {fifteen:.1f} on {os.cpu_count()} CPUs"
 
 
 def _fleet(n: int) -> None:
@@ -75,12 +69,9 @@ def run_one(n: int) -> None:
     from fabric.services import _lldp_facts, ethernet_fabric_sync
     from inventory.services import revision_bump
 
-    def say(line: str) -> None:
-        print(line, flush=True)
-
     with bench_database() as (vendor, _name):
         tasks.findings_soon = lambda fabric_id: None  # a worker's, after the commit
-        say(f"lldp {n:>6} servers x {RAILS} NICs ({vendor}); load average {_load()}")
+        say(f"lldp {n:>6} servers x {RAILS} NICs ({vendor}); load average {machine_load()}")
         _fleet(n)
         revision_bump(name="inventory")
         start = time.perf_counter()
@@ -108,7 +99,7 @@ def run_one(n: int) -> None:
             f"  pass, nothing heard anew            {again_s:7.2f} s  "
             f"{len(again_queries):5d} queries"
         )
-        say(f"  load average at the end: {_load()}")
+        say(f"  load average at the end: {machine_load()}")
 
 
 if __name__ == "__main__":
