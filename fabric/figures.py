@@ -183,10 +183,7 @@ def trunk_bundles(trunks: Iterable[CableMark]) -> list[TrunkBundle]:
 def merge_bundles(parts: Iterable[TrunkBundle]) -> list[TrunkBundle]:
     """Parts summed per unordered pair of switches (a cable from a switch to itself is not
     drawn), in pair order."""
-    return [
-        TrunkBundle(a, b, bundle.cables, bundle.gbps, bundle.down, bundle.degraded)
-        for (a, b), bundle in sorted(_regroup(parts, lambda key: key).items())
-    ]
+    return _regroup(parts, lambda key: key)
 
 
 def _switch_keys(facts: FabricFigureFacts) -> set[str]:
@@ -424,9 +421,8 @@ def _switch_level(
         for tier, members in rows.items()
         for key, x in _spread([s.key for s in members]).items()
     }
-    bundles = {(bundle.a, bundle.b): bundle for bundle in pairs}
     names = {s.key: s.name for s in facts.switches}
-    traces = _bundle_traces(bundles, at, names)
+    traces = _bundle_traces(pairs, at, names)
     marked_down = {k for k, load in loads.items() if load.down}
     marked_degraded = {k for k, load in loads.items() if load.degraded} - marked_down
     for keys, colour, name in (
@@ -456,7 +452,7 @@ def _switch_level(
         )
     )
     states = {DOWN} if marked_down else set()
-    states |= {DEGRADED} if marked_degraded or any(b.degraded for b in bundles.values()) else set()
+    states |= {DEGRADED} if marked_degraded or any(b.degraded for b in pairs) else set()
     traces += _legend((s.rail for s in facts.switches), states)
     servers = sum(load.servers for load in loads.values())
     subtitle = (
@@ -466,46 +462,36 @@ def _switch_level(
     return _figure(facts.name, traces, len(rows), SWITCHES, subtitle, _tier_ticks(rows, False))
 
 
-@dataclass
-class _Bundle:
-    cables: int = 0
-    gbps: float = 0.0
-    down: int = 0
-    degraded: int = 0
-
-
-def _regroup(parts: Iterable[TrunkBundle], group_of) -> dict[tuple[str, str], _Bundle]:
-    """Bundles summed per unordered pair of the groups their ends are in; ends in no group,
-    or both in one, are left out."""
-    bundles: dict[tuple[str, str], _Bundle] = {}
+def _regroup(parts: Iterable[TrunkBundle], group_of) -> list[TrunkBundle]:
+    """Bundles summed per unordered pair of the groups their ends are in, in pair order; ends
+    in no group, or both in one, are left out."""
+    sums: dict[tuple[str, str], list] = {}
     for part in parts:
         a, b = group_of(part.a), group_of(part.b)
         if a is None or b is None or a == b:
             continue
-        bundle = bundles.setdefault((a, b) if a <= b else (b, a), _Bundle())
-        bundle.cables += part.cables
-        bundle.gbps += part.gbps
-        bundle.down += part.down
-        bundle.degraded += part.degraded
-    return bundles
+        found = sums.setdefault((a, b) if a <= b else (b, a), [0, 0.0, 0, 0])
+        found[0] += part.cables
+        found[1] += part.gbps
+        found[2] += part.down
+        found[3] += part.degraded
+    return [TrunkBundle(a, b, *counts) for (a, b), counts in sorted(sums.items())]
 
 
 def _bundle_traces(
-    bundles: dict[tuple[str, str], _Bundle] | dict[tuple[str, str], TrunkBundle],
-    at: dict[str, tuple[float, float]],
-    names,
+    bundles: list[TrunkBundle], at: dict[str, tuple[float, float]], names
 ) -> list[dict]:
     cables = [
         CableMark(
-            a=a,
-            b=b,
+            a=bundle.a,
+            b=bundle.b,
             speed=f"{bundle.cables:,} cables",
             gbps=bundle.gbps,
             state=DOWN if bundle.down else DEGRADED if bundle.degraded else UP,
             label=(f"{bundle.down:,} gone or down" if bundle.down else "")
             + (f" {bundle.degraded:,} degraded" if bundle.degraded else ""),
         )
-        for (a, b), bundle in sorted(bundles.items())
+        for bundle in sorted(bundles, key=lambda bundle: (bundle.a, bundle.b))
     ]
     return _cable_traces(cables, at, _cable_hover(names), 0.0)
 
