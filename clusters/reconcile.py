@@ -193,15 +193,10 @@ def _judge_changes(
     server_ids |= {n.server_id for n in nodes if n.server_id}
     server_ids |= _claimants_of(changed.servers)
     judged = _with_hosts_and_vms(server_ids)
-    servers = _load_servers(judged)
+    also = {i for found in ambiguous.values() for i in found}
+    fleet = _server_fleet(judged, clusters, now, nodes=nodes, also=also, ambiguous=ambiguous)
+    servers = fleet.servers
     result.judged_servers, result.judged_nodes = len(judged & servers.keys()), len(node_ids)
-    others = {c.holder_id for s in servers.values() for c in s.gpu_claims}
-    others |= {i for found in ambiguous.values() for i in found}
-    if others - servers.keys():
-        servers |= _load_servers(others - servers.keys())
-    by_id = {n.id: n for n in _load_nodes(clusters, server_ids=judged)}
-    by_id |= {n.id: n for n in nodes}
-    fleet = _fleet(sorted(by_id.values(), key=attrgetter("id")), servers, clusters, now, ambiguous)
     desired = {
         key: finding
         for key, finding in evaluate(fleet, SERVER_RULES + SERVER_NODES_RULES).items()
@@ -299,15 +294,10 @@ def reconcile_servers(*, server_ids: Collection[int], now=None) -> ReconcileResu
     with transaction.atomic():
         ReconcileState.objects.select_for_update().get_or_create(id=1)
         judged = _with_hosts_and_vms(set(server_ids))
-        servers = _load_servers(judged)
-        holders = {c.holder_id for s in servers.values() for c in s.gpu_claims} - servers.keys()
-        if holders:  # rare: read the servers holding GPUs these claim, for their names and age
-            servers |= _load_servers(holders)
         clusters = dict(Cluster.objects.values_list("id", "name"))
-        nodes = _load_nodes(clusters, server_ids=judged)
-        result.servers, result.nodes = len(judged & servers.keys()), len(nodes)
-        result.bound = len(nodes)
-        fleet = _fleet(nodes, servers, clusters, now)
+        fleet = _server_fleet(judged, clusters, now)
+        result.servers, result.nodes = len(judged & fleet.servers.keys()), len(fleet.nodes)
+        result.bound = len(fleet.nodes)
         desired = {
             key: finding
             for key, finding in evaluate(fleet, SERVER_RULES).items()
@@ -319,6 +309,29 @@ def reconcile_servers(*, server_ids: Collection[int], now=None) -> ReconcileResu
         result.findings_open = open_count
     result.duration_ms = int((time.monotonic() - started) * 1000)
     return result
+
+
+def _server_fleet(
+    judged: set[int],
+    clusters: dict[int, str],
+    now,
+    *,
+    nodes: Iterable[NodeFacts] = (),
+    also: Collection[int] = (),
+    ambiguous: dict[int, frozenset[int]] | None = None,
+) -> Fleet:
+    """The rules' view of the judged servers: them with their bound nodes (`nodes`, bound
+    again, in place of theirs), and read beside them for their names and age the servers
+    holding GPUs they claim and `also`."""
+    servers = _load_servers(judged)
+    others = ({c.holder_id for s in servers.values() for c in s.gpu_claims} | set(also)) - set(
+        servers
+    )
+    if others:  # rare
+        servers |= _load_servers(others)
+    by_id = {n.id: n for n in _load_nodes(clusters, server_ids=judged)}
+    by_id |= {n.id: n for n in nodes}
+    return _fleet(sorted(by_id.values(), key=attrgetter("id")), servers, clusters, now, ambiguous)
 
 
 def _with_hosts_and_vms(ids: set[int]) -> set[int]:
