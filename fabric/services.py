@@ -1,4 +1,5 @@
-"""Writes of the fabric layer: snapshots applied, node-name maps set, tiers overridden.
+"""Writes of the fabric layer: snapshots applied, node-name maps set, tiers overridden, and
+the `ethernet` fabric built from the LLDP neighbours agents report (`ethernet_fabric_sync`).
 
 Applying a snapshot is one transaction: read the fabric's rows once, work out in memory what
 is new, changed and gone, and write that in bulk. The number of queries does not grow with

@@ -243,7 +243,8 @@ class MigDevice(models.Model):
 
 
 class Nic(models.Model):
-    """A network adapter; switch and port are set by people, not NVML.
+    """A network adapter. Switch and port come from the LLDP neighbours its agent hears
+    (`fabric.lldp`), else from people (the admin, the API, a locations CSV), never from NVML.
 
     An RDMA device also carries its InfiniBand identity as its agent reads it from
     /sys/class/infiniband (GUIDs as 16 lower-case hex digits: the fabric binds adapters to
