@@ -19,7 +19,7 @@ import hostlist
 import yaml
 
 from .graph import tier_domains
-from .parsers.records import FabricFormatError
+from .parsers.records import FabricFormatError, guid_of
 
 SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 LABEL_PREFIX = "network.topology.nvidia.com/"  # the keys NVIDIA's topograph labels nodes with
@@ -40,6 +40,8 @@ class TreeFacts:
     switch_links: list[tuple[str, str]]
     leaf_hosts: dict[str, set[str]]
     leaf_group: dict[str, int] = field(default_factory=dict)
+    unnamed: dict[str, str] = field(default_factory=dict)
+    """Host key -> GUID, for the host adapters known by their GUID alone (no host name)."""
 
 
 @dataclass(slots=True)
@@ -48,6 +50,10 @@ class SchedulerTree:
 
     nodes: dict[str, list[str]] = field(default_factory=dict)
     children: dict[str, list[str]] = field(default_factory=dict)
+    unlisted: list[tuple[str, str]] = field(default_factory=list)
+    """(switch, why): switches left out or listed short, and why, for comments."""
+    unnamed: list[str] = field(default_factory=list)
+    """GUIDs of the host adapters left out for want of a name."""
 
     def leaf_of(self) -> dict[str, list[str]]:
         found: dict[str, list[str]] = defaultdict(list)
@@ -61,7 +67,9 @@ def scheduler_tree(facts: TreeFacts, node_names: Mapping[str, str]) -> tuple[Sch
     """The tree a scheduler should get, and a note per merged switch (its real leaves).
 
     Hosts without a name in `node_names` are left out; a switch left with nothing under it
-    is left out too, and so are switches no leaf reaches (no tier).
+    is left out too, and so are switches no leaf reaches (no tier). Each is said in
+    `tree.unlisted` with why (a leaf whose host adapters are known by GUID alone names
+    them), and a listed leaf that leaves GUID-only adapters out says so too.
     """
     used: set[str] = set()
 
@@ -83,16 +91,19 @@ def scheduler_tree(facts: TreeFacts, node_names: Mapping[str, str]) -> tuple[Sch
     name_of: dict[str, str] = {}  # switch key -> the scheduler switch that stands for it
     order = sorted(grouped.values(), key=lambda members: facts.switches[members[0]][0])
     number = 0
+    unnamed: set[str] = set()
     for members in order:
-        names = sorted(
-            {
-                node_names[h]
-                for leaf in members
-                for h in facts.leaf_hosts.get(leaf, ())
-                if h in node_names
-            }
+        hosts = {h for leaf in members for h in facts.leaf_hosts.get(leaf, ())}
+        names = sorted({node_names[h] for h in hosts if h in node_names})
+        guids = sorted(
+            facts.unnamed[h] for h in hosts if h in facts.unnamed and h not in node_names
         )
+        unnamed.update(guids)
         if not names:
+            for leaf in members:
+                tree.unlisted.append(
+                    (facts.switches[leaf][0], _why_unlisted(facts, leaf, node_names))
+                )
             continue
         if len(members) == 1:
             switch = unique(facts.switches[members[0]][0])
@@ -100,6 +111,8 @@ def scheduler_tree(facts: TreeFacts, node_names: Mapping[str, str]) -> tuple[Sch
             number += 1
             switch = unique(f"su{number}")
             notes[switch] = sorted(facts.switches[m][0] for m in members)
+        if guids:
+            tree.unlisted.append((switch, f"{_guid_only(guids)} are left out"))
         tree.nodes[switch] = names
         for member in members:
             name_of[member] = switch
@@ -124,12 +137,56 @@ def scheduler_tree(facts: TreeFacts, node_names: Mapping[str, str]) -> tuple[Sch
                 switch = unique(facts.switches[key][0])
                 tree.children[switch] = sorted(below)
                 name_of[key] = switch
+            else:
+                tree.unlisted.append(
+                    (facts.switches[key][0], "not listed: none of the switches under it is listed")
+                )
+    for name, tier in sorted(facts.switches.values(), key=lambda row: row[0]):
+        if tier is None:
+            tree.unlisted.append((name, "not listed: no tier (no leaf switch reaches it)"))
+    tree.unnamed = sorted(unnamed)
     return tree, notes
+
+
+def _guid_only(guids: list[str]) -> str:
+    shown = ", ".join(f"0x{g}" for g in guids[:3]) + (", ..." if len(guids) > 3 else "")
+    return (
+        f"{len(guids)} host adapter(s) known by GUID alone ({shown}: no node-name map entry, "
+        "node description or bound server names them)"
+    )
+
+
+def _why_unlisted(facts: TreeFacts, leaf: str, node_names: Mapping[str, str]) -> str:
+    hosts = facts.leaf_hosts.get(leaf, set())
+    guids = sorted(facts.unnamed[h] for h in hosts if h in facts.unnamed and h not in node_names)
+    if guids:
+        return f"not listed: its {_guid_only(guids)}"
+    if hosts:
+        return "not listed: none of its hosts has a node name"
+    return "not listed: no host adapter is cabled to it"
+
+
+def no_nodes_reason(tree: SchedulerTree, fabric: str) -> str:
+    """Why a tree lists no node at all: a topology.conf without `Nodes=` would leave
+    slurmctld's topology/tree plugin with no tree, so none is written (the caller answers
+    409 with this)."""
+    if tree.unnamed:
+        return (
+            f"fabric {fabric} has no node Slurm can be given: its "
+            f"{_guid_only(tree.unnamed)}; name them with a node-name map (PUT "
+            f"/api/v1/fabrics/{fabric}/node-name-map/), node descriptions (rdma-ndd), or "
+            "agents on their servers that report the adapters' GUIDs"
+        )
+    return (
+        f"fabric {fabric} has no node Slurm can be given: no leaf switch has a host adapter "
+        "with a name cabled to it"
+    )
 
 
 def slurm_topology_conf(tree: SchedulerTree, notes: Mapping[str, list[str]], header: str) -> str:
     """Slurm's topology/tree file: `SwitchName=... Nodes=...` / `SwitchName=... Switches=...`."""
     lines = [f"# {line}" for line in header.splitlines()]
+    lines += [f"# {switch}: {why}" for switch, why in tree.unlisted]
     for switch, names in tree.nodes.items():
         if switch in notes:
             lines.append(f"# {switch}: leaves {', '.join(notes[switch])}")
@@ -163,7 +220,7 @@ def slurm_topology_yaml(
             "tree": {"switches": switches},
         }
     ]
-    lines = header.splitlines()
+    lines = header.splitlines() + [f"{switch}: {why}" for switch, why in tree.unlisted]
     listed = [(domain, names) for domain, names in blocks if names]
     if listed:
         document.append(
@@ -307,4 +364,9 @@ def leaf_groups_of(tree: SchedulerTree) -> dict[str, set[str]]:
 
 
 def names_of(items: Iterable[str]) -> str:
-    return hostlist.collect_hostlist(sorted(items))
+    """Node names for a message: a hostlist, then the names that spell GUIDs one by one
+    (a hostlist would cut a GUID's hex into a range)."""
+    names = sorted(set(items))
+    guids = [n for n in names if guid_of(n) is not None]
+    others = [n for n in names if guid_of(n) is None]
+    return ",".join(([hostlist.collect_hostlist(others)] if others else []) + guids)

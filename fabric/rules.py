@@ -8,14 +8,14 @@ Each rule answers one question in plain language and names the server where ther
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from statistics import median
 
 from core.findings import FindingFact
 
 from .exports import SchedulerTree, names_of
-from .parsers.records import lanes
+from .parsers.records import guid_of, lanes
 
 WARNING = "warning"
 CRITICAL = "critical"
@@ -239,19 +239,76 @@ def scheduler_topology_mismatch(
         )
     unknown = sorted(set(told) - set(real))
     if unknown:
+        guids = [n for n in unknown if guid_of(n) is not None]
+        names = [n for n in unknown if guid_of(n) is None]
+        parts = []
+        if names:
+            parts.append(f"{len(names)} node(s) the fabric does not show: {names_of(names)}")
+        if guids:
+            parts.append(
+                f"{len(guids)} GUID(s) no host adapter on the fabric carries: {', '.join(guids)}"
+            )
         found.append(
             FabricFinding(
                 type=TOPOLOGY_MISMATCH,
                 severity=INFO,
                 subject=f"{subject}/unknown",
-                message=(
-                    f"{cluster}'s topology places {len(unknown)} node(s) the fabric does not "
-                    f"show: {names_of(unknown)}"
-                ),
+                message=f"{cluster}'s topology places {'; and '.join(parts)}",
                 details={"nodes": unknown},
             )
         )
     return found
+
+
+def scheduler_guid_names(
+    cluster: str, scheduler: SchedulerTree, adapters: Mapping[str, tuple[str, str]]
+) -> tuple[SchedulerTree, list[FabricFinding]]:
+    """A site's tree with the node names that spell a GUID (`records.guid_of`: `0x...`,
+    16 bare hex digits, `H-...`) read as the fabric knows those adapters.
+
+    `adapters` maps every node and port GUID of the fabric's host adapters to (the
+    adapter's GUID, the name the fabric lists it by, "" when it knows it by GUID alone).
+    An adapter known by GUID alone becomes `0x<its GUID>`, as the discovered tree lists it;
+    one the fabric names becomes that name, with an INFO finding that the file names it by
+    GUID. A GUID no host adapter carries stays as written (the compare says so).
+    """
+    renamed: dict[str, str] = {}
+    by_name: dict[str, str] = {}
+
+    def read(name: str) -> str:
+        guid = guid_of(name)
+        if guid is None or guid not in adapters:
+            return name
+        adapter, known_as = adapters[guid]
+        if known_as:
+            by_name[name] = known_as
+            return known_as
+        renamed[name] = f"0x{adapter}"
+        return renamed[name]
+
+    tree = SchedulerTree(
+        nodes={
+            switch: sorted({read(name) for name in names})
+            for switch, names in scheduler.nodes.items()
+        },
+        children=dict(scheduler.children),
+    )
+    found = []
+    if by_name:
+        pairs = ", ".join(f"{g} is {n}" for g, n in sorted(by_name.items()))
+        found.append(
+            FabricFinding(
+                type=TOPOLOGY_MISMATCH,
+                severity=INFO,
+                subject=f"cluster:{cluster}/topology/by-guid",
+                message=(
+                    f"{cluster}'s topology names {len(by_name)} node(s) by the GUID of an "
+                    f"adapter the fabric knows by name: {pairs}"
+                ),
+                details={"nodes": dict(sorted(by_name.items()))},
+            )
+        )
+    return tree, found
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ take."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
@@ -56,8 +57,11 @@ class HostFacts:
     name: str
 
 
-def _host_ports(fabric: Fabric) -> tuple[list[graph.HostPort], dict[str, HostFacts]]:
-    """Every live host adapter's cable to a switch, and who each host is (one query)."""
+def _host_ports(
+    fabric: Fabric,
+) -> tuple[list[graph.HostPort], dict[str, HostFacts], dict[str, str]]:
+    """Every live host adapter's cable to a switch, who each host is, and the GUID of each
+    adapter known by GUID alone (adapter id -> GUID; its port's `host` is None). One query."""
     rows = FabricLink.objects.filter(
         fabric=fabric,
         gone_at__isnull=True,
@@ -73,39 +77,53 @@ def _host_ports(fabric: Fabric) -> tuple[list[graph.HostPort], dict[str, HostFac
         "b_adapter__host_name",
         "b_adapter__nic",
         "gbps",
+        "b_adapter__guid",
     )
-    ports, hosts = [], {}
-    for switch_id, adapter_id, server_id, hostname, host_name, nic, gbps in rows:
+    ports, hosts, unnamed = [], {}, {}
+    for switch_id, adapter_id, server_id, hostname, host_name, nic, gbps, guid in rows:
         key = host_key(server_id, host_name)
         if key is not None:
             hosts[key] = HostFacts(server_id, hostname or host_name)
+        else:
+            unnamed[str(adapter_id)] = guid
         ports.append(graph.HostPort(str(adapter_id), key, nic, str(switch_id), gbps))
-    return ports, hosts
+    return ports, hosts, unnamed
 
 
 def fabric_tree(fabric: Fabric) -> tuple[TreeFacts, dict[str, HostFacts]]:
     """The switch tree of a fabric as plain facts (three queries), and its hosts; a switch
-    without a name is named by its GUID."""
+    without a name is named by its GUID. A host adapter known by GUID alone stands in
+    `leaf_hosts` as a host of its own (key `g<guid>`, in `facts.unnamed`)."""
     switches, pairs = switch_tree_facts(fabric.pk)
-    ports, hosts = _host_ports(fabric)
+    ports, hosts, unnamed = _host_ports(fabric)
     leaf_hosts: dict[str, set[str]] = defaultdict(set)
+    by_guid: dict[str, str] = {}
     for port in ports:
         if port.host is not None:
             leaf_hosts[port.switch].add(port.host)
+        elif port.adapter in unnamed:
+            key = f"g{unnamed[port.adapter]}"
+            by_guid[key] = unnamed[port.adapter]
+            leaf_hosts[port.switch].add(key)
     facts = TreeFacts(
         switches={k: (name, tier) for k, (name, tier, _) in switches.items()},
         switch_links=pairs,
         leaf_hosts=dict(leaf_hosts),
         leaf_group={k: group for k, (_, tier, group) in switches.items() if tier == 1 and group},
+        unnamed=by_guid,
     )
     return facts, hosts
 
 
 def fabric_scheduler_tree(
-    fabric: Fabric, node_names: dict[int, str] | None = None
+    fabric: Fabric,
+    node_names: dict[int, str] | None = None,
+    by_guid: Collection[str] = (),
 ) -> tuple[SchedulerTree, dict[str, list[str]]]:
     """The tree a scheduler should get: servers named by `node_names` (server id -> the
-    scheduler's node name) where given, else by their host name."""
+    scheduler's node name) where given, else by their host name; the adapters known by GUID
+    alone whose GUIDs are in `by_guid` (16 hex digits) as `0x<guid>` (to compare a site's
+    file that names them so), the others left out and said in `tree.unlisted`."""
     facts, hosts = fabric_tree(fabric)
     node_names = node_names or {}
     names = {
@@ -113,7 +131,27 @@ def fabric_scheduler_tree(
         for key, host in hosts.items()
         if host.name or host.server_id in node_names
     }
+    wanted = set(by_guid)
+    names.update({key: f"0x{guid}" for key, guid in facts.unnamed.items() if guid in wanted})
     return scheduler_tree(facts, names)
+
+
+def fabric_adapter_guids(
+    fabric: Fabric, node_names: dict[int, str] | None = None
+) -> dict[str, tuple[str, str]]:
+    """Every node and port GUID of the fabric's live host adapters -> (the adapter's GUID,
+    the name the scheduler tree lists its host by: `node_names`' for its bound server, else
+    the host name; "" for one known by GUID alone). What a GUID a person wrote stands for,
+    as `rules.scheduler_guid_names` takes it. One query."""
+    node_names = node_names or {}
+    found: dict[str, tuple[str, str]] = {}
+    for guid, port_guids, server_id, hostname, host_name in Adapter.objects.filter(
+        fabric=fabric, gone_at__isnull=True, role=binding.HOST
+    ).values_list("guid", "port_guids", "server_id", "server__hostname", "host_name"):
+        name = node_names.get(server_id, hostname or host_name) if server_id else host_name
+        for each in [guid, *(g for g in port_guids or [] if isinstance(g, str))]:
+            found.setdefault(each.lower(), (guid, name or ""))
+    return found
 
 
 def switch_tree_facts(
@@ -210,7 +248,7 @@ class ServerBandwidth:
 def fabric_host_bandwidth(fabric: Fabric) -> list[ServerBandwidth]:
     """Per host on the fabric: NICs, Gb/s, GPUs (from the inventory), per GPU, and NICs at
     PIX per GPU (three queries)."""
-    ports, hosts = _host_ports(fabric)
+    ports, hosts, _unnamed = _host_ports(fabric)
     server_ids = {h.server_id for h in hosts.values() if h.server_id is not None}
     pix = (
         Link.objects.filter(server_id=OuterRef("pk"), link_class="PIX", nic__isnull=False)

@@ -99,12 +99,46 @@ def fabric_snapshot_ingest(*, fabric_name: str, raw: bytes | str) -> SnapshotRes
     """
     _check_name(fabric_name)
     _check_not_ethernet(fabric_name)
+    data, discovery = _read_snapshot(fabric_name, raw)
+    return _snapshot_apply(fabric_name, data, discovery)
+
+
+def fabric_import(
+    *, fabric_name: str, raw: bytes | str, node_name_map: bytes | str | None = None
+) -> tuple[SnapshotResult, NameMapResult | None]:
+    """`import_fabric`: a saved ibnetdiscover output, and the node-name map to name it by.
+
+    Both are read before anything is written, and written in one transaction: a map or a
+    capture that is refused (FabricRejected, `field` "node_name_map" or "body") changes
+    nothing stored but the refused capture's own record among an existing fabric's
+    snapshots, as a pushed one leaves.
+    """
+    _check_name(fabric_name)
+    _check_not_ethernet(fabric_name)
+    names = None
+    if node_name_map is not None:
+        try:
+            names = _read_node_name_map(node_name_map)
+        except FabricRejected as exc:
+            raise FabricRejected(str(exc), "node_name_map") from None
+    data, discovery = _read_snapshot(fabric_name, raw)
+    with transaction.atomic():
+        mapped = _node_name_map_apply(fabric_name, *names) if names is not None else None
+        result = _snapshot_apply(fabric_name, data, discovery)
+    return result, mapped
+
+
+def _read_snapshot(fabric_name: str, raw: bytes | str) -> tuple[bytes, Discovery]:
+    """The capture read whole, or FabricRejected (its refusal recorded on a known fabric)."""
     data = raw.encode() if isinstance(raw, str) else bytes(raw)
     try:
-        discovery = parse_fabric(data)
+        return data, parse_fabric(data)
     except FabricFormatError as exc:
         _record_rejection(fabric_name, data, str(exc))
         raise FabricRejected(str(exc)) from None
+
+
+def _snapshot_apply(fabric_name: str, data: bytes, discovery: Discovery) -> SnapshotResult:
     now = timezone.now()
     with transaction.atomic():
         fabric, _ = Fabric.objects.select_for_update().get_or_create(name=fabric_name)
@@ -353,11 +387,19 @@ def node_name_map_set(*, fabric_name: str, raw: bytes | str) -> NameMapResult:
     fabric's switches and adapters from now on, those seen before included."""
     _check_name(fabric_name)
     _check_not_ethernet(fabric_name)
+    return _node_name_map_apply(fabric_name, *_read_node_name_map(raw))
+
+
+def _read_node_name_map(raw: bytes | str) -> tuple[str, dict[str, str]]:
+    """The map's text and its names, or FabricRejected naming the line at fault."""
     try:
         text = decode(raw)
-        names = parse_node_name_map(text)
+        return text, parse_node_name_map(text)
     except FabricFormatError as exc:
         raise FabricRejected(str(exc)) from None
+
+
+def _node_name_map_apply(fabric_name: str, text: str, names: dict[str, str]) -> NameMapResult:
     now = timezone.now()
     with transaction.atomic():
         fabric, _ = Fabric.objects.select_for_update().get_or_create(name=fabric_name)

@@ -8,6 +8,7 @@ does not fit PostgreSQL's signed bigint).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 SWITCH = "switch"
@@ -49,15 +50,22 @@ def link_gbps(width: str, speed: str) -> float | None:
     return count * rate
 
 
-def normalize_guid(value: str) -> str:
-    """`0x2C5EAB...` or `2c5eab...` -> 16 lower-case hex digits; ValueError otherwise."""
-    text = value.strip().lower()
-    if text.startswith("0x"):
-        text = text[2:]
-    number = int(text, 16)
-    if not 0 <= number < 1 << 64:
-        raise ValueError(f"{value!r} is not a 64-bit GUID")
-    return f"{number:016x}"
+GUID_SPELLING = re.compile(r"^(?:(?:0x|[hsr]-)0*([0-9a-f]{1,16})|([0-9a-f]{16}))$", re.IGNORECASE)
+
+
+def guid_of(text: str) -> str | None:
+    """A GUID as people and the tools spell it -> 16 lower-case hex digits; None otherwise.
+
+    The one rule for GUID spellings (node-name maps, a site's topology.conf): `0x<hex>`,
+    ibnetdiscover's node ids `H-<hex>` (adapter), `S-<hex>` (switch), `R-<hex>` (router),
+    prefixes in either case, with leading zeros dropped or not; or 16 bare hex digits, as
+    ibnetdiscover prints a GUID. A shorter bare word is not a GUID (`cafe01` is a host
+    name), nor is anything past 64 bits.
+    """
+    m = GUID_SPELLING.match(text.strip())
+    if m is None:
+        return None
+    return (m[1] or m[2]).lower().rjust(16, "0")
 
 
 @dataclass(slots=True)

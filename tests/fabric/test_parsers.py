@@ -297,8 +297,11 @@ def test_node_name_map_in_ibnetdiscovers_format():
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('leaf-1 "0x01"\n', "line 1: expected"),
-        ('0x01 "a"\n0x1 "b"\n', "line 2: GUID 0x0000000000000001 is already named 'a' on line 1"),
+        ('leaf-1 "0x01"\n', "line 1 'leaf-1 \"0x01\"': 'leaf-1' is not a GUID"),
+        (
+            '0x01 "a"\n0x1 "b"\n',
+            "line 2 '0x1 \"b\"': GUID 0x0000000000000001 is already named 'a' on line 1",
+        ),
         ("0x10000000000000000 big\n", "not a 64-bit GUID"),
         ('0x01 ""\n', "has no name"),
     ],

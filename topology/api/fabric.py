@@ -17,12 +17,19 @@ from clusters.api.views import CanPushSnapshots
 from clusters.choices import ClusterKind
 from clusters.models import Cluster
 from fabric.api.serializers import FabricFindingSerializer
-from fabric.exports import parse_topology_conf, slurm_topology_conf, slurm_topology_yaml
+from fabric.exports import (
+    SchedulerTree,
+    no_nodes_reason,
+    parse_topology_conf,
+    slurm_topology_conf,
+    slurm_topology_yaml,
+)
 from fabric.findings import scheduler_topology_findings_sync
 from fabric.models import Fabric
 from fabric.parsers import FabricFormatError, decode
-from fabric.rules import scheduler_topology_mismatch
-from fabric.selectors import fabric_nvlink_blocks, fabric_scheduler_tree
+from fabric.parsers.records import guid_of
+from fabric.rules import scheduler_guid_names, scheduler_topology_mismatch
+from fabric.selectors import fabric_adapter_guids, fabric_nvlink_blocks, fabric_scheduler_tree
 
 from ..fabric_names import (
     FabricNamesError,
@@ -60,16 +67,43 @@ def _export(request: Request, name: str):
     return fabric, tree, notes, header, names
 
 
+class NoNodesSerializer(serializers.Serializer):
+    detail = serializers.CharField(help_text="why no node can be listed, and what names them")
+    unlisted = serializers.ListField(
+        child=serializers.DictField(child=serializers.CharField()),
+        help_text="each switch left out: `switch` and `reason`",
+    )
+
+
+def _no_nodes(fabric: Fabric, tree: SchedulerTree) -> Response | None:
+    """409 when the tree lists no node: a topology.conf of comments alone (no `Nodes=`)
+    would leave slurmctld's topology/tree plugin without a tree, so none is served."""
+    if tree.nodes:
+        return None
+    body = {
+        "detail": no_nodes_reason(tree, fabric.name),
+        "unlisted": [{"switch": switch, "reason": why} for switch, why in tree.unlisted],
+    }
+    return Response(NoNodesSerializer(body).data, status=409)
+
+
+CONFLICT = {409: NoNodesSerializer}
+
+
 class FabricTopologyConfView(APIView):
-    """Slurm's topology.conf (tree plugin) for a fabric."""
+    """Slurm's topology.conf (tree plugin) for a fabric; 409, saying why, when not one of
+    its nodes can be named (switches left out are said in comments)."""
 
     @extend_schema(
         parameters=[CLUSTER],
-        responses={(200, "text/plain"): OpenApiTypes.STR},
+        responses={(200, "text/plain"): OpenApiTypes.STR, **CONFLICT},
         summary="Slurm topology.conf (topology/tree) of a fabric",
     )
-    def get(self, request: Request, name: str) -> HttpResponse:
-        _, tree, notes, header, _names = _export(request, name)
+    def get(self, request: Request, name: str) -> HttpResponse | Response:
+        fabric, tree, notes, header, _names = _export(request, name)
+        conflict = _no_nodes(fabric, tree)
+        if conflict is not None:
+            return conflict
         return HttpResponse(
             slurm_topology_conf(tree, notes, header), content_type="text/plain; charset=utf-8"
         )
@@ -77,15 +111,19 @@ class FabricTopologyConfView(APIView):
 
 class FabricTopologyYamlView(APIView):
     """Slurm 24.11+'s topology.yaml for a fabric: its tree (the cluster default), and a
-    block topology of its NVLink domains where its servers share any."""
+    block topology of its NVLink domains where its servers share any; 409 as topology.conf
+    when not one node can be named."""
 
     @extend_schema(
         parameters=[CLUSTER],
-        responses={(200, "text/plain"): OpenApiTypes.STR},
+        responses={(200, "text/plain"): OpenApiTypes.STR, **CONFLICT},
         summary="Slurm topology.yaml (tree) of a fabric",
     )
-    def get(self, request: Request, name: str) -> HttpResponse:
+    def get(self, request: Request, name: str) -> HttpResponse | Response:
         fabric, tree, _notes, header, names = _export(request, name)
+        conflict = _no_nodes(fabric, tree)
+        if conflict is not None:
+            return conflict
         blocks = fabric_nvlink_blocks(fabric, names)
         return HttpResponse(
             slurm_topology_yaml(tree, fabric.name, header, blocks),
@@ -125,8 +163,12 @@ class ClusterTopologyView(APIView):
             _, names = slurm_node_names(fabric, cluster.name)
         except FabricNamesError as exc:
             _invalid(exc)
-        discovered, _ = fabric_scheduler_tree(fabric, names)
-        findings = scheduler_topology_mismatch(cluster.name, pushed, discovered)
+        pushed, by_guid = scheduler_guid_names(
+            cluster.name, pushed, fabric_adapter_guids(fabric, names)
+        )
+        spelled = {guid_of(n) for ns in pushed.nodes.values() for n in ns} - {None}
+        discovered, _ = fabric_scheduler_tree(fabric, names, by_guid={g for g in spelled if g})
+        findings = by_guid + scheduler_topology_mismatch(cluster.name, pushed, discovered)
         scheduler_topology_findings_sync(
             cluster_name=cluster.name, cluster_id=cluster.pk, found=findings
         )

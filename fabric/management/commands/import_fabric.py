@@ -5,7 +5,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from fabric.services import FabricRejected, fabric_snapshot_ingest, node_name_map_set
+from fabric.services import FabricRejected, fabric_import
 
 
 def _read(file: str) -> bytes:
@@ -18,7 +18,10 @@ def _read(file: str) -> bytes:
 
 
 class Command(BaseCommand):
-    help = "Import a saved ibnetdiscover output for a fabric (format detected)."
+    help = (
+        "Import a saved ibnetdiscover output for a fabric (format detected); a capture or "
+        "map that cannot be read changes nothing."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="the fabric's name; created when new")
@@ -29,13 +32,14 @@ class Command(BaseCommand):
 
     def handle(self, *args, name: str, file: str, node_name_map: str | None, **options):
         raw = _read(file)
+        names_raw = _read(node_name_map) if node_name_map else None
         try:
-            if node_name_map:
-                names = node_name_map_set(fabric_name=name, raw=_read(node_name_map))
-                self.stdout.write(f"{names.fabric}: node-name map of {names.entries} names")
-            result = fabric_snapshot_ingest(fabric_name=name, raw=raw)
+            result, names = fabric_import(fabric_name=name, raw=raw, node_name_map=names_raw)
         except FabricRejected as exc:
-            raise CommandError(str(exc)) from None
+            where = f"{node_name_map}: " if exc.field == "node_name_map" else ""
+            raise CommandError(f"{where}{exc}") from None
+        if names is not None:
+            self.stdout.write(f"{names.fabric}: node-name map of {names.entries} names")
         self.stdout.write(
             f"{result.fabric}: {result.format}, {result.switches} switches, {result.adapters} "
             f"adapters, {result.links_up} cables up, {result.ports_down} ports down; "
