@@ -112,7 +112,13 @@ def scheduler_tree(facts: TreeFacts, node_names: Mapping[str, str]) -> tuple[Sch
             switch = unique(f"su{number}")
             notes[switch] = sorted(facts.switches[m][0] for m in members)
         if guids:
-            tree.unlisted.append((switch, f"{_guid_only(guids)} are left out"))
+            tree.unlisted.append(
+                (
+                    switch,
+                    f"{len(guids)} host adapter(s) known by GUID alone are left out "
+                    f"({_guids(guids)}): {NAMELESS}",
+                )
+            )
         tree.nodes[switch] = names
         for member in members:
             name_of[member] = switch
@@ -148,19 +154,22 @@ def scheduler_tree(facts: TreeFacts, node_names: Mapping[str, str]) -> tuple[Sch
     return tree, notes
 
 
-def _guid_only(guids: list[str]) -> str:
-    shown = ", ".join(f"0x{g}" for g in guids[:3]) + (", ..." if len(guids) > 3 else "")
-    return (
-        f"{len(guids)} host adapter(s) known by GUID alone ({shown}: no node-name map entry, "
-        "node description or bound server names them)"
-    )
+NAMELESS = "no node-name map entry, node description or bound server names them"
+
+
+def _guids(guids: list[str]) -> str:
+    """The first GUIDs of a list, as a person would look them up."""
+    return ", ".join(f"0x{g}" for g in guids[:3]) + (", ..." if len(guids) > 3 else "")
 
 
 def _why_unlisted(facts: TreeFacts, leaf: str, node_names: Mapping[str, str]) -> str:
     hosts = facts.leaf_hosts.get(leaf, set())
     guids = sorted(facts.unnamed[h] for h in hosts if h in facts.unnamed and h not in node_names)
     if guids:
-        return f"not listed: its {_guid_only(guids)}"
+        return (
+            f"not listed: its {len(guids)} host adapter(s) are known by GUID alone "
+            f"({_guids(guids)}): {NAMELESS}"
+        )
     if hosts:
         return "not listed: none of its hosts has a node name"
     return "not listed: no host adapter is cabled to it"
@@ -172,8 +181,9 @@ def no_nodes_reason(tree: SchedulerTree, fabric: str) -> str:
     409 with this)."""
     if tree.unnamed:
         return (
-            f"fabric {fabric} has no node Slurm can be given: its "
-            f"{_guid_only(tree.unnamed)}; name them with a node-name map (PUT "
+            f"fabric {fabric} has no node Slurm can be given: its {len(tree.unnamed)} host "
+            f"adapter(s) are known by GUID alone ({_guids(tree.unnamed)}): {NAMELESS}; "
+            f"name them with a node-name map (PUT "
             f"/api/v1/fabrics/{fabric}/node-name-map/), node descriptions (rdma-ndd), or "
             "agents on their servers that report the adapters' GUIDs"
         )

@@ -272,7 +272,6 @@ def scheduler_guid_names(
     one the fabric names becomes that name, with an INFO finding that the file names it by
     GUID. A GUID no host adapter carries stays as written (the compare says so).
     """
-    renamed: dict[str, str] = {}
     by_name: dict[str, str] = {}
 
     def read(name: str) -> str:
@@ -283,8 +282,7 @@ def scheduler_guid_names(
         if known_as:
             by_name[name] = known_as
             return known_as
-        renamed[name] = f"0x{adapter}"
-        return renamed[name]
+        return f"0x{adapter}"
 
     tree = SchedulerTree(
         nodes={

@@ -144,9 +144,12 @@ def test_switches_left_out_or_listed_short_are_said_in_comments():
     text = slurm_topology_conf(tree, notes, "header")
     comments = [line for line in text.splitlines() if line.startswith("# ")]
     assert comments[1].startswith(
-        f"# leaf-a: not listed: its 2 host adapter(s) known by GUID alone (0x{A1}, 0x{A2}: "
+        f"# leaf-a: not listed: its 2 host adapter(s) are known by GUID alone (0x{A1}, 0x{A2}): "
     )
-    assert comments[2].startswith(f"# leaf-b: 1 host adapter(s) known by GUID alone (0x{B2}: ")
+    assert comments[2] == (
+        f"# leaf-b: 1 host adapter(s) known by GUID alone are left out (0x{B2}): no node-name "
+        "map entry, node description or bound server names them"
+    )
     assert comments[3] == "# lost: not listed: no tier (no leaf switch reaches it)"
     assert parse_topology_conf(text).nodes == tree.nodes  # still a topology.conf Slurm reads
 
@@ -328,7 +331,9 @@ def test_switches_without_a_nameable_node_are_named_in_comments(staff_api, api):
         "SwitchName=leaf-b Nodes=gpu-b[1-2]",
         "SwitchName=spine-a Switches=leaf-b",
     ]
-    expected = f"# leaf-a: not listed: its 2 host adapter(s) known by GUID alone (0x{A1}, 0x{A2}"
+    expected = (
+        f"# leaf-a: not listed: its 2 host adapter(s) are known by GUID alone (0x{A1}, 0x{A2})"
+    )
     assert expected in text
 
     document = api.get("/api/v1/fabrics/ib0/topology.yaml").content.decode()
