@@ -413,14 +413,31 @@ GPU_MERGED_FIELDS = (
 )
 
 
-def _merge_gpu_fields(fields: dict[str, Any], gpu: dict[str, Any], old: Gpu) -> None:
+# What a GPU moving in keeps of its row: the card's facts, not its old slot's.
+GPU_CARD_FIELDS = (
+    "serial",
+    "name",
+    "board_part_number",
+    "architecture",
+    "compute_capability",
+    "vbios_version",
+    "memory_total_bytes",
+)
+
+
+def _merge_gpu_fields(
+    fields: dict[str, Any], gpu: dict[str, Any], old: Gpu, *, moved: bool = False
+) -> None:
     """A partial report's GPU over its known row: what it leaves null (bus id, memory, serial
     from `nvidia-smi -L`) keeps the row's value; a status it does not give keeps the row's
-    (a lost GPU it lists is back)."""
-    for name in GPU_MERGED_FIELDS:
+    (a lost GPU it lists is back). A GPU moving in from another server keeps only the card's
+    facts."""
+    for name in GPU_CARD_FIELDS if moved else GPU_MERGED_FIELDS:
         if not _described(fields[name]):
             fields[name] = getattr(old, name)
-    if "status" not in gpu and old.status != GpuStatus.LOST:
+    if moved:
+        return
+    if gpu.get("status") is None and old.status != GpuStatus.LOST:
         fields["status"], fields["error"] = old.status, old.error
 
 
@@ -469,6 +486,12 @@ def _apply_gpus(
     ):
         existing_mig.setdefault(mig_row["gpu_id"], []).append(mig_row)
     reported_uuids = [g["uuid"] for g in reported]
+    # A partial report keeps what it leaves null of a GPU it moves in, too (one read, only then).
+    arriving = (
+        {g.uuid: g for g in Gpu.objects.filter(pk__in=[r["id"] for r in moved_in.values()])}
+        if partial and moved_in
+        else {}
+    )
 
     changed = False
     rows = []
@@ -477,6 +500,8 @@ def _apply_gpus(
         old = existing.get(gpu["uuid"])
         if partial and old is not None:
             _merge_gpu_fields(fields, gpu, old)
+        elif gpu["uuid"] in arriving:
+            _merge_gpu_fields(fields, gpu, arriving[gpu["uuid"]], moved=True)
         rows.append(Gpu(server=server, uuid=gpu["uuid"], first_seen=now, last_seen=now, **fields))
         if old is not None:
             if old.status == GpuStatus.LOST:

@@ -256,3 +256,28 @@ def test_a_partial_apply_costs_the_same_queries_for_1_and_8_gpus():
         return len(ctx.captured_queries)
 
     assert cost(1, "small") == cost(8, "big")
+
+
+def test_a_gpu_a_partial_report_moves_in_keeps_its_card_facts_not_its_old_slot():
+    a, b = make_report("dgx-01"), make_report("dgx-02", gpus=7)
+    tokens = {}
+    for report in (a, b):
+        tokens[report["host"]["hostname"]] = token = agent_token_create(name="t")[0]
+        result = report_receive(token=token, body=json.dumps(report).encode())
+        report_apply(report_id=result.report_id)
+    moved = a["gpus"][7]
+    dgx01 = make_report("dgx-01", skip_gpus=(7,))  # taken out of dgx-01
+    tokens["dgx-01"].refresh_from_db()
+    report_apply(
+        report_id=report_receive(token=tokens["dgx-01"], body=json.dumps(dgx01).encode()).report_id
+    )
+    partial = listing(b, range(7))
+    partial["gpus"].append({"index": 7, "uuid": moved["uuid"], "name": moved["name"]})
+    tokens["dgx-02"].refresh_from_db()
+    result = report_receive(token=tokens["dgx-02"], body=json.dumps(partial).encode())
+    applied = report_apply(report_id=result.report_id)
+    assert ChangeKind.GPU_MOVED_IN in applied.events
+    gpu = Gpu.objects.get(uuid=moved["uuid"])
+    assert gpu.server.hostname == "dgx-02" and gpu.status == GpuStatus.OK
+    assert gpu.serial == moved["serial"] and gpu.memory_total_bytes == 80 * 2**30
+    assert gpu.pci_bus_id == ""  # the old server's slot is not this one's
