@@ -13,6 +13,11 @@ something another server holds, that server's own reports decide:
   it from a live host that still runs it (`vm_host_for`).
 Host names, machine-ids, addresses and NIC names are per server: a copy of another server's
 makes a duplicate-identity finding, never a write there.
+
+A partial report (`partial: true`: a trimmed capture, `nvidia-smi -L`) adds and updates what
+it describes and leaves the rest as it was: no GPU is marked lost, no MIG device, NIC, disk,
+link, guest or claim is deleted, and a value it leaves null keeps the known one. The server
+records that its last report was partial (`last_report_partial`, with the reason).
 """
 
 from __future__ import annotations
@@ -967,8 +972,8 @@ def _apply_links(
     """Replace the server's links: each GPU pair once (lower index first), each GPU-NIC pair,
     and each NIC pair (lower name first; PIX says the two NICs share a PCIe switch).
 
-    Two queries whatever the count. A partial report replaces only the pairs it lists
-    (a read of the server's links instead of deleting them all)."""
+    Two queries whatever the count (delete, insert). A partial report replaces only the
+    pairs it lists: a read of the server's links, the delete of those, the insert."""
     seen: set[tuple] = set()
     rows = []
     for link in payload.get("links", []):
