@@ -33,7 +33,7 @@ from django.db.models import Case, F, Q, Value, When
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from agent.collector import synthetic_uuid
+from agent.collector import MAX_WARNINGS, synthetic_uuid
 from agent.schema import normalize_pci_bus_id
 
 from ..choices import ChangeKind, GpuStatus, ReportStatus, ServerState
@@ -326,7 +326,10 @@ def _apply_host(
     server.agent_version = payload["agent"]["version"]
     server.agent_source = payload["agent"]["source"]
     put("nvswitch_count", payload.get("nvswitch_count"))
-    server.warnings = list(payload.get("warnings") or [])  # this report's
+    warnings = list(payload.get("warnings") or [])
+    if partial:  # it may not see what a full report warned of: both, its own first
+        warnings = list(dict.fromkeys([*warnings, *(server.warnings or [])]))[:MAX_WARNINGS]
+    server.warnings = warnings
     pci_gpus = payload.get("pci_gpus") or []
     if partial:
         pci_gpus = _merged_pci_gpus(server.pci_gpus or [], pci_gpus)

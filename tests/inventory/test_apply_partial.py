@@ -200,11 +200,16 @@ def test_a_partial_report_keeps_a_gpu_the_pci_bus_shows_but_nvml_never_listed(pu
     full = make_report("dgx-01", skip_gpus=(5,))
     full["pci_gpus"] = make_report("dgx-01")["pci_gpus"]
     full["pci_gpus"][5]["in_nvml"] = False
+    full["warnings"] = ["GPU at 0000:68:00.0 is on the PCI bus but NVML does not show it"]
     push(full)
     placeholder = Gpu.objects.get(status=GpuStatus.LOST)
-    push(listing(full, range(3)))
+    partial = listing(full, range(3))
+    partial["warnings"] = ["nvidia-smi -L only"]
+    push(partial)
     assert Gpu.objects.get(status=GpuStatus.LOST) == placeholder
-    assert Server.objects.get().pci_gpu_count == 8
+    server = Server.objects.get()
+    assert server.pci_gpu_count == 8
+    assert server.warnings == ["nvidia-smi -L only", *full["warnings"]]
 
 
 def test_a_partial_report_on_a_new_server_creates_what_it_describes(push):
