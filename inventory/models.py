@@ -108,6 +108,12 @@ class Server(models.Model):
         "Report", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     last_report_hash = models.CharField(max_length=64, blank=True, default="")
+    last_report_partial = models.BooleanField(
+        default=False,
+        help_text="the last applied report said it describes less than the machine has "
+        "(a trimmed capture, nvidia-smi -L): it added and updated, and removed nothing",
+    )
+    last_report_partial_reason = models.CharField(max_length=500, blank=True, default="")
     placement_shape = models.CharField(
         max_length=32,
         blank=True,
@@ -312,18 +318,29 @@ class Disk(models.Model):
 
 
 class Link(models.Model):
-    """An interconnect path inside one server: GPU to GPU, or GPU to NIC.
+    """An interconnect path inside one server: GPU to GPU, GPU to NIC, or NIC to NIC.
 
     link_class is what `nvidia-smi topo -m` prints: NV<n> (n bonded NVLinks), PIX, PXB, PHB,
-    NODE, SYS. Each GPU pair is stored once, with gpu_a the lower index.
+    NODE, SYS. Each pair is stored once: a GPU pair with gpu_a the lower index; a GPU-NIC
+    pair as gpu_a and nic; a NIC pair (PIX: the two NICs share a PCIe switch) as nic_a and
+    nic_b, lower name first, with no GPU. So every row with gpu_a is a GPU's link, and a
+    reader of GPU links (`gpu_b` or `nic` set) never meets a NIC pair.
     """
 
     server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="links")
-    gpu_a = models.ForeignKey(Gpu, on_delete=models.CASCADE, related_name="+")
+    gpu_a = models.ForeignKey(
+        Gpu, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
     gpu_b = models.ForeignKey(
         Gpu, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
     )
     nic = models.ForeignKey(Nic, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    nic_a = models.ForeignKey(
+        Nic, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    nic_b = models.ForeignKey(
+        Nic, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
     link_class = models.CharField(max_length=8)
     nvlink_count = models.PositiveSmallIntegerField(null=True, blank=True)
 
@@ -331,13 +348,29 @@ class Link(models.Model):
         ordering = ["server_id", "id"]
         constraints = [
             models.CheckConstraint(
-                condition=(Q(gpu_b__isnull=False) & Q(nic__isnull=True))
-                | (Q(gpu_b__isnull=True) & Q(nic__isnull=False)),
-                name="link_has_one_far_end",
+                condition=(
+                    Q(gpu_a__isnull=False)
+                    & Q(nic_a__isnull=True)
+                    & Q(nic_b__isnull=True)
+                    & (
+                        (Q(gpu_b__isnull=False) & Q(nic__isnull=True))
+                        | (Q(gpu_b__isnull=True) & Q(nic__isnull=False))
+                    )
+                )
+                | (
+                    Q(gpu_a__isnull=True)
+                    & Q(gpu_b__isnull=True)
+                    & Q(nic__isnull=True)
+                    & Q(nic_a__isnull=False)
+                    & Q(nic_b__isnull=False)
+                ),
+                name="link_has_two_ends",
             )
         ]
 
     def __str__(self) -> str:
+        if self.gpu_a_id is None:
+            return f"nic{self.nic_a_id}-nic{self.nic_b_id} {self.link_class}"
         return f"{self.gpu_a_id}-{self.gpu_b_id or self.nic_id} {self.link_class}"
 
 

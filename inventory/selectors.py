@@ -122,7 +122,7 @@ def server_detail() -> QuerySet[Server]:
         "virtual_machines",
         Prefetch(
             "links",
-            queryset=Link.objects.select_related("gpu_a", "gpu_b", "nic"),
+            queryset=Link.objects.select_related("gpu_a", "gpu_b", "nic", "nic_a", "nic_b"),
         ),
         Prefetch(
             "changes",

@@ -67,6 +67,11 @@ def server_interconnect(server: Server) -> dict[str, Any]:
     ]
     links = []
     for link in server.links.all():
+        if link.gpu_a_id is None:  # two NICs (PIX: behind one PCIe switch)
+            links.append(
+                {"a": link.nic_a.name, "b": link.nic_b.name, "link_class": link.link_class}
+            )
+            continue
         if link.gpu_a_id not in gpu_ids or (link.gpu_b_id and link.gpu_b_id not in gpu_ids):
             continue
         links.append(

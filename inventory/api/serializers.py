@@ -163,13 +163,27 @@ class LinkSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Link
-        fields = ["id", "a", "b", "gpu_a", "gpu_b", "nic", "link_class", "nvlink_count"]
+        fields = [
+            "id",
+            "a",
+            "b",
+            "gpu_a",
+            "gpu_b",
+            "nic",
+            "nic_a",
+            "nic_b",
+            "link_class",
+            "nvlink_count",
+        ]
 
     def get_a(self, link: Link) -> str:
-        return f"GPU{link.gpu_a.index}"
+        """GPU<index>, or a NIC pair's first NIC."""
+        return f"GPU{link.gpu_a.index}" if link.gpu_a_id else link.nic_a.name
 
     def get_b(self, link: Link) -> str:
-        return f"GPU{link.gpu_b.index}" if link.gpu_b_id else link.nic.name
+        if link.gpu_b_id:
+            return f"GPU{link.gpu_b.index}"
+        return link.nic.name if link.nic_id else link.nic_b.name
 
 
 class ChangeEventSerializer(serializers.ModelSerializer):
@@ -260,6 +274,8 @@ class ServerDetailSerializer(ServerSerializer):
             "addresses",
             "pci_gpus",
             "warnings",
+            "last_report_partial",
+            "last_report_partial_reason",
             "physical_host_manual",
             "gpus",
             "nics",

@@ -13,6 +13,11 @@ something another server holds, that server's own reports decide:
   it from a live host that still runs it (`vm_host_for`).
 Host names, machine-ids, addresses and NIC names are per server: a copy of another server's
 makes a duplicate-identity finding, never a write there.
+
+A partial report (`partial: true`: a trimmed capture, `nvidia-smi -L`) adds and updates what
+it describes and leaves the rest as it was: no GPU is marked lost, no MIG device, NIC, disk,
+link, guest or claim is deleted, and a value it leaves null keeps the known one. The server
+records that its last report was partial (`last_report_partial`, with the reason).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from django.db.models import Case, F, Q, Value, When
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from agent.collector import synthetic_uuid
+from agent.collector import MAX_WARNINGS, synthetic_uuid
 from agent.schema import normalize_pci_bus_id
 
 from ..choices import ChangeKind, GpuStatus, ReportStatus, ServerState
@@ -191,17 +196,21 @@ def report_apply(*, report_id: int) -> ApplyResult:
         result = ApplyResult(
             report_id=report.pk, status=ReportStatus.APPLIED, server_id=server.pk, created=created
         )
-        result.identity_changed = _apply_host(server, payload, created, events)
-        gpu_ids, result.gpus_changed, claims = _apply_gpus(server, payload, created, now, events)
-        nic_ids = _apply_nics(server, payload.get("nics", []))
-        _apply_disks(server, payload.get("disks", []))
-        _apply_links(server, payload, gpu_ids, nic_ids)
-        guests_changed = _apply_guests(server, payload["host"], now)
-        claims_changed = _record_claims(server, claims, now)
+        # A partial report adds and updates what it describes and removes nothing it lacks.
+        partial = bool(payload.get("partial"))
+        result.identity_changed = _apply_host(server, payload, created, events, partial)
+        gpu_ids, result.gpus_changed, claims = _apply_gpus(
+            server, payload, created, now, events, partial
+        )
+        nic_ids = _apply_nics(server, payload.get("nics", []), partial)
+        _apply_disks(server, payload.get("disks", []), partial)
+        _apply_links(server, payload, gpu_ids, nic_ids, partial)
+        guests_changed = _apply_guests(server, payload["host"], now, partial)
+        claims_changed = _record_claims(server, claims, now, partial)
         if claims:
             # The PCI functions of GPUs kept by their holder are not this server's to miss.
             held = [g.get("pci_bus_id") for g in payload["gpus"] if g["uuid"] in claims.gpus]
-            server.pci_gpu_count = _pci_gpu_count(payload.get("pci_gpus") or [], skip=held)
+            server.pci_gpu_count = _pci_gpu_count(server.pci_gpus or [], skip=held)
         if created:
             gpu_count = len(payload["gpus"])
             events.add(
@@ -212,6 +221,10 @@ def report_apply(*, report_id: int) -> ApplyResult:
 
         server.last_seen = now
         server.last_report = report
+        server.last_report_partial = partial
+        server.last_report_partial_reason = (
+            _text(payload.get("partial_reason"))[:500] if partial else ""
+        )
         # The hash marks what was applied; with claims held back that is not this report, so
         # its next copy is applied in full (and settles the claims) instead of a heartbeat.
         server.last_report_hash = "" if claims else report.content_hash
@@ -265,8 +278,17 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _apply_host(server: Server, payload: dict[str, Any], created: bool, events: _Events) -> bool:
-    """Copy host facts; return whether names/addresses that bind nodes changed."""
+def _described(value: Any) -> bool:
+    """Whether a reported value says something: a partial report's null, empty text or empty
+    list (`nvidia-smi -L` has no bus id, memory or serial) keeps what is known."""
+    return value is not None and value != "" and value != []
+
+
+def _apply_host(
+    server: Server, payload: dict[str, Any], created: bool, events: _Events, partial: bool
+) -> bool:
+    """Copy host facts (a partial report only those it describes); return whether names or
+    addresses that bind nodes changed."""
     host = payload["host"]
     before_names = (
         server.hostname,
@@ -275,30 +297,42 @@ def _apply_host(server: Server, payload: dict[str, Any], created: bool, events: 
         server.machine_id,
         sorted(server.addresses or []),
     )
+
+    def put(name: str, value: Any) -> None:
+        if not partial or _described(value):
+            setattr(server, name, value)
+
     server.hostname = host["hostname"]
-    server.system_uuid = normalize_uuid(host.get("system_uuid"))
-    server.machine_id = normalize_machine_id(host.get("machine_id"))
-    server.addresses = list(host.get("addresses") or [])
+    put("system_uuid", normalize_uuid(host.get("system_uuid")))
+    put("machine_id", normalize_machine_id(host.get("machine_id")))
+    put("addresses", list(host.get("addresses") or []))
     for name in SERVER_STRING_FIELDS:
-        setattr(server, name, _text(host.get(name)))
+        put(name, _text(host.get(name)))
     old_memory = server.memory_total_bytes
     for name in SERVER_NUMBER_FIELDS:
-        setattr(server, name, host.get(name))
-    virt = host.get("virtualization") or {}
-    server.is_virtual = bool(virt.get("is_virtual"))
-    server.hypervisor = _text(virt.get("hypervisor"))
+        put(name, host.get(name))
+    virt = host.get("virtualization")
+    if not partial or virt:
+        virt = virt or {}
+        server.is_virtual = bool(virt.get("is_virtual"))
+        server.hypervisor = _text(virt.get("hypervisor"))
 
     driver = payload.get("driver") or {}
     old_driver = server.driver_version
-    server.driver_version = _text(driver.get("driver_version"))
-    server.cuda_version = _text(driver.get("cuda_version"))
-    server.nvml_version = _text(driver.get("nvml_version"))
-    server.nvml_error = _text(payload.get("nvml_error"))
+    put("driver_version", _text(driver.get("driver_version")))
+    put("cuda_version", _text(driver.get("cuda_version")))
+    put("nvml_version", _text(driver.get("nvml_version")))
+    server.nvml_error = _text(payload.get("nvml_error"))  # of this report's collection
     server.agent_version = payload["agent"]["version"]
     server.agent_source = payload["agent"]["source"]
-    server.nvswitch_count = payload.get("nvswitch_count")
-    server.warnings = list(payload.get("warnings") or [])
+    put("nvswitch_count", payload.get("nvswitch_count"))
+    warnings = list(payload.get("warnings") or [])
+    if partial:  # it may not see what a full report warned of: both, its own first
+        warnings = list(dict.fromkeys([*warnings, *(server.warnings or [])]))[:MAX_WARNINGS]
+    server.warnings = warnings
     pci_gpus = payload.get("pci_gpus") or []
+    if partial:
+        pci_gpus = _merged_pci_gpus(server.pci_gpus or [], pci_gpus)
     server.pci_gpus = pci_gpus
     server.pci_gpu_count = _pci_gpu_count(pci_gpus)
 
@@ -325,6 +359,16 @@ def _apply_host(server: Server, payload: dict[str, Any], created: bool, events: 
         sorted(server.addresses),
     )
     return created or before_names != after_names
+
+
+def _merged_pci_gpus(known: list[dict], reported: list[dict]) -> list[dict]:
+    """A partial report's PCI listing over the known one: its functions replace those at
+    their address, the others stay (in bus order)."""
+    if not reported:
+        return known
+    by_bus = {normalize_pci_bus_id(p.get("pci_bus_id")) or "": p for p in known}
+    by_bus.update({normalize_pci_bus_id(p.get("pci_bus_id")) or "": p for p in reported})
+    return [by_bus[bus] for bus in sorted(by_bus)]
 
 
 def _pci_gpu_count(pci_gpus: list[dict], skip: Iterable[str | None] = ()) -> int | None:
@@ -369,6 +413,42 @@ def _gpu_fields(gpu: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
+GPU_MERGED_FIELDS = (
+    *(name for name in GPU_STRING_FIELDS if name != "error"),
+    *GPU_VALUE_FIELDS,
+    "pci_bus_id",
+    "nvlinks",
+)
+
+
+# What a GPU moving in keeps of its row: the card's facts, not its old slot's.
+GPU_CARD_FIELDS = (
+    "serial",
+    "name",
+    "board_part_number",
+    "architecture",
+    "compute_capability",
+    "vbios_version",
+    "memory_total_bytes",
+)
+
+
+def _merge_gpu_fields(
+    fields: dict[str, Any], gpu: dict[str, Any], old: Gpu, *, moved: bool = False
+) -> None:
+    """A partial report's GPU over its known row: what it leaves null (bus id, memory, serial
+    from `nvidia-smi -L`) keeps the row's value; a status it does not give keeps the row's
+    (a lost GPU it lists is back). A GPU moving in from another server keeps only the card's
+    facts."""
+    for name in GPU_CARD_FIELDS if moved else GPU_MERGED_FIELDS:
+        if not _described(fields[name]):
+            fields[name] = getattr(old, name)
+    if moved:
+        return
+    if gpu.get("status") is None and old.status != GpuStatus.LOST:
+        fields["status"], fields["error"] = old.status, old.error
+
+
 def _mig_layout(devices) -> list[list]:
     return sorted(
         [d["profile"] or "", d["gpu_instance_id"], d["compute_instance_id"]] for d in devices
@@ -376,9 +456,10 @@ def _mig_layout(devices) -> list[list]:
 
 
 def _apply_gpus(
-    server: Server, payload: dict[str, Any], created: bool, now, events: _Events
+    server: Server, payload: dict[str, Any], created: bool, now, events: _Events, partial: bool
 ) -> tuple[dict[int, int], bool, _Claims]:
-    """Upsert GPUs by UUID and their MIG devices; mark the missing ones lost.
+    """Upsert GPUs by UUID and their MIG devices; mark the missing ones lost (a partial
+    report marks nothing lost, removes no MIG device and keeps what its GPUs leave null).
 
     A GPU (or MIG device) another server holds moves here only when that server's own latest
     report no longer lists it (its row is lost) or that server is offline; otherwise it is
@@ -409,16 +490,26 @@ def _apply_gpus(
     existing = {g.uuid: g for g in Gpu.objects.filter(server=server)}
     existing_mig: dict[int, list[Mapping[str, Any]]] = {}
     for mig_row in MigDevice.objects.filter(gpu__server=server).values(
-        "gpu_id", "uuid", "profile", "gpu_instance_id", "compute_instance_id"
+        "id", "gpu_id", "uuid", "profile", "gpu_instance_id", "compute_instance_id"
     ):
         existing_mig.setdefault(mig_row["gpu_id"], []).append(mig_row)
     reported_uuids = [g["uuid"] for g in reported]
+    # A partial report keeps what it leaves null of a GPU it moves in, too (one read, only then).
+    arriving = (
+        {g.uuid: g for g in Gpu.objects.filter(pk__in=[r["id"] for r in moved_in.values()])}
+        if partial and moved_in
+        else {}
+    )
 
     changed = False
     rows = []
     for gpu in reported:
         fields = _gpu_fields(gpu)
         old = existing.get(gpu["uuid"])
+        if partial and old is not None:
+            _merge_gpu_fields(fields, gpu, old)
+        elif gpu["uuid"] in arriving:
+            _merge_gpu_fields(fields, gpu, arriving[gpu["uuid"]], moved=True)
         rows.append(Gpu(server=server, uuid=gpu["uuid"], first_seen=now, last_seen=now, **fields))
         if old is not None:
             if old.status == GpuStatus.LOST:
@@ -441,8 +532,14 @@ def _apply_gpus(
                     before={"mig_mode": old.mig_mode_current},
                     after={"mig_mode": fields["mig_mode_current"]},
                 )
-            before = _mig_layout(existing_mig.get(old.pk, []))
-            after = _mig_layout(gpu.get("mig_devices", []))
+            known_mig = existing_mig.get(old.pk, [])
+            before = _mig_layout(known_mig)
+            reported_mig = gpu.get("mig_devices", [])
+            after = _mig_layout(
+                [*_kept_mig_devices(known_mig, reported_mig), *reported_mig]
+                if partial
+                else reported_mig
+            )
             if before != after:
                 changed = True
                 events.add(
@@ -473,11 +570,13 @@ def _apply_gpus(
                 server=Server(pk=src["server_id"]),
             )
         elif not created:
+            # A partial report's new GPU replaces none: the one at its address may be there.
             replaced = next(
                 (
                     g
                     for g in existing.values()
-                    if fields["pci_bus_id"]
+                    if not partial
+                    and fields["pci_bus_id"]
                     and g.pci_bus_id == fields["pci_bus_id"]
                     and g.uuid not in reported_uuids
                     and g.uuid != off_nvml_uuid(server, g.pci_bus_id)
@@ -514,7 +613,11 @@ def _apply_gpus(
         if event.kind == ChangeKind.GPU_ADDED and event.gpu_id is None and event.after is not None:
             event.gpu_id = ids.get(event.after["uuid"])
 
-    lost = [g for g in existing.values() if g.uuid not in ids and g.status != GpuStatus.LOST]
+    lost = [
+        g
+        for g in existing.values()
+        if not partial and g.uuid not in ids and g.status != GpuStatus.LOST
+    ]
     if lost:
         changed = True
         Gpu.objects.filter(pk__in=[g.pk for g in lost]).update(status=GpuStatus.LOST)
@@ -544,10 +647,17 @@ def _apply_gpus(
                     before={"uuid": gpu.uuid, "serial": gpu.serial},
                 )
 
-    if _apply_off_nvml_gpus(server, payload, existing, reported, now, events):
+    if _apply_off_nvml_gpus(server, payload, existing, reported, now, events, partial):
         changed = True
     moved_from = _hold_mig_devices(server, reported, moved_in, now, claims)
-    _apply_mig_devices(server, reported, ids, skip=claims.mig_devices.keys())
+    _apply_mig_devices(
+        server,
+        reported,
+        ids,
+        skip=claims.mig_devices.keys(),
+        partial=partial,
+        known_mig=existing_mig,
+    )
     _release_holders(moved_in, moved_from)
     return index_to_id, changed, claims
 
@@ -564,12 +674,26 @@ def _apply_off_nvml_gpus(
     reported: list[dict],
     now,
     events: _Events,
+    partial: bool = False,
 ) -> bool:
     """Give a GPU on the PCI bus (bound to nvidia or to nothing) that NVML does not show, and
     that no row of this server stands for, a row of its own, lost: it fell off the bus before
     NVML ever listed it, and lists must count and show it (its slot is its place in PCI
     order; serial and UUID are unknown). The row goes once NVML lists a GPU at that address
-    or the address leaves the bus. Returns whether such rows changed."""
+    or the address leaves the bus. Returns whether such rows changed.
+
+    A partial report makes no such row and removes one only where it lists a GPU at its
+    address: what it does not list may be there still."""
+    if partial:
+        listed = {normalize_pci_bus_id(g.get("pci_bus_id")) for g in reported} - {None}
+        found = [
+            g.pk
+            for g in existing.values()
+            if g.pci_bus_id in listed and g.uuid == off_nvml_uuid(server, g.pci_bus_id)
+        ]
+        if found:
+            Gpu.objects.filter(pk__in=found).delete()
+        return bool(found)
     buses: dict[str, bool] = {}  # address -> in NVML
     for p in payload.get("pci_gpus") or []:
         bus = normalize_pci_bus_id(p.get("pci_bus_id"))
@@ -672,10 +796,11 @@ def _release_holders(moved_in: Mapping[str, Mapping[str, Any]], mig_moved_from: 
     )
 
 
-def _record_claims(server: Server, claims: _Claims, now) -> bool:
-    """Keep this server's open claims, one per UUID (first_seen kept); True if the set changed."""
+def _record_claims(server: Server, claims: _Claims, now, partial: bool = False) -> bool:
+    """Keep this server's open claims, one per UUID (first_seen kept); True if the set changed.
+    A partial report only adds and refreshes claims: one it does not list may stand still."""
     before = set(GpuClaim.objects.filter(server=server).values_list("uuid", flat=True))
-    after = claims.uuids()
+    after = claims.uuids() | (before if partial else set())
     if before - after:
         GpuClaim.objects.filter(server=server, uuid__in=before - after).delete()
     rows = [
@@ -702,10 +827,32 @@ def _record_claims(server: Server, claims: _Claims, now) -> bool:
     return before != after
 
 
+def _kept_mig_devices(
+    known: Sequence[Mapping[str, Any]], reported: Sequence[Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
+    """The known MIG devices of one GPU that a partial report's devices of it leave standing:
+    all but those it lists again and those whose GPU and compute instance it gives another
+    UUID (one slot holds one device)."""
+    uuids = {m["uuid"] for m in reported}
+    slots = {(m["gpu_instance_id"], m["compute_instance_id"]) for m in reported}
+    return [
+        m
+        for m in known
+        if m["uuid"] not in uuids and (m["gpu_instance_id"], m["compute_instance_id"]) not in slots
+    ]
+
+
 def _apply_mig_devices(
-    server: Server, reported: list[dict], gpu_ids: dict[str, int], skip: Iterable[str] = ()
+    server: Server,
+    reported: list[dict],
+    gpu_ids: dict[str, int],
+    skip: Iterable[str] = (),
+    partial: bool = False,
+    known_mig: Mapping[int, Sequence[Mapping[str, Any]]] | None = None,
 ) -> None:
-    """Upsert the MIG devices of this server's GPUs by UUID, except those kept by others."""
+    """Upsert the MIG devices of this server's GPUs by UUID, except those kept by others. A
+    full report deletes the rest; a partial one only the devices its own devices displace
+    (another UUID in the same GPU and compute instance of a GPU it lists)."""
     skipped = set(skip)
     rows = [
         MigDevice(
@@ -719,7 +866,21 @@ def _apply_mig_devices(
         for mig in gpu.get("mig_devices", [])
         if mig["uuid"] not in skipped
     ]
-    MigDevice.objects.filter(gpu__server=server).exclude(uuid__in=[r.uuid for r in rows]).delete()
+    if not partial:
+        gone = MigDevice.objects.filter(gpu__server=server).exclude(uuid__in=[r.uuid for r in rows])
+        gone.delete()
+    else:
+        uuids = {r.uuid for r in rows}
+        slots = {(r.gpu_id, r.gpu_instance_id, r.compute_instance_id) for r in rows}
+        displaced = [
+            m["id"]
+            for gpu_id, known in (known_mig or {}).items()
+            for m in known
+            if m["uuid"] not in uuids
+            and (gpu_id, m["gpu_instance_id"], m["compute_instance_id"]) in slots
+        ]
+        if displaced:
+            MigDevice.objects.filter(pk__in=displaced).delete()
     if rows:
         MigDevice.objects.bulk_create(
             rows,
@@ -729,18 +890,37 @@ def _apply_mig_devices(
         )
 
 
-def _replace_by_name(model, server: Server, items: list[dict], fields: dict) -> bool:
+def _replace_by_name(
+    model, server: Server, items: list[dict], fields: dict, partial: bool = False
+) -> bool:
     """Make `model`'s rows of the server exactly `items`, by name: delete the gone, upsert the
     rest (two queries whatever the count). `fields` maps each column to how it is read from an
-    item. Returns whether anything is left to upsert."""
-    model.objects.filter(server=server).exclude(name__in=[i["name"] for i in items]).delete()
+    item. Returns whether anything is left to upsert.
+
+    A partial report deletes nothing, and what its items leave null or empty keeps the known
+    row's value (one read of those rows instead of the delete)."""
+    known: dict[str, dict[str, Any]] = {}
+    if not partial:
+        model.objects.filter(server=server).exclude(name__in=[i["name"] for i in items]).delete()
+    elif items:
+        known = {
+            row["name"]: row
+            for row in model.objects.filter(
+                server=server, name__in=[i["name"] for i in items]
+            ).values("name", *fields)
+        }
     if not items:
         return False
+
+    def columns(item: dict) -> dict[str, Any]:
+        values = {f: read(item) for f, read in fields.items()}
+        old = known.get(item["name"])
+        if old is not None:
+            values.update({f: old[f] for f, v in values.items() if not _described(v)})
+        return values
+
     model.objects.bulk_create(
-        [
-            model(server=server, name=item["name"], **{f: read(item) for f, read in fields.items()})
-            for item in items
-        ],
+        [model(server=server, name=item["name"], **columns(item)) for item in items],
         update_conflicts=True,
         unique_fields=["server", "name"],
         update_fields=list(fields),
@@ -762,40 +942,67 @@ def _columns(text: tuple, value: tuple = (), lists: tuple = ()) -> dict:
     }
 
 
-def _apply_nics(server: Server, nics: list[dict]) -> dict[str, int]:
+def _apply_nics(server: Server, nics: list[dict], partial: bool = False) -> dict[str, int]:
     """Replace the server's NICs by name: host facts, InfiniBand identity, LLDP neighbours.
-    Three queries whatever the count (delete the gone, upsert, read the ids)."""
+    Three queries whatever the count (delete the gone, upsert, read the ids); a partial
+    report's NICs are added and updated, none removed."""
     columns = _columns(NIC_TEXT_FIELDS, NIC_VALUE_FIELDS, NIC_LIST_FIELDS)
-    if not _replace_by_name(Nic, server, nics, columns):
+    if not _replace_by_name(Nic, server, nics, columns, partial):
         return {}
     return dict(Nic.objects.filter(server=server).values_list("name", "id"))
 
 
-def _apply_disks(server: Server, disks: list[dict]) -> None:
+def _apply_disks(server: Server, disks: list[dict], partial: bool = False) -> None:
     """Replace the server's disks by kernel name; two queries whatever the count."""
-    _replace_by_name(Disk, server, disks, _columns(DISK_TEXT_FIELDS, DISK_VALUE_FIELDS))
+    columns = _columns(DISK_TEXT_FIELDS, DISK_VALUE_FIELDS)
+    _replace_by_name(Disk, server, disks, columns, partial)
+
+
+LINK_ENDS = ("gpu_a_id", "gpu_b_id", "nic_id", "nic_a_id", "nic_b_id")
+
+
+def _link_ends(link: Link) -> tuple:
+    return tuple(getattr(link, end) for end in LINK_ENDS)
 
 
 def _apply_links(
-    server: Server, payload: dict[str, Any], gpu_ids: dict[int, int], nic_ids: dict[str, int]
+    server: Server,
+    payload: dict[str, Any],
+    gpu_ids: dict[int, int],
+    nic_ids: dict[str, int],
+    partial: bool = False,
 ) -> None:
-    """Replace the server's links; each GPU pair once (lower index first), NIC-NIC dropped."""
-    Link.objects.filter(server=server).delete()
+    """Replace the server's links: each GPU pair once (lower index first), each GPU-NIC pair,
+    and each NIC pair (lower name first; PIX says the two NICs share a PCIe switch).
+
+    Two queries whatever the count (delete, insert). A partial report replaces only the
+    pairs it lists: a read of the server's links, the delete of those, the insert."""
     seen: set[tuple] = set()
     rows = []
     for link in payload.get("links", []):
         ends = sorted((link["a"], link["b"]), key=lambda e: (not e.startswith("gpu:"), _end_key(e)))
         a_kind, _, a_ref = ends[0].partition(":")
         b_kind, _, b_ref = ends[1].partition(":")
-        if a_kind != "gpu":
-            continue
         key = (ends[0], ends[1])
         if key in seen:
             continue
         seen.add(key)
+        cls = link["link_class"]
+        if a_kind == "nic":
+            if a_ref not in nic_ids or b_ref not in nic_ids:
+                continue
+            rows.append(
+                Link(
+                    server=server,
+                    nic_a_id=nic_ids[a_ref],
+                    nic_b_id=nic_ids[b_ref],
+                    link_class=cls,
+                    nvlink_count=None,
+                )
+            )
+            continue
         if int(a_ref) not in gpu_ids or (b_kind == "gpu" and int(b_ref) not in gpu_ids):
             continue  # a GPU another server keeps: not this server's to link
-        cls = link["link_class"]
         rows.append(
             Link(
                 server=server,
@@ -806,6 +1013,17 @@ def _apply_links(
                 nvlink_count=int(cls[2:]) if cls.startswith("NV") else None,
             )
         )
+    if not partial:
+        Link.objects.filter(server=server).delete()
+    elif rows:
+        listed = {_link_ends(r) for r in rows}
+        stale = [
+            pk
+            for pk, *ends in Link.objects.filter(server=server).values_list("id", *LINK_ENDS)
+            if tuple(ends) in listed
+        ]
+        if stale:
+            Link.objects.filter(pk__in=stale).delete()
     if rows:
         Link.objects.bulk_create(rows)
 
@@ -841,19 +1059,21 @@ def vm_host_for(current: int | None, claims: Sequence[GuestClaim]) -> int | None
     return min(hosts) if hosts else None
 
 
-def _apply_guests(server: Server, host: dict[str, Any], now) -> bool:
+def _apply_guests(server: Server, host: dict[str, Any], now, partial: bool = False) -> bool:
     """Replace the guests this host lists; re-link the VMs they name, and this VM to its host.
 
     Only a server whose own report says it is virtual hangs under a host (its SMBIOS UUID is
     the guest's UUID); a physical server never does. Returns whether a VM-to-host link
-    changed (failure domains and figures follow them).
+    changed (failure domains and figures follow them). A partial report adds and updates
+    the guests it lists and keeps the others.
     """
     guests: dict[str, dict] = {}
     for g in host.get("guests") or []:
         guests.setdefault(normalize_uuid(g["uuid"]) or g["uuid"].strip().lower(), g)
     changed = False
-    if guests or Guest.objects.filter(host=server).exists():
-        Guest.objects.filter(host=server).delete()
+    if guests or (not partial and Guest.objects.filter(host=server).exists()):
+        kept = Guest.objects.filter(host=server)
+        (kept.filter(uuid__in=list(guests)) if partial else kept).delete()
         Guest.objects.bulk_create(
             Guest(host=server, uuid=uuid, name=_text(g.get("name")), state=_text(g.get("state")))
             for uuid, g in guests.items()

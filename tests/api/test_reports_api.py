@@ -4,6 +4,7 @@ import json
 
 import pytest
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext, override_settings
 
 from inventory.models import AgentToken, Gpu, MigDevice, Report, Server
@@ -163,3 +164,52 @@ def test_report_survives_a_failing_enqueue(monkeypatch, post_report, agent_token
     report.refresh_from_db()
     assert report.status == "applied" and MigDevice.objects.count() == 0
     assert Gpu.objects.count() == 8
+
+
+def test_a_partial_report_is_said_so_in_the_server_api_and_page(
+    post_report, agent_token, api, user
+):
+    full = make_report("dgx-05")
+    assert post_report(full, agent_token).status_code == 202
+    partial = {
+        "schema": full["schema"],
+        "agent": {"version": "0.1.0", "source": "nvidia-smi"},
+        "collected_at": "2026-11-30T09:00:00Z",
+        "partial": True,
+        "partial_reason": "nvidia-smi -L: no bus id, memory or serial",
+        "host": {"hostname": "dgx-05", "system_uuid": full["host"]["system_uuid"]},
+        "gpus": [{"index": 0, "uuid": full["gpus"][0]["uuid"], "name": full["gpus"][0]["name"]}],
+    }
+    assert post_report(partial, agent_token).status_code == 202
+    server = Server.objects.get()
+    detail = api.get(f"/api/v1/servers/{server.pk}/").json()
+    assert detail["last_report_partial"] is True
+    assert detail["last_report_partial_reason"] == "nvidia-smi -L: no bus id, memory or serial"
+    assert detail["gpu_count"] == 8 and detail["lost_gpu_count"] == 0
+    assert len(detail["nics"]) == 2 and len(detail["links"]) == 28 + 16
+
+    reader = Client()
+    reader.force_login(user)
+    page = reader.get(f"/servers/{server.pk}/").content.decode()
+    assert 'id="last-report-partial"' in page
+    assert "nvidia-smi -L: no bus id, memory or serial" in page
+
+    assert post_report(full, agent_token).status_code == 202  # a full report again
+    detail = api.get(f"/api/v1/servers/{server.pk}/").json()
+    assert detail["last_report_partial"] is False and detail["last_report_partial_reason"] == ""
+    assert 'id="last-report-partial"' not in reader.get(f"/servers/{server.pk}/").content.decode()
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"partial": "yes"}, "partial"),
+        ({"partial": True, "partial_reason": "x" * 501}, "partial_reason"),
+        ({"partial": True, "partial_reason": 7}, "partial_reason"),
+    ],
+)
+def test_a_malformed_partial_flag_is_a_field_level_400(post_report, agent_token, changes, field):
+    response = post_report({**make_report(), **changes}, agent_token)
+    assert response.status_code == 400
+    assert field in response.json()["errors"]
+    assert Report.objects.count() == 0

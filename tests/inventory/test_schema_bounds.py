@@ -33,6 +33,8 @@ SOURCES: dict[type[models.Model], tuple[tuple[str, ...], dict[str, tuple[str, ..
             "warnings": ("warnings",),
             "is_virtual": ("host", "virtualization", "is_virtual"),
             "hypervisor": ("host", "virtualization", "hypervisor"),
+            "last_report_partial": ("partial",),
+            "last_report_partial_reason": ("partial_reason",),
         },
         {
             "id",
@@ -58,7 +60,16 @@ SOURCES: dict[type[models.Model], tuple[tuple[str, ...], dict[str, tuple[str, ..
     Link: (
         ("links", "*"),
         {},
-        {"id", "server", "gpu_a", "gpu_b", "nic", "nvlink_count"},  # nvlink_count: NV<n>, n<1000
+        {
+            "id",
+            "server",
+            "gpu_a",
+            "gpu_b",
+            "nic",
+            "nic_a",
+            "nic_b",
+            "nvlink_count",
+        },  # nvlink_count: NV<n>, n<1000
     ),
 }
 INTEGER_RANGES = BaseDatabaseOperations.integer_field_ranges
