@@ -322,16 +322,15 @@ def agent_sources(args: argparse.Namespace) -> Sources:
 def with_events(report: dict[str, Any], events: EventSource | None) -> dict[str, Any]:
     if events is None:
         return report
-    from .sources.kernel_log import attach_events
+    from .sources.kernel_log import SavedKernelLog, attach_events
 
     try:
         found = events.poll()
     except OSError as exc:
         return attach_events(report, [], [f"kernel log unreadable: {exc}"])
-    path = getattr(events, "path", None)
-    if path is not None:  # a saved log: its warnings on stderr too, as a saved capture's
+    if isinstance(events, SavedKernelLog):  # its warnings on stderr too, as a saved capture's
         for warning in events.warnings:
-            STDERR_WARNINGS.tell(str(path), warning)
+            STDERR_WARNINGS.tell(events.path, warning)
     return attach_events(report, found, events.warnings)
 
 
