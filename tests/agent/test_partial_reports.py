@@ -486,3 +486,8 @@ def test_a_kernel_log_with_lines_and_no_gpu_events_is_quiet():
     )
     assert (status, stderr, report["events"]) == (0, "", [])
     assert not any("kernel log" in w for w in report["warnings"])
+
+
+def test_a_system_uuid_with_live_nvml_is_refused_not_ignored():
+    done = agent("collect", "--system-uuid", "4c4c4544-0042-3510-8051-b3c04f4a4b32")
+    one_line_failure(done, 2, "--system-uuid names the server saved files came from")
