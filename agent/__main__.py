@@ -71,11 +71,19 @@ def _source_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--nvidia-smi-xml",
         metavar="FILE",
-        help="saved `nvidia-smi -q -x` output (plain `nvidia-smi -q` also works)",
+        help="saved `nvidia-smi -q -x` output (plain `nvidia-smi -q` also works, and "
+        "`nvidia-smi -L`, sent marked partial: it has no bus ids, memory or health)",
     )
     group.add_argument("--topology", metavar="FILE", help="saved `nvidia-smi topo -m` output")
     group.add_argument("--hostname", help="the server the saved files came from")
     group.add_argument("--system-uuid", help="that server's SMBIOS system UUID")
+    group.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="send a saved file that was cut short (ends mid-GPU, before </nvidia_smi_log>, "
+        "or a topo -m without its NIC legend) instead of refusing it: what it holds goes "
+        "marked partial, so the backend marks nothing lost",
+    )
     group.add_argument("--root", default="/", help=argparse.SUPPRESS)  # a fake tree, for tests
     add_kernel_log_options(group)
     group.add_argument(
@@ -184,20 +192,50 @@ def _read(path: str) -> bytes:
         raise BadInput(f"cannot read {path}: {exc.strerror}") from exc
 
 
+class Warnings:
+    """Warnings about input files on stderr, each once however many cycles repeat it."""
+
+    def __init__(self) -> None:
+        self._told: set[str] = set()
+
+    def tell(self, path: str, warning: str) -> None:
+        line = f"{PROG}: warning: {path}: {warning}"
+        if line not in self._told:
+            self._told.add(line)
+            print(line, file=sys.stderr)
+
+
+STDERR_WARNINGS = Warnings()
+
+
+def refuse_cut(path: str, cut: str | None, allow_partial: bool) -> None:
+    """BadInput for a capture cut short, unless the user allowed a partial report."""
+    if cut and not allow_partial:
+        raise BadInput(
+            f"{path}: {cut}; refused (--allow-partial sends what it holds, marked partial)"
+        )
+
+
+def saved_sources(args: argparse.Namespace) -> bool:
+    """True when the report is built from saved files, not live NVML: an nvidia-smi capture,
+    a matrix, or a saved kernel log naming another server (`--hostname`)."""
+    named = args.hostname or args.system_uuid
+    return bool(args.nvidia_smi_xml or args.topology or (args.kernel_log and named))
+
+
 def report_source(args: argparse.Namespace) -> Callable[[], dict[str, Any]]:
     """A function making one report per call, from the sources the options name.
 
     The live NVML backend is created once, so its handle cache outlives the cycles.
     """
-    if args.nvidia_smi_xml or args.topology:
+    if saved_sources(args):
         from .sources.nvidia_smi_xml import SmiParseError
         from .sources.saved import build_saved_report, parse_nvidia_smi
         from .sources.topo_matrix import parse_topo_matrix
 
         if args.system_uuid and not args.hostname:
             raise BadInput("--system-uuid needs --hostname (the server the files came from)")
-
-        told: set[str] = set()
+        allow_partial = bool(getattr(args, "allow_partial", False))
 
         def from_files() -> dict[str, Any]:
             smi_log = topology = None
@@ -211,13 +249,14 @@ def report_source(args: argparse.Namespace) -> Callable[[], dict[str, Any]]:
                     topology = parse_topo_matrix(_read(args.topology))
             except SmiParseError as exc:
                 raise BadInput(f"{args.topology}: {exc}") from exc
-            # A file cut short still makes a report, with its warnings; say so once.
+            # A file cut short is refused before anything is said or sent, unless allowed.
+            if smi_log is not None:
+                refuse_cut(args.nvidia_smi_xml, smi_log.cut, allow_partial)
+            if topology is not None:
+                refuse_cut(args.topology, topology.cut, allow_partial)
             for path, parsed in ((args.nvidia_smi_xml, smi_log), (args.topology, topology)):
                 for warning in parsed.warnings if parsed is not None else ():
-                    line = f"{PROG}: warning: {path}: {warning}"
-                    if line not in told:
-                        told.add(line)
-                        print(line, file=sys.stderr)
+                    STDERR_WARNINGS.tell(path, warning)
             return build_saved_report(
                 smi_log=smi_log,
                 topology=topology,
@@ -228,6 +267,11 @@ def report_source(args: argparse.Namespace) -> Callable[[], dict[str, Any]]:
 
         from_files()  # fail on bad files now, not in the first cycle of a loop
         return from_files
+    if args.system_uuid:
+        raise BadInput(
+            "--system-uuid names the server saved files came from: give it with --hostname "
+            "and --nvidia-smi-xml, --topology or --kernel-log"
+        )
     from .collector import collect as collect_report
     from .nvml import PynvmlBackend
 
@@ -241,7 +285,7 @@ def event_source(args: argparse.Namespace) -> EventSource | None:
     log when the report describes this machine through live NVML; None for neither."""
     if args.kernel_log:
         return saved_kernel_log(args)
-    live = not (args.nvidia_smi_xml or args.topology)
+    live = not saved_sources(args)
     if args.no_kernel_log or not live or args.root != "/":
         return None
     from .kmsg import KernelLogFollower
@@ -278,12 +322,15 @@ def agent_sources(args: argparse.Namespace) -> Sources:
 def with_events(report: dict[str, Any], events: EventSource | None) -> dict[str, Any]:
     if events is None:
         return report
-    from .sources.kernel_log import attach_events
+    from .sources.kernel_log import SavedKernelLog, attach_events
 
     try:
         found = events.poll()
     except OSError as exc:
         return attach_events(report, [], [f"kernel log unreadable: {exc}"])
+    if isinstance(events, SavedKernelLog):  # its warnings on stderr too, as a saved capture's
+        for warning in events.warnings:
+            STDERR_WARNINGS.tell(events.path, warning)
     return attach_events(report, found, events.warnings)
 
 

@@ -486,10 +486,46 @@ def attach_events(
     return report
 
 
+def looks_like_kernel_log(line: str) -> bool:
+    """True for a line in one of the forms the module names (its time stamp or record)."""
+    return line[:1] == "{" or _MONO.match(line) is not None or _PREFIX.match(line) is not None
+
+
+@dataclass
+class LogShape:
+    """How many lines a saved log holds, and whether any of the first looks like a kernel
+    log line: an empty file and a file of something else both give 0 events, and say so."""
+
+    lines: int = 0
+    kernel_lines: bool = False
+    sample: int = 1000  # lines checked for a kernel log form (a regex each: the first only)
+
+    def count(self, lines: Iterable[str]) -> Iterator[str]:
+        for line in lines:
+            if line.strip():
+                self.lines += 1
+                if not self.kernel_lines and self.lines <= self.sample:
+                    self.kernel_lines = looks_like_kernel_log(line)
+            yield line
+
+    def warnings(self, path: str) -> list[str]:
+        if not self.lines:
+            return [f"kernel log {path} is empty: it holds no kernel log lines, so no GPU events"]
+        if not self.kernel_lines:
+            first = min(self.lines, self.sample)
+            return [
+                f"kernel log {path}: none of its first {first} lines is a kernel log line "
+                "(dmesg, journalctl -k, kern.log): is it the right file? No GPU events read"
+            ]
+        return []
+
+
 @dataclass
 class SavedKernelLog:
     """A saved kernel log as an event source: its events go with the next delivered report,
-    once (`commit`); a push loop does not send the same file's events every cycle."""
+    once (`commit`); a push loop does not send the same file's events every cycle. An empty
+    file, or one without kernel log lines, is said in `warnings` (a log with lines and no GPU
+    events is a quiet, healthy log: no warning)."""
 
     path: str
     boot_time: datetime | None = None
@@ -501,10 +537,12 @@ class SavedKernelLog:
         if self._delivered:
             return []
         if self._events is None:
+            shape = LogShape()
             with open(self.path, encoding="utf-8", errors="replace") as stream:
-                self._events, self.warnings = parse_kernel_log(
-                    iter_lines(stream), boot_time=self.boot_time
+                self._events, warnings = parse_kernel_log(
+                    shape.count(iter_lines(stream)), boot_time=self.boot_time
                 )
+            self.warnings = [*shape.warnings(self.path), *warnings]
         return self._events
 
     def commit(self) -> None:

@@ -228,14 +228,22 @@ def parse_nvidia_smi_text(data: str | bytes) -> SmiLog:
             log.gpus.append(gpu)
             if value.get("Processes") is None:
                 cut.append(gpu["pci_bus_id"] or match["bus"])
+                log.incomplete.append(len(log.gpus) - 1)
     if not log.gpus and log.driver_version is None:
         raise SmiParseError("no nvidia-smi -q sections found")
     if cut:
-        log.warnings.append(
+        log.cut = (
             f"the nvidia-smi -q block of GPU {', '.join(cut)} ends before `Processes`, which "
             "nvidia-smi prints for every GPU: the file was cut short (or filtered with -d), "
             "so that GPU is read only in part"
         )
+        log.warnings.append(log.cut)
+    elif not log.gpus and log.attached_gpus is None:
+        log.cut = (
+            "the nvidia-smi -q output ends before `Attached GPUs`, which nvidia-smi prints "
+            "before the GPUs: it was cut short"
+        )
+        log.warnings.append(log.cut)
     if log.attached_gpus is not None and log.attached_gpus != len(log.gpus):
         log.warnings.append(
             f"nvidia-smi says {log.attached_gpus} GPUs are attached but the file describes "

@@ -37,13 +37,31 @@ class SmiParseError(ValueError):
 
 @dataclass
 class SmiLog:
-    """What one nvidia-smi -q capture says: versions and GPUs (report fields, uuid maybe None)."""
+    """What one nvidia-smi capture says: versions and GPUs (report fields, uuid maybe None).
+
+    `cut` says why the capture ends early (a full disk, a killed redirect), `incomplete` which
+    of `gpus` (positions) it holds only in part; `partial_reason` says why even a whole
+    capture describes less than the machine has (`nvidia-smi -L`). `trimmed` is the reason
+    when it lists fewer GPUs than nvidia-smi says are attached.
+    """
 
     driver_version: str | None = None
     cuda_version: str | None = None
     attached_gpus: int | None = None
     gpus: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    cut: str | None = None
+    incomplete: list[int] = field(default_factory=list)
+    partial_reason: str | None = None
+
+    @property
+    def trimmed(self) -> str | None:
+        if self.attached_gpus is None or self.attached_gpus <= len(self.gpus):
+            return None
+        return (
+            f"nvidia-smi says {self.attached_gpus} GPUs are attached but the capture describes "
+            f"{len(self.gpus)}"
+        )
 
 
 def _text(node: ET.Element | None, *paths: str) -> str | None:
@@ -217,6 +235,11 @@ def _read_tree(text: str) -> tuple[ET.Element, bool]:
     return root, False
 
 
+def _closed(text: str, count: int) -> bool:
+    """True when the text holds `count` closing </gpu> tags: the last GPU begun has ended."""
+    return text.count("</gpu>") >= count
+
+
 def parse_nvidia_smi_xml(data: str | bytes) -> SmiLog:
     """Parse a saved `nvidia-smi -q -x`. Raises SmiParseError for anything else.
 
@@ -240,13 +263,17 @@ def parse_nvidia_smi_xml(data: str | bytes) -> SmiLog:
         cuda_version=_text(root, "cuda_version"),
         attached_gpus=to_int(root.findtext("attached_gpus")),
     )
-    log.gpus = [_gpu(node) for node in root.findall("gpu")]
+    nodes = root.findall("gpu")
+    log.gpus = [_gpu(node) for node in nodes]
     if cut:
-        last = log.gpus[-1]["pci_bus_id"] if log.gpus else None
-        log.warnings.append(
-            "the nvidia-smi -q -x output ends before </nvidia_smi_log>: it was cut short"
-            + (f"; GPU {last} is read only in part" if last else "")
+        # the last <gpu> begun is cut unless the cut fell after its </gpu>
+        if nodes and not _closed(text, len(nodes)):
+            log.incomplete.append(len(nodes) - 1)
+        last = log.gpus[-1]["pci_bus_id"] if log.incomplete else None
+        log.cut = "the nvidia-smi -q -x output ends before </nvidia_smi_log>: it was cut short" + (
+            f"; GPU {last} is read only in part" if last else ""
         )
+        log.warnings.append(log.cut)
     if log.attached_gpus is not None and log.attached_gpus != len(log.gpus):
         log.warnings.append(
             f"nvidia-smi says {log.attached_gpus} GPUs are attached but the file describes "

@@ -53,10 +53,16 @@ class TopoGpu:
 
 @dataclass
 class TopoMatrix:
+    """What one matrix says. `cut` says why it is known to end early (rows missing or short,
+    NIC columns the legend does not name), and `unnamed_nics` are those columns (`NIC3`):
+    their links are known, the NICs' names are not."""
+
     gpus: list[TopoGpu] = field(default_factory=list)
     nics: list[str] = field(default_factory=list)
     links: list[tuple[str, str, str]] = field(default_factory=list)  # (a, b, class)
     warnings: list[str] = field(default_factory=list)
+    cut: str | None = None
+    unnamed_nics: list[str] = field(default_factory=list)
 
 
 def is_header(line: str) -> bool:
@@ -235,23 +241,29 @@ def parse_topo_matrix(data: str | bytes) -> TopoMatrix:
             gpu.numa_affinity = numa if numa and numa != "N/A" else None
         matrix.gpus.append(gpu)
 
+    cut: list[str] = []
     missing = [label for label in columns if label not in affinity_rows]
     if missing:
+        cut.append(f"the rows of {_column_range(missing)} are missing")
         matrix.warnings.append(
             f"topo -m: the header names {len(columns)} devices but the rows of "
             f"{_column_range(missing)} are missing: the capture may be cut short"
         )
     if short_rows:
+        cut.append(f"the row of {_column_range(short_rows)} stops early")
         matrix.warnings.append(
             f"topo -m: the row of {_column_range(short_rows)} stops before the header's last "
             "column: the capture may be cut short"
         )
-    unnamed = [c for c in columns if re.fullmatch(r"NIC\d+", c) and c not in legend]
-    if unnamed:
+    matrix.unnamed_nics = [c for c in columns if re.fullmatch(r"NIC\d+", c) and c not in legend]
+    if matrix.unnamed_nics:
+        cut.append(f"the NIC Legend does not name {_column_range(matrix.unnamed_nics)}")
         matrix.warnings.append(
-            f"topo -m: no NIC Legend entry for {_column_range(unnamed)} (the capture may be "
-            "cut short); those NICs keep their column names"
+            f"topo -m: no NIC Legend entry for {_column_range(matrix.unnamed_nics)} (the "
+            "capture may be cut short); those NICs' names are unknown"
         )
+    if cut:
+        matrix.cut = f"the topo -m matrix was cut short: {'; '.join(cut)}"
 
     complete = {label for label in affinity_rows if label not in short_rows}
     seen: set[tuple[str, str]] = set()

@@ -219,15 +219,24 @@ def test_whole_text_captures_have_no_cut_warning(name, sample_bytes):
     assert parse_nvidia_smi(sample_bytes(name)).warnings == []
 
 
-def test_collect_says_on_stderr_that_a_file_was_cut(tmp_path, samples, validate):
+def test_collect_refuses_a_cut_file_and_sends_it_partial_only_when_allowed(
+    tmp_path, samples, validate
+):
     data = (samples / "nvsmi-q-x-a100-sxm4-40gb-mig-netdata.xml").read_bytes()
     cut = tmp_path / "cut.xml"
     cut.write_bytes(data[: data.index(b"<temperature>")])
-    done = agent("collect", "--nvidia-smi-xml", str(cut), "--hostname", "a100-cut")
+    refused = agent("collect", "--nvidia-smi-xml", str(cut), "--hostname", "a100-cut")
+    one_line_failure(refused, 2, f"{cut}: the nvidia-smi -q -x output ends before </nvidia_smi")
+    assert "--allow-partial" in refused.stderr and refused.stdout == ""
+
+    done = agent(
+        "collect", "--nvidia-smi-xml", str(cut), "--hostname", "a100-cut", "--allow-partial"
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     validate(report)
     assert len(report["gpus"]) == 1
+    assert report["partial"] is True and "cut short" in report["partial_reason"]
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith(f"cluster-atlas-agent: warning: {cut}: ") and "cut short" in line
     assert any("cut short" in w for w in report["warnings"])
@@ -237,12 +246,10 @@ def test_collect_says_on_stderr_that_a_file_was_cut(tmp_path, samples, validate)
 
 
 @pytest.mark.parametrize("name", LIST_SAMPLES)
-def test_nvidia_smi_list_output_is_named_where_q_is_expected(name, sample_bytes):
-    with pytest.raises(SmiParseError) as caught:
-        parse_nvidia_smi(sample_bytes(name))
-    assert str(caught.value) == (
-        "this is `nvidia-smi -L` output; give `nvidia-smi -q -x` or `nvidia-smi -q`"
-    )
+def test_nvidia_smi_list_output_is_read_as_q_and_named_where_topo_is_expected(name, sample_bytes):
+    log = parse_nvidia_smi(sample_bytes(name))
+    assert log.partial_reason and "nvidia-smi -L" in log.partial_reason
+    assert log.warnings == []  # every line of the sample read, to the last byte
     with pytest.raises(
         SmiParseError, match="this is `nvidia-smi -L` output; give `nvidia-smi topo"
     ):
@@ -250,9 +257,26 @@ def test_nvidia_smi_list_output_is_named_where_q_is_expected(name, sample_bytes)
 
 
 @pytest.mark.parametrize("name", LIST_SAMPLES)
-def test_collect_with_a_list_file_fails_in_one_line(name, samples):
+def test_collect_with_a_list_file_sends_it_partial(name, samples, validate):
     done = agent("collect", "--nvidia-smi-xml", str(samples / name), "--hostname", "x")
-    one_line_failure(done, 2, "this is `nvidia-smi -L` output; give `nvidia-smi -q -x`")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    validate(report)
+    assert report["partial"] is True and "nvidia-smi -L" in report["partial_reason"]
+    assert [gpu["uuid"] for gpu in report["gpus"]] == [
+        line.split("UUID: ")[1].rstrip(")\r")
+        for line in (samples / name).read_text().splitlines()
+        if line.startswith("GPU ")
+    ]
+
+
+@pytest.mark.parametrize("name", LIST_SAMPLES)
+def test_a_bom_or_crlf_changes_no_list(name, sample_bytes):
+    data = sample_bytes(name)
+    plain = parse_nvidia_smi(data)
+    for variant in (BOM + data, data.replace(b"\n", b"\r\n"), data.replace(b"\r\n", b"\n")):
+        parsed = parse_nvidia_smi(variant)
+        assert smi_view(parsed) == smi_view(plain) and parsed.warnings == plain.warnings == []
 
 
 def test_every_sample_is_identified_as_what_it_is(sample_bytes):
