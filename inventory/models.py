@@ -228,8 +228,9 @@ class MigDevice(models.Model):
     gpu = models.ForeignKey(Gpu, on_delete=models.CASCADE, related_name="mig_devices")
     uuid = models.CharField(max_length=128, unique=True)
     uuid_synthetic = models.BooleanField(default=False)
-    gpu_instance_id = models.PositiveIntegerField()
-    compute_instance_id = models.PositiveIntegerField()
+    # Null only where a partial source (`nvidia-smi -L`, modern form) did not print them.
+    gpu_instance_id = models.PositiveIntegerField(null=True)
+    compute_instance_id = models.PositiveIntegerField(null=True)
     profile = models.CharField(max_length=64, blank=True, default="", db_index=True)
     memory_bytes = models.BigIntegerField(null=True, blank=True)
     sm_count = models.PositiveIntegerField(null=True, blank=True)
@@ -245,7 +246,9 @@ class MigDevice(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.profile or 'MIG'} GI {self.gpu_instance_id} CI {self.compute_instance_id}"
+        ids = (self.gpu_instance_id, self.compute_instance_id)
+        gi, ci = ("?" if i is None else i for i in ids)
+        return f"{self.profile or 'MIG'} GI {gi} CI {ci}"
 
 
 class Nic(models.Model):

@@ -70,6 +70,13 @@ def _check_references(payload: dict[str, Any], add) -> None:
                 add(f"gpus.{i}.mig_devices.{j}.uuid", "MIG device UUID appears twice.")
             mig_uuids.add(mig["uuid"])
             key = (mig["gpu_instance_id"], mig["compute_instance_id"])
+            if None in key:
+                if payload.get("partial") is not True:
+                    add(
+                        f"gpus.{i}.mig_devices.{j}",
+                        "GPU and compute instance ids may be null only in a partial report.",
+                    )
+                continue
             if key in placements:
                 add(f"gpus.{i}.mig_devices.{j}", "GPU instance and compute instance appear twice.")
             placements.add(key)

@@ -80,8 +80,9 @@ def _gpus_from_log(log: SmiLog, identity: str, warnings: list[str]) -> list[dict
             migs = []
             for mig in parsed["mig_devices"]:
                 mig = dict(mig)
-                if mig["gpu_instance_id"] is None or mig["compute_instance_id"] is None:
-                    continue  # see _unplaced_mig_devices
+                unplaced = mig["gpu_instance_id"] is None or mig["compute_instance_id"] is None
+                if unplaced and not mig["uuid"]:
+                    continue  # nothing to know it by: no UUID, and no instance to derive one
                 if not mig["uuid"]:
                     mig["uuid"] = synthetic_uuid(
                         "MIG",
@@ -115,21 +116,6 @@ def _whole_ids(parsed: dict[str, Any]) -> dict[str, Any]:
     else:
         whole.pop("mig_devices", None)
     return whole
-
-
-def _unplaced_mig_devices(log: SmiLog) -> list[str]:
-    """Warnings for MIG devices listed without GPU/compute instance ids (`nvidia-smi -L` of
-    current drivers): the report's MIG devices need both, so these are named, not sent."""
-    out = []
-    for gpu in log.gpus:
-        unplaced = [m for m in gpu.get("mig_devices", ()) if m["gpu_instance_id"] is None]
-        if unplaced:
-            listed = ", ".join(f"{m['profile'] or 'MIG'} {m['uuid']}" for m in unplaced)
-            out.append(
-                f"GPU {gpu.get('index')} ({gpu.get('uuid')}): {len(unplaced)} MIG devices are "
-                f"listed without GPU/compute instance ids and are not sent: {listed}"
-            )
-    return out
 
 
 def _gpus_from_topology(topo: TopoMatrix, identity: str) -> list[dict[str, Any]]:
@@ -181,7 +167,6 @@ def build_saved_report(
         if log.trimmed:  # the parser's warning says so already
             partial.append(f"{log.trimmed} (a capture filtered or trimmed)")
         gpus = _gpus_from_log(log, identity, warnings)
-        warnings.extend(_unplaced_mig_devices(log))
     else:
         gpus = _gpus_from_topology(topo, identity) if topo is not None else []
     if log is None and topo is None:

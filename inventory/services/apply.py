@@ -450,9 +450,37 @@ def _merge_gpu_fields(
 
 
 def _mig_layout(devices) -> list[list]:
+    """Profiles and instance ids, sorted; an id a partial source did not give sorts first."""
     return sorted(
-        [d["profile"] or "", d["gpu_instance_id"], d["compute_instance_id"]] for d in devices
+        ([d["profile"] or "", d["gpu_instance_id"], d["compute_instance_id"]] for d in devices),
+        key=lambda d: (d[0], -1 if d[1] is None else d[1], -1 if d[2] is None else d[2]),
     )
+
+
+def _with_known_mig_facts(
+    gpus: list[dict], known: Mapping[int, Sequence[Mapping[str, Any]]]
+) -> list[dict]:
+    """A partial report's GPUs with what their MIG devices leave null (the GPU and compute
+    instance ids that `nvidia-smi -L` does not print, memory, SMs) taken from the stored
+    device of the same UUID. Copies: the payload stays what the agent sent."""
+    by_uuid = {m["uuid"]: m for rows in known.values() for m in rows}
+    merged = []
+    for gpu in gpus:
+        devices = gpu.get("mig_devices") or []
+        if not any(d["uuid"] in by_uuid for d in devices):
+            merged.append(gpu)
+            continue
+        filled = []
+        for device in devices:
+            old = by_uuid.get(device["uuid"])
+            if old is not None:
+                device = {
+                    **device,
+                    **{f: old[f] for f in (*MIG_FIELDS, "profile") if device.get(f) is None},
+                }
+            filled.append(device)
+        merged.append({**gpu, "mig_devices": filled})
+    return merged
 
 
 def _apply_gpus(
@@ -490,9 +518,11 @@ def _apply_gpus(
     existing = {g.uuid: g for g in Gpu.objects.filter(server=server)}
     existing_mig: dict[int, list[Mapping[str, Any]]] = {}
     for mig_row in MigDevice.objects.filter(gpu__server=server).values(
-        "id", "gpu_id", "uuid", "profile", "gpu_instance_id", "compute_instance_id"
+        "id", "gpu_id", "uuid", "profile", *MIG_FIELDS
     ):
         existing_mig.setdefault(mig_row["gpu_id"], []).append(mig_row)
+    if partial:
+        reported = _with_known_mig_facts(reported, existing_mig)
     reported_uuids = [g["uuid"] for g in reported]
     # A partial report keeps what it leaves null of a GPU it moves in, too (one read, only then).
     arriving = (
@@ -834,12 +864,15 @@ def _kept_mig_devices(
     all but those it lists again and those whose GPU and compute instance it gives another
     UUID (one slot holds one device)."""
     uuids = {m["uuid"] for m in reported}
-    slots = {(m["gpu_instance_id"], m["compute_instance_id"]) for m in reported}
-    return [
-        m
-        for m in known
-        if m["uuid"] not in uuids and (m["gpu_instance_id"], m["compute_instance_id"]) not in slots
-    ]
+    slots = {_slot(m) for m in reported} - {None}
+    return [m for m in known if m["uuid"] not in uuids and _slot(m) not in slots]
+
+
+def _slot(device: Mapping[str, Any]) -> tuple[int, int] | None:
+    """The GPU and compute instance a MIG device stands in; None where the source (a partial
+    `nvidia-smi -L`) did not say, which displaces nothing."""
+    gi, ci = device["gpu_instance_id"], device["compute_instance_id"]
+    return None if gi is None or ci is None else (gi, ci)
 
 
 def _apply_mig_devices(
@@ -871,7 +904,11 @@ def _apply_mig_devices(
         gone.delete()
     else:
         uuids = {r.uuid for r in rows}
-        slots = {(r.gpu_id, r.gpu_instance_id, r.compute_instance_id) for r in rows}
+        slots = {
+            (r.gpu_id, r.gpu_instance_id, r.compute_instance_id)
+            for r in rows
+            if r.gpu_instance_id is not None and r.compute_instance_id is not None
+        }
         displaced = [
             m["id"]
             for gpu_id, known in (known_mig or {}).items()

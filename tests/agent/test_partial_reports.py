@@ -108,13 +108,15 @@ def test_list_with_mig_on_two_of_eight_crlf_and_trailing_blanks_is_read_whole(va
     report = build_saved_report(smi_log=log, hostname="a100-8")
     validate(report)
     assert report["partial"] is True and len(report["gpus"]) == 8
-    # the report's MIG devices need instance ids: these are named in warnings, not sent
-    assert all("mig_devices" not in g for g in report["gpus"])
+    # sent with the profiles and UUIDs -L gives, their instance ids null (unknown)
+    sent = {g["index"]: g.get("mig_devices") for g in report["gpus"] if g.get("mig_devices")}
+    assert sorted(sent) == [2, 5]
+    assert [(m["uuid"], m["profile"]) for m in sent[2]] == [
+        (m["uuid"], m["profile"]) for m in log.gpus[2]["mig_devices"]
+    ]
+    assert {(m["gpu_instance_id"], m["compute_instance_id"]) for m in sent[5]} == {(None, None)}
     assert report["gpus"][2]["mig_mode_current"] is True
-    (gpu2, gpu5) = report["warnings"]
-    assert gpu2.startswith(f"GPU 2 ({log.gpus[2]['uuid']}): 4 MIG devices are listed without")
-    assert all(m["uuid"] in gpu2 for m in log.gpus[2]["mig_devices"])
-    assert "7g.80gb " + log.gpus[5]["mig_devices"][0]["uuid"] in gpu5
+    assert report["warnings"] == []
 
 
 def test_r450_list_gives_mig_devices_with_instance_ids_from_their_uuids(validate):

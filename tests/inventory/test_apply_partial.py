@@ -286,3 +286,48 @@ def test_a_gpu_a_partial_report_moves_in_keeps_its_card_facts_not_its_old_slot()
     assert gpu.server.hostname == "dgx-02" and gpu.status == GpuStatus.OK
     assert gpu.serial == moved["serial"] and gpu.memory_total_bytes == 80 * 2**30
     assert gpu.pci_bus_id == ""  # the old server's slot is not this one's
+
+
+def test_a_listing_without_instance_ids_keeps_the_known_ones_and_moves_no_device(push):
+    """`nvidia-smi -L` of current drivers names MIG devices by UUID and profile only."""
+    full = make_report("dgx-01", mig_gpus={0: ["3g.40gb", "2g.20gb", "1g.10gb"]})
+    push(full)
+    known = set(MigDevice.objects.values_list("uuid", "gpu_instance_id", "compute_instance_id"))
+    partial = listing(full, (0,))
+    for device in partial["gpus"][0]["mig_devices"]:
+        device.update(gpu_instance_id=None, compute_instance_id=None, memory_bytes=None)
+    _, applied = push(partial)
+    assert applied.status == ReportStatus.APPLIED
+    assert (
+        set(MigDevice.objects.values_list("uuid", "gpu_instance_id", "compute_instance_id"))
+        == known
+    )
+    assert None not in set(MigDevice.objects.values_list("memory_bytes", flat=True))
+    assert not ChangeEvent.objects.filter(kind=ChangeKind.MIG_RELAYOUT).exists()
+
+
+def test_the_shared_mig_listing_arrives_with_its_devices_and_no_instance_ids(push):
+    """The real `nvidia-smi -L` sample, read by the agent, applied on a new server."""
+    from agent.sources.saved import build_saved_report, parse_nvidia_smi
+    from tests.fixtures.scheduler import sample_path
+
+    log = parse_nvidia_smi(sample_path("nvsmi-L-h100-mig-mixed-nvdocs.txt").read_bytes())
+    report = build_saved_report(
+        smi_log=log, hostname="h100-mig", system_uuid="4c4c4544-0000-1000-8000-000000000001"
+    )
+    _, applied = push(report)
+    assert applied.status == ReportStatus.APPLIED
+    devices = list(MigDevice.objects.order_by("profile").values_list("profile", "gpu_instance_id"))
+    assert devices == [("1g.10gb", None), ("1g.10gb", None), ("2g.20gb", None), ("3g.40gb", None)]
+    server = Server.objects.get()
+    assert server.last_report_partial and "nvidia-smi -L" in server.last_report_partial_reason
+
+
+def test_a_full_report_may_not_leave_instance_ids_null():
+    from inventory.validation import report_errors
+
+    full = make_report("dgx-01", mig_gpus={0: ["1g.10gb"]})
+    full["gpus"][0]["mig_devices"][0]["gpu_instance_id"] = None
+    assert "gpus.0.mig_devices.0" in report_errors(full)
+    full["partial"], full["partial_reason"] = True, "trimmed"
+    assert "gpus.0.mig_devices.0" not in report_errors(full)

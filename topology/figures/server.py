@@ -546,7 +546,9 @@ def mig_layout_figure(gpus: Sequence[Mapping[str, Any]]) -> Figure:
         compute_total, memory_total = mig_slices(gpu.get("name") or "")
         instances: dict[object, list[Mapping[str, Any]]] = defaultdict(list)
         for device in gpu.get("mig_devices") or []:
-            instances[device.get("gpu_instance_id")].append(device)
+            gi = device.get("gpu_instance_id")
+            # a device whose instance a partial source did not give stands alone
+            instances[gi if gi is not None else f"? ({device.get('uuid')})"].append(device)
         for devices in instances.values():
             start, size = devices[0].get("placement_start"), devices[0].get("placement_size")
             if isinstance(start, int) and isinstance(size, int):
