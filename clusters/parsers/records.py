@@ -92,6 +92,10 @@ class NodeRecord:
     has none: the same as capacity). ``gpu_used`` is Slurm's GresUsed, or None where the
     source does not say (Kubernetes nodes: compute it from pods).
 
+    ``cpus_effective`` is Slurm's ``CPUEfctv`` (``effective_cpus``): the CPUs jobs may use,
+    after those a CoreSpecCount/CPUSpecList keeps for the system; None where the source
+    does not say (Kubernetes, sinfo listings, scontrol before 22.05).
+
     ``state`` is normalised: Kubernetes ``ready``/``notready``/``unknown`` from the Ready
     condition; Slurm's base state lower-cased (``idle``, ``mixed``, ``allocated``, ``down``,
     ``error``, ``future``, ``unknown``) with the rest in ``state_flags`` (``drain``,
@@ -116,6 +120,7 @@ class NodeRecord:
     partitions: list[str] = field(default_factory=list)
     features: list[str] = field(default_factory=list)
     cpus: int | None = None
+    cpus_effective: int | None = None
     memory_bytes: int | None = None
     gpu_capacity: int = 0
     gpu_allocatable: int = 0
