@@ -468,6 +468,7 @@ def _node_row(cluster: Cluster, record: NodeRecord, now) -> Node:
         gres=list(record.gres),
         resources=dict(record.resources),
         mig_resources=dict(record.mig_resources),
+        mig_used=dict(record.mig_used or {}),
         gpu_product=record.gpu_product or "",
         gpu_replicas=record.gpu_replicas,
         sharing_strategy=record.sharing_strategy or "",
@@ -485,15 +486,19 @@ def node_set_replace(*, cluster: Cluster, records: list[NodeRecord], now) -> tup
     """Upsert the records as the cluster's node set; nodes not in it are marked gone.
 
     Bindings are left to reconciliation. Returns (nodes added, nodes gone). Kubernetes'
-    gpu_used comes from pods, not from the node list, so a node list keeps what the last pod
-    snapshot said.
+    gpu_used and mig_used come from pods, not from the node list, so a node list keeps what
+    the last pod snapshot said; a ``kubectl describe`` whose every node has "Allocated
+    resources" says what pods request, and replaces them.
     """
     names = [r.name for r in records]
     known = set(Node.objects.filter(cluster=cluster).values_list("name", flat=True))
     rows = [_node_row(cluster, r, now) for r in records]
     fields = NODE_FIELDS
     if cluster.kind == ClusterKind.KUBERNETES:
-        fields = [f for f in NODE_FIELDS if f != "gpu_used"]
+        if records and all(r.gpu_used is not None and r.mig_used is not None for r in records):
+            fields = [*NODE_FIELDS, "mig_used"]
+        else:
+            fields = [f for f in NODE_FIELDS if f != "gpu_used"]
     Node.objects.bulk_create(
         rows,
         update_conflicts=True,

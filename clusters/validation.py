@@ -113,6 +113,8 @@ def _record_problems(record: NodeRecord):
     yield from _gres_problems(record.gres)
     yield from _map_problems("labels", record.labels, str, MAX_LABELS)
     yield from _map_problems("mig_resources", record.mig_resources, int, MAX_MAP_ITEMS)
+    if record.mig_used is not None:
+        yield from _map_problems("mig_used", record.mig_used, int, MAX_MAP_ITEMS)
     yield from _resource_problems(record.resources)
 
 
