@@ -137,7 +137,7 @@ def _cut_short(text: str, record: str, fields: dict[str, str], others: list[set[
         return f"it lacks {shown}{more}, which the other records have"
     spans = _field_spans(record)
     if _FIRST_LINE_KEY in fields:
-        cut = _cut_before_the_end(fields, others, one_line="\n" not in record)
+        cut = _cut_before_the_end(fields, others)
         if cut:
             return cut
         ends_as_scontrol = line_ends_after >= (1 if "\n" not in record else 2)
@@ -175,7 +175,7 @@ def _cut_short(text: str, record: str, fields: dict[str, str], others: list[set[
     return ""
 
 
-def _cut_before_the_end(fields: dict[str, str], others: list[set[str]], *, one_line: bool) -> str:
+def _cut_before_the_end(fields: dict[str, str], others: list[set[str]]) -> str:
     """Why a record that opens like scontrol stops before the fields its version prints
     last, or "" when it has them."""
     if _POWER_LINE_KEY not in fields or not any(k in fields for k in _POWER_LINE_ENDS):
