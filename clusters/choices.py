@@ -18,7 +18,7 @@ class ClusterSource(models.TextChoices):
 class SnapshotStatus(models.TextChoices):
     PENDING = "pending", "Pending"  # stored, a worker applies it
     APPLIED = "applied", "Applied"
-    HELD = "held", "Held"  # would mark more than half of the live nodes gone
+    HELD = "held", "Held"  # would mark half or more of the live nodes (or too many) gone
     FAILED = "failed", "Failed"
     SUPERSEDED = "superseded", "Superseded"  # a newer snapshot was applied first
 

@@ -87,6 +87,9 @@ class Node(models.Model):
     taints = models.JSONField(default=list, blank=True)
     partitions = models.JSONField(default=list, blank=True)
     cpus = models.PositiveIntegerField(null=True, blank=True)
+    cpus_effective = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Slurm's CPUEfctv: the CPUs left to jobs after CoreSpec"
+    )
     memory_bytes = models.BigIntegerField(null=True, blank=True)
 
     gpu_capacity = models.PositiveIntegerField(default=0)
@@ -248,7 +251,8 @@ class ClusterSnapshot(models.Model):
 
     Small pushed snapshots are applied in the request; larger ones are stored raw and applied
     by a worker. `raw` is kept only while the snapshot waits (pending) or is held; a held
-    snapshot would have marked more than half of the cluster's live nodes gone.
+    snapshot would have marked half or more of the cluster's live nodes gone, or more than
+    ATLAS_SNAPSHOT_MAX_GONE_NODES.
     """
 
     cluster_name = models.CharField(max_length=100)

@@ -51,6 +51,7 @@ NODE_FIELDS = [
     "taints",
     "partitions",
     "cpus",
+    "cpus_effective",
     "memory_bytes",
     "gpu_capacity",
     "gpu_allocatable",
@@ -86,9 +87,6 @@ KEPT_LABEL_PREFIXES = (
     "node.kubernetes.io/",
     "topology.kubernetes.io/",
 )
-
-
-SHRINK_HOLD_FRACTION = 0.5  # a snapshot marking more of the live nodes gone is held
 
 
 class SnapshotRejected(Exception):
@@ -147,7 +145,7 @@ def snapshot_ingest(
     Node snapshots replace the node set (absent nodes are marked gone, not deleted); a
     `kubectl get pods -A -o json` snapshot sets the GPUs in use per Kubernetes node. A name
     not yet known creates the cluster, its kind taken from the format. A node snapshot that
-    would mark more than half of the live nodes gone is held (see `_apply`).
+    would mark half or more of the live nodes gone, or too many, is held (see `_apply`).
     Raises SnapshotRejected, naming the fields at fault, and then stores nothing.
     """
     _check_name(cluster_name)
@@ -335,9 +333,10 @@ def _apply(row: ClusterSnapshot, parsed: _Parsed, *, raw: bytes) -> SnapshotResu
     """Apply a parsed snapshot recorded as `row`, inside the caller's transaction.
 
     A snapshot older than one already applied to the same cluster is superseded. A node
-    snapshot that would mark more than half of the live nodes gone is held (stored, not
-    applied) until the next snapshot shows the same node set, or one is posted with
-    `confirm_shrink`: one bad capture must never empty a cluster.
+    snapshot that would mark half or more of the live nodes gone, or more than
+    ATLAS_SNAPSHOT_MAX_GONE_NODES (`shrink_held`), is held (stored, not applied) until the
+    next snapshot shows the same node set, or one is posted with `confirm_shrink`: one bad
+    capture must never empty a cluster.
     """
     if parsed.pods is not None:
         return _pods_apply(row, parsed.pods)
@@ -355,7 +354,7 @@ def _apply(row: ClusterSnapshot, parsed: _Parsed, *, raw: bytes) -> SnapshotResu
     held = ClusterSnapshot.objects.filter(
         cluster_name=row.cluster_name, status=SnapshotStatus.HELD, pk__lt=row.pk
     )
-    if going > len(live) * SHRINK_HOLD_FRACTION and not row.confirm_shrink:
+    if shrink_held(going=going, live=len(live)) and not row.confirm_shrink:
         digest = _node_set_digest(names)
         previous = held.order_by("-pk").values_list("node_set_hash", flat=True).first()
         if previous != digest:
@@ -380,6 +379,13 @@ def _apply(row: ClusterSnapshot, parsed: _Parsed, *, raw: bytes) -> SnapshotResu
     revision_bump(name="nodes")
     row.added, row.gone = added, gone
     return _finish(row, SnapshotStatus.APPLIED)
+
+
+def shrink_held(*, going: int, live: int) -> bool:
+    """Whether a node snapshot that would mark `going` of `live` nodes gone waits for
+    confirmation: half or more of them (1 of 2, the last node of 1: a capture cut in half
+    marks the other half gone), or more than ATLAS_SNAPSHOT_MAX_GONE_NODES at once."""
+    return going > 0 and (2 * going >= live or going > settings.ATLAS_SNAPSHOT_MAX_GONE_NODES)
 
 
 def _newer_applied(row: ClusterSnapshot, *, pods: bool) -> bool:
@@ -454,6 +460,7 @@ def _node_row(cluster: Cluster, record: NodeRecord, now) -> Node:
         taints=list(record.taints),
         partitions=list(record.partitions),
         cpus=record.cpus,
+        cpus_effective=record.cpus_effective,
         memory_bytes=record.memory_bytes,
         gpu_capacity=record.gpu_capacity,
         gpu_allocatable=record.gpu_allocatable,
@@ -461,6 +468,7 @@ def _node_row(cluster: Cluster, record: NodeRecord, now) -> Node:
         gres=list(record.gres),
         resources=dict(record.resources),
         mig_resources=dict(record.mig_resources),
+        mig_used=dict(record.mig_used or {}),
         gpu_product=record.gpu_product or "",
         gpu_replicas=record.gpu_replicas,
         sharing_strategy=record.sharing_strategy or "",
@@ -478,15 +486,19 @@ def node_set_replace(*, cluster: Cluster, records: list[NodeRecord], now) -> tup
     """Upsert the records as the cluster's node set; nodes not in it are marked gone.
 
     Bindings are left to reconciliation. Returns (nodes added, nodes gone). Kubernetes'
-    gpu_used comes from pods, not from the node list, so a node list keeps what the last pod
-    snapshot said.
+    gpu_used and mig_used come from pods, not from the node list, so a node list keeps what
+    the last pod snapshot said; a ``kubectl describe`` whose every node has "Allocated
+    resources" says what pods request, and replaces them.
     """
     names = [r.name for r in records]
     known = set(Node.objects.filter(cluster=cluster).values_list("name", flat=True))
     rows = [_node_row(cluster, r, now) for r in records]
     fields = NODE_FIELDS
     if cluster.kind == ClusterKind.KUBERNETES:
-        fields = [f for f in NODE_FIELDS if f != "gpu_used"]
+        if records and all(r.gpu_used is not None and r.mig_used is not None for r in records):
+            fields = [*NODE_FIELDS, "mig_used"]
+        else:
+            fields = [f for f in NODE_FIELDS if f != "gpu_used"]
     Node.objects.bulk_create(
         rows,
         update_conflicts=True,

@@ -28,6 +28,7 @@ MAX_VALUE_CHARS = 1024  # Kubernetes itself allows 63 for a label value
 MAX_ITEM_CHARS = 512  # one address, partition, flag, taint field, GRES name or type
 INT_RANGES = BaseDatabaseOperations.integer_field_ranges
 BIGINT_MAX = INT_RANGES["BigIntegerField"][1]
+GRES_COUNT_MAX = BIGINT_MAX  # Slurm keeps GRES counts as uint64_t; NO_VAL64 is its top
 
 # NodeRecord attribute -> Node column, where the names are the same and the value is stored
 # as it is (lower-casing aside). Text columns cut to length are not here.
@@ -42,7 +43,14 @@ STRING_COLUMNS = (
     "mig_strategy",
     "mig_config",
 )
-INTEGER_COLUMNS = ("cpus", "memory_bytes", "gpu_capacity", "gpu_allocatable", "gpu_used")
+INTEGER_COLUMNS = (
+    "cpus",
+    "cpus_effective",
+    "memory_bytes",
+    "gpu_capacity",
+    "gpu_allocatable",
+    "gpu_used",
+)
 INTEGER_COLUMNS_ALSO = ("gpu_replicas",)
 LIST_FIELDS = ("addresses", "state_flags", "partitions")
 
@@ -105,6 +113,8 @@ def _record_problems(record: NodeRecord):
     yield from _gres_problems(record.gres)
     yield from _map_problems("labels", record.labels, str, MAX_LABELS)
     yield from _map_problems("mig_resources", record.mig_resources, int, MAX_MAP_ITEMS)
+    if record.mig_used is not None:
+        yield from _map_problems("mig_used", record.mig_used, int, MAX_MAP_ITEMS)
     yield from _resource_problems(record.resources)
 
 
@@ -151,11 +161,13 @@ def _gres_problems(gres: Any):
     if not isinstance(gres, list) or len(gres) > MAX_LIST_ITEMS:
         yield "gres", f"expected a list of at most {MAX_LIST_ITEMS} GRES entries"
         return
-    high = _column_range("gpu_capacity")[1]
+    # GRES counts are 64-bit in Slurm (memory-like GRES such as vmem:2G, shards, MPS
+    # shares); they are stored in the node's JSON column, which holds any of them. The GPU
+    # figures they add up to are checked against their own columns.
     for i, entry in enumerate(gres):
         for key in ("count", "used"):
             value = entry.get(key) if isinstance(entry, dict) else None
-            yield from _integer_problems(f"gres.{i}.{key}", value, (0, high))
+            yield from _integer_problems(f"gres.{i}.{key}", value, (0, GRES_COUNT_MAX))
         for key in ("name", "type", "used_indexes", "mig_profile"):
             value = entry.get(key) if isinstance(entry, dict) else None
             if value is not None and (not isinstance(value, str) or len(value) > MAX_ITEM_CHARS):

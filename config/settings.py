@@ -325,6 +325,9 @@ ATLAS_SNAPSHOT_MAX_BYTES = env_int("ATLAS_SNAPSHOT_MAX_BYTES", 256 * 1024 * 1024
 # Larger snapshots are stored and applied by a worker (202 + status URL), smaller ones at once.
 ATLAS_SNAPSHOT_SYNC_MAX_BYTES = env_int("ATLAS_SNAPSHOT_SYNC_MAX_BYTES", 4 * 1024 * 1024)
 ATLAS_SNAPSHOT_RETENTION = env_int("ATLAS_SNAPSHOT_RETENTION", 20)
+# A node snapshot that would mark half or more of a cluster's live nodes gone, or more than
+# this many at once, is held for confirmation (the same node set again, or ?confirm=shrink).
+ATLAS_SNAPSHOT_MAX_GONE_NODES = env_int("ATLAS_SNAPSHOT_MAX_GONE_NODES", 50)
 ATLAS_PENDING_SNAPSHOT_GRACE_S = env_int("ATLAS_PENDING_SNAPSHOT_GRACE_S", 60)
 ATLAS_FABRIC_SNAPSHOT_RETENTION = env_int("ATLAS_FABRIC_SNAPSHOT_RETENTION", 5)  # raw texts kept
 # GPU health: repeats of one event closer than this are one episode; a re-sent event batch is

@@ -115,6 +115,7 @@ class NodeSerializer(serializers.ModelSerializer):
             "machine_id",
             "partitions",
             "cpus",
+            "cpus_effective",
             "memory_bytes",
             "gres",
             "resources",

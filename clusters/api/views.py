@@ -117,7 +117,8 @@ class SnapshotView(APIView):
                 "confirm",
                 str,
                 enum=["shrink"],
-                description="apply even if more than half of the live nodes would be gone",
+                description="apply even if half or more of the live nodes (or more than "
+                "ATLAS_SNAPSHOT_MAX_GONE_NODES) would be gone",
             )
         ],
         responses={
@@ -132,7 +133,8 @@ class SnapshotView(APIView):
         "nodes responses v0.0.38-v0.0.44. A name not yet known creates the cluster. 201: "
         "applied. 202: stored, with `status` `pending` (larger than "
         "ATLAS_SNAPSHOT_SYNC_MAX_BYTES: a worker applies it; follow `url`) or `held` (it "
-        "would mark more than half of the live nodes gone: post the same node set again, or "
+        "would mark half or more of the live nodes, or more than "
+        "ATLAS_SNAPSHOT_MAX_GONE_NODES, gone: post the same node set again, or "
         "with `?confirm=shrink`).",
     )
     def post(self, request, name: str):

@@ -11,6 +11,7 @@ Pods (``kubectl get pods -A -o json``) are read by ``parse_pods`` for GPU use an
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -55,6 +56,17 @@ _DECIMAL = {
     "P": Decimal("1e15"),
     "E": Decimal("1e18"),
 }
+
+
+def mig_counts(amounts: Mapping[str, int]) -> dict[str, int]:
+    """MIG devices by profile in a map of resource amounts: ``nvidia.com/mig-1g.10gb: 16``
+    -> ``{"1g.10gb": 16}``. The one rule for a node's capacity (NodeList or describe), a
+    pod's requests and what describe's "Allocated resources" says pods request."""
+    return {
+        name[len(MIG_RESOURCE_PREFIX) :]: value
+        for name, value in amounts.items()
+        if name.startswith(MIG_RESOURCE_PREFIX)
+    }
 
 
 def parse_quantity(value: object) -> Decimal | None:
@@ -212,11 +224,7 @@ def parse_node(node: dict[str, Any]) -> NodeRecord:
     capacity = status.get("capacity") or {}
     allocatable = status.get("allocatable") or {}
     resources = _extended_resources(status)
-    mig = {
-        name[len(MIG_RESOURCE_PREFIX) :]: figures["capacity"]
-        for name, figures in resources.items()
-        if name.startswith(MIG_RESOURCE_PREFIX)
-    }
+    mig = mig_counts({name: figures["capacity"] for name, figures in resources.items()})
     system_uuid = str(info.get("systemUUID") or "").strip().lower() or None
     machine_id = str(info.get("machineID") or "").strip().lower() or None
 
@@ -335,11 +343,7 @@ def parse_pod(pod: dict[str, Any]) -> PodRecord:
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
     requests = _effective_requests(spec)
-    mig = {
-        name[len(MIG_RESOURCE_PREFIX) :]: value
-        for name, value in requests.items()
-        if name.startswith(MIG_RESOURCE_PREFIX)
-    }
+    mig = mig_counts(requests)
     return PodRecord(
         namespace=str(metadata.get("namespace") or "default"),
         name=str(metadata.get("name") or ""),

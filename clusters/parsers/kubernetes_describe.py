@@ -15,7 +15,7 @@ import dataclasses
 import re
 from typing import Any
 
-from clusters.parsers.kubernetes import GPU_RESOURCE, parse_node, quantity_int
+from clusters.parsers.kubernetes import GPU_RESOURCE, mig_counts, parse_node, quantity_int
 from clusters.parsers.records import NodeRecord, Snapshot, SnapshotFormatError
 
 FORMAT = "kubernetes-describe"
@@ -81,7 +81,9 @@ def _table_rows(lines: list[str]) -> list[list[str]]:
     return rows[1:] if rows and rows[0][:1] in (["Type"], ["Resource"]) else rows
 
 
-def _node_object(sections: dict[str, list[str]]) -> tuple[dict[str, Any], int | None]:
+def _node_object(
+    sections: dict[str, list[str]],
+) -> tuple[dict[str, Any], int | None, dict[str, int] | None]:
     name = (sections.get("Name") or [""])[0]
     labels: dict[str, str] = {}
     for line in sections.get("Labels", []):
@@ -120,10 +122,16 @@ def _node_object(sections: dict[str, list[str]]) -> tuple[dict[str, Any], int | 
         if key in _SYSTEM_INFO
     }
     unschedulable = (sections.get("Unschedulable") or ["false"])[0].lower() == "true"
-    gpu_used = None
+    # What pods request, by resource: GPUs and MIG devices by the rules of the node list
+    # and pod paths (`mig_counts`); None where the section is not there.
+    requested: dict[str, int] = {}
     for row in _table_rows(sections.get("Allocated resources", [])):
-        if len(row) >= 2 and row[0] == GPU_RESOURCE:
-            gpu_used = quantity_int(row[1].split()[0])
+        if len(row) >= 2:
+            amount = quantity_int(row[1].split()[0])
+            if amount is not None:
+                requested[row[0]] = amount
+    gpu_used = requested.get(GPU_RESOURCE)
+    mig_used = mig_counts(requested) if GPU_RESOURCE in requested or mig_counts(requested) else None
     node = {
         "kind": "Node",
         "metadata": {"name": name, "labels": labels},
@@ -136,15 +144,18 @@ def _node_object(sections: dict[str, list[str]]) -> tuple[dict[str, Any], int | 
             "nodeInfo": info,
         },
     }
-    return node, gpu_used
+    return node, gpu_used, mig_used
 
 
 def parse_describe(text: str) -> Snapshot:
     """Parse one or more ``kubectl describe node`` records into a Kubernetes snapshot.
 
-    ``gpu_used`` is the ``nvidia.com/gpu`` request total from "Allocated resources" when
-    that section is present. Raises SnapshotFormatError when a record has no name or none
-    of the sections that make it a node description.
+    ``gpu_used`` is the ``nvidia.com/gpu`` request total from "Allocated resources", and
+    ``mig_used`` the MIG devices requested there by profile, when that section is present
+    (the node list path leaves both to the pods). MIG capacity (``nvidia.com/mig-1g.10gb:
+    16`` under Capacity) is read by ``kubernetes.parse_node``, as for a Node object.
+    Raises SnapshotFormatError when a record has no name or none of the sections that make
+    it a node description.
     """
     starts = [m.start() for m in _RECORD_START.finditer(text)]
     if not starts or text[: starts[0]].strip():
@@ -158,10 +169,10 @@ def parse_describe(text: str) -> Snapshot:
             raise SnapshotFormatError(
                 "a kubectl describe record has no Capacity, Allocatable or System Info"
             )
-        obj, gpu_used = _node_object(sections)
+        obj, gpu_used, mig_used = _node_object(sections)
         node = parse_node(obj)
-        if gpu_used is not None:
-            node = dataclasses.replace(node, gpu_used=gpu_used)
+        if gpu_used is not None or mig_used is not None:
+            node = dataclasses.replace(node, gpu_used=gpu_used or 0, mig_used=mig_used or {})
         if node.name in seen:
             raise SnapshotFormatError(f"the describe output names node {node.name!r} twice")
         seen.add(node.name)

@@ -92,6 +92,14 @@ class NodeRecord:
     has none: the same as capacity). ``gpu_used`` is Slurm's GresUsed, or None where the
     source does not say (Kubernetes nodes: compute it from pods).
 
+    ``cpus_effective`` is Slurm's ``CPUEfctv`` (``effective_cpus``): the CPUs jobs may use,
+    after those a CoreSpecCount/CPUSpecList keeps for the system; None where the source
+    does not say (Kubernetes, sinfo listings, scontrol before 22.05).
+
+    ``mig_used`` is the MIG devices in use by profile where the node source says
+    (``kubectl describe``'s "Allocated resources"); None where it does not (a node list:
+    the pods say).
+
     ``state`` is normalised: Kubernetes ``ready``/``notready``/``unknown`` from the Ready
     condition; Slurm's base state lower-cased (``idle``, ``mixed``, ``allocated``, ``down``,
     ``error``, ``future``, ``unknown``) with the rest in ``state_flags`` (``drain``,
@@ -116,6 +124,7 @@ class NodeRecord:
     partitions: list[str] = field(default_factory=list)
     features: list[str] = field(default_factory=list)
     cpus: int | None = None
+    cpus_effective: int | None = None
     memory_bytes: int | None = None
     gpu_capacity: int = 0
     gpu_allocatable: int = 0
@@ -123,6 +132,7 @@ class NodeRecord:
     gres: list[dict[str, Any]] = field(default_factory=list)
     resources: dict[str, dict[str, int]] = field(default_factory=dict)
     mig_resources: dict[str, int] = field(default_factory=dict)
+    mig_used: dict[str, int] | None = None
     mig_label_counts: dict[str, int] = field(default_factory=dict)
     gpu_product: str | None = None
     gpu_count_label: int | None = None

@@ -86,6 +86,7 @@ def _node_from_object(node: dict[str, Any]) -> NodeRecord:
         partitions=node.get("partitions"),
         features=node.get("features"),
         cpus=node.get("cpus"),
+        cpus_effective=node.get("effective_cpus"),
         real_memory_mb=node.get("real_memory"),
         gres=node.get("gres"),
         gres_used=node.get("gres_used"),

@@ -11,19 +11,23 @@ Columns are known by the header sinfo prints (NODELIST, HOSTNAMES, GRES, GRES_US
 STATE, PARTITION, CPUS, MEMORY, ...), read as whitespace-separated values, as ``|``
 separated ones, or by the header's positions when values hold spaces (REASON) or were
 glued by ``-O``'s fixed widths. ``-O`` cuts values at the field width (20 by default):
-a value of a used column that fills its field is refused as possibly cut.
+a value of a used column that fills its field is refused as possibly cut; each field is
+checked against its own width (where the next column starts), header or not.
 
 Without a header (``-h``) the columns are recognised by content, a documented convention:
 GRES strings (the first is Gres; one with ``IDX:`` is GresUsed), Slurm state names, and
-plain words: the one with more distinct values (the first on a tie; a ``*`` marks the
-default partition) is the node name, another the partition; numbers are ignored. The
-header makes it exact, so errors suggest printing it.
+plain words. Of two word columns, a ``*`` (the default partition) marks the partitions;
+else the node names are the column whose rows of one name agree on GRES and state, else
+the one whose names carry digits where the other's do not; what stays ambiguous is
+refused (see ``_node_and_partition``). Numbers are ignored. The header makes it exact,
+so errors suggest printing it.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from clusters.parsers.records import NodeRecord, Snapshot, SnapshotFormatError
 from clusters.parsers.slurm_common import build_node, clean, split_top_level
@@ -208,6 +212,7 @@ def _rows_with_header(
 def _rows_without_header(lines: list[tuple[int, str]]) -> list[_Row]:
     """Columns recognised by content (see the module docstring)."""
     split = [line.split() for _, line in lines]
+    _check_fixed_widths(lines)
     width = len(split[0])
     for (number, _line), cells in zip(lines, split, strict=True):
         if len(cells) != width:
@@ -215,15 +220,6 @@ def _rows_without_header(lines: list[tuple[int, str]]) -> list[_Row]:
                 f"sinfo line {number} has {len(cells)} values where line {lines[0][0]} has "
                 f"{width}; print the header (drop -h) so columns are known by name"
             )
-    starts = [m.start() for _, line in lines for m in re.finditer(r"\S+", line)]
-    if all(start % _DEFAULT_WIDTH == 0 for start in starts):  # sinfo -O's default widths
-        for (number, _line), cells in zip(lines, split, strict=True):
-            if any(len(cell) >= _DEFAULT_WIDTH for cell in cells):
-                raise SnapshotFormatError(
-                    f"sinfo line {number}: a value fills sinfo -O's {_DEFAULT_WIDTH}-character "
-                    "field, where sinfo cuts it (and glues it to the next); give the fields "
-                    "widths (e.g. Gres:60) or suffixes (Gres: )"
-                )
     columns = [[cells[i] for cells in split] for i in range(width)]
     kinds: dict[str, int] = {}
     gres = [i for i, col in enumerate(columns) if all(_is_gres(v) for v in col)]
@@ -247,14 +243,11 @@ def _rows_without_header(lines: list[tuple[int, str]]) -> list[_Row]:
     words = [
         i for i, col in enumerate(columns) if i not in taken and all(_WORD.match(v) for v in col)
     ]
-    partitions = [i for i in words if any(v.endswith("*") for v in columns[i])]
-    names = [i for i in words if i not in partitions]
-    if names:
-        node = max(names, key=lambda i: (len(set(columns[i])), -i))
+    node, partition = _node_and_partition(columns, words, kinds)
+    if node is not None:
         kinds["name"] = node
-        partitions += [i for i in names if i != node]
-    if partitions:
-        kinds["partition"] = min(partitions)
+    if partition is not None:
+        kinds["partition"] = partition
     if "gres" not in kinds or "name" not in kinds:
         missing = "GRES" if "gres" not in kinds else "node name"
         raise SnapshotFormatError(
@@ -265,6 +258,106 @@ def _rows_without_header(lines: list[tuple[int, str]]) -> list[_Row]:
         _Row(line=number, values={f: cells[i] for f, i in kinds.items()})
         for (number, _line), cells in zip(lines, split, strict=True)
     ]
+
+
+def _whole_value(value: str) -> bool:
+    """A value as sinfo prints one: a GRES string, a state, a name or a number."""
+    return bool(_is_gres(value) or _STATE.match(value) or _WORD.match(value) or value.isdigit())
+
+
+def _check_fixed_widths(lines: list[tuple[int, str]]) -> None:
+    """Refuse a header-less ``-O`` listing with a value that fills its field.
+
+    ``-O`` pads each field to its width (20 unless given, ``Gres:60``) and cuts a longer
+    value there, glued to the next. Without a header, a column's width is where the next
+    column starts (the starts of the row with the most values; every row's values must
+    start there, or the listing is not fixed-width and nothing is checked). The last
+    field's width is the padding the lines kept; where every other field is sinfo's
+    default 20 wide and the last value is no value sinfo prints whole, it is 20 too (a
+    run of glued fields). State flags (``mixed-``, ``draining@``, ``drained*``) are
+    Slurm's own spelling, not cuts.
+    """
+    rows = [
+        (number, line, [(m.start(), m.group()) for m in re.finditer(r"\S+", line)])
+        for number, line in lines
+    ]
+    widest = max((cells for _n, _l, cells in rows), key=len)
+    starts = [start for start, _ in widest]
+    if len(starts) < 2 or not all({s for s, _ in cells} <= set(starts) for _n, _l, cells in rows):
+        return
+    if all(start - (s0 + len(v0)) <= 1 for (s0, v0), (start, _v) in pairwise(widest)):
+        return  # one space between values: -o, not -O's padded fields
+    widths = [b - a for a, b in pairwise(starts)]
+    padded = [len(line) - starts[-1] for _n, line, _c in rows if line[-1:].isspace()]
+    last: int | None = max(padded) if padded else None
+    if set(widths) == {_DEFAULT_WIDTH}:
+        last_values = [cells[-1][1] for _n, _l, cells in rows if cells[-1][0] == starts[-1]]
+        if last is None or not all(_whole_value(v) for v in last_values):
+            last = _DEFAULT_WIDTH
+    widths.append(last or 0)
+    for number, _line, cells in rows:
+        for start, value in cells:
+            column = starts.index(start)
+            width = widths[column]
+            if width and len(value) >= width:
+                raise SnapshotFormatError(
+                    f"sinfo line {number}: a value fills its {width}-character field "
+                    f"(column {column + 1}), where sinfo -O cuts it (and glues it to the "
+                    "next); give the fields widths (e.g. Gres:60) or suffixes (Gres: )"
+                )
+
+
+def _node_and_partition(
+    columns: list[list[str]], words: list[int], kinds: dict[str, int]
+) -> tuple[int | None, int | None]:
+    """Which plain-word columns hold node names and partitions, by content.
+
+    A ``*`` (the default partition) marks a partition column. Otherwise the node column
+    is the one whose rows of one name agree on the node's own facts (GRES, GRES in use,
+    state: a partition spans nodes that differ); failing that, the one whose names all
+    carry a digit (``gpu-node1``) where the other's never do (``gpu``, ``debug``). What
+    stays ambiguous (one node in three partitions looks like three nodes in one) is
+    refused rather than stored swapped.
+    """
+    starred = [i for i in words if any(v.endswith("*") for v in columns[i])]
+    plain = [i for i in words if i not in starred]
+    if not plain:
+        return None, min(starred) if starred else None
+    if len(plain) == 1 or starred:
+        node = max(plain, key=lambda i: (len(set(columns[i])), -i))
+        others = [i for i in words if i != node]
+        return node, min(others) if others else None
+    facts = [kinds[k] for k in ("gres", "gres_used", "state") if k in kinds]
+    consistent = [i for i in plain if _determines(columns[i], [columns[f] for f in facts])]
+    candidates = consistent or plain
+    if len(candidates) > 1:
+        digits = [i for i in candidates if all(any(c.isdigit() for c in v) for v in columns[i])]
+        without = [
+            i for i in candidates if not any(any(c.isdigit() for c in v) for v in columns[i])
+        ]
+        if len(digits) == 1 and without:
+            candidates = digits
+    if len(candidates) > 1 and len({tuple(columns[i]) for i in candidates}) > 1:
+        raise SnapshotFormatError(
+            f"the columns {', '.join(str(i + 1) for i in candidates)} of this header-less "
+            "sinfo listing could each be the node names or the partitions (no '*' marks "
+            "the default partition, their names look alike, and each agrees with the "
+            "node facts); print the header (drop -h) so columns are known by name: "
+            f"{WORKING_COMMANDS}"
+        )
+    node = candidates[0]
+    others = [i for i in words if i != node and columns[i] != columns[node]]
+    return node, min(others) if others else None
+
+
+def _determines(keys: list[str], facts: list[list[str]]) -> bool:
+    """True when rows with the same key have the same values in every fact column."""
+    seen: dict[str, tuple[str, ...]] = {}
+    for row, key in enumerate(keys):
+        values = tuple(column[row] for column in facts)
+        if seen.setdefault(key, values) != values:
+            return False
+    return True
 
 
 def _node(name: str, rows: list[_Row], used_known: bool) -> NodeRecord:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from clusters.parsers.records import NodeRecord, Snapshot, SnapshotFormatError
-from clusters.parsers.slurm_common import build_node, clean
+from clusters.parsers.slurm_common import build_node, clean, parse_state
 
 FORMAT = "slurm-scontrol-text"
 
@@ -35,9 +35,26 @@ _ALWAYS_PRINTED = frozenset(
         "ExtSensorsJoules", "ExtSensorsWatts", "ExtSensorsTemp",
     }
 )  # fmt: skip
-# Every version opens a record with CoresPerSocket and prints the power line (CurrentWatts)
-# for every node; a record that opens like that must also close like that.
-_FIRST_LINE_KEY, _POWER_LINE_KEY = "CoresPerSocket", "CurrentWatts"
+# How a record closes, by the layout of its version (src/api/node_info.c,
+# slurm_sprint_node_table). Every version opens a record with CoresPerSocket and prints a
+# power line for every node: `CurrentWatts= AveWatts=` (`LowestJoules= ConsumedJoules=`
+# before 17.11). Versions up to 25.05 print `CapWatts=` before it and the external sensors
+# line (`ExtSensorsJoules= ExtSensorsWatts= ExtSensorsTemp=`) after it; newer ones print
+# neither. What may follow is optional: Reason (and its continuation lines), Comment,
+# Extra, InstanceId/InstanceType, ReservationName.
+_FIRST_LINE_KEY = "CoresPerSocket"
+_POWER_LINE_KEY = "CurrentWatts"
+_POWER_LINE_ENDS = ("AveWatts", "ConsumedJoules")
+_EXT_SENSORS_KEYS = ("ExtSensorsJoules", "ExtSensorsWatts", "ExtSensorsTemp")
+_EXT_SENSORS_SIGNS = frozenset({"CapWatts", "ExtSensorsJoules", "ExtSensorsWatts"})
+_LAST_PRINTED = frozenset({*_POWER_LINE_ENDS, "ExtSensorsTemp"})
+_TRAILERS = frozenset(
+    {"Reason", "Comment", "Extra", "InstanceId", "InstanceType", "ReservationName"}
+)
+# A closing value as scontrol prints it (a number, n/a or n/s): "ExtSensorsTemp=n" is cut.
+_CLOSING_VALUE = re.compile(r"^(?:\d+|n/[as])$")
+# scontrol indents a reason's further lines by seven spaces after its line break.
+_REASON_CONTINUATION = re.compile(r"^(?:\n {10}| {8})\S")
 _CONFIG_LINE = re.compile(
     r"^[ \t]*(PartitionName|SlurmctldHost|ControlMachine|ClusterName|GresTypes|NodeSet)=",
     re.MULTILINE | re.IGNORECASE,
@@ -52,7 +69,13 @@ def looks_like(text: str) -> bool:
 
 def parse_fields(record: str) -> dict[str, str]:
     """``Key=Value`` pairs of one node record, values with spaces kept whole."""
-    fields: dict[str, str] = {}
+    return {key: value for key, value, _end in _field_spans(record)}
+
+
+def _field_spans(record: str) -> list[tuple[str, str, int]]:
+    """(key, value, where the value ends in `record`) of each field, in order; a key
+    printed twice keeps its last value in `parse_fields`."""
+    spans: list[tuple[str, str, int]] = []
     keys = list(_KEY.finditer(record))
     skip_before = 0
     for i, match in enumerate(keys):
@@ -66,29 +89,40 @@ def parse_fields(record: str) -> dict[str, str]:
             # The stamp closes the reason when it comes before the end of its line
             # (multi-line) or anywhere in the rest of the record (-o, one line).
             if stamp and (line_end == -1 or stamp.start() < line_end):
-                fields[key] = record[value_start : stamp.end()].strip()
+                spans.append((key, record[value_start : stamp.end()].strip(), stamp.end()))
                 skip_before = stamp.end()
                 continue
         end = keys[i + 1].start() if i + 1 < len(keys) else len(record)
-        value = record[value_start:end].strip()
+        raw = record[value_start:end]
+        value = raw.strip()
+        value_end = value_start + len(raw.rstrip())
         if key not in _FREE_TEXT and "\n" in value:
             # A one-word value: text on the next line that did not look like a key is
             # noise; only free-text keys (OS, Reason, Comment, ...) span words.
             value = value.split("\n", 1)[0].strip()
-        fields[key] = value
-    return fields
+            value_end = record.index("\n", value_start)
+        spans.append((key, value, value_end))
+    return spans
 
 
 def _cut_short(text: str, record: str, fields: dict[str, str], others: list[set[str]]) -> str:
     """Why the last record looks cut short, or "" when it looks whole.
 
     A capture cut mid-record must not pass as a smaller cluster (the missing nodes would be
-    marked gone). The last record is cut when the text ends in a line that is neither a
-    record nor a continuation; when it lacks a key that scontrol always prints and every
-    other record has; when it opens like scontrol (CoresPerSocket) but has no power line
-    or the text does not end as scontrol ends it (a newline after a one-line record, a
-    blank line after a multi-line one); when its last one-word value runs into a fragment
-    (``AveWatts=0 Ext``); or when it ends inside the ``[user@time]`` of its Reason.
+    marked gone, or the last node stored without what it lost). A record is whole when it
+    has the fields scontrol prints last for its version (the power line; the external
+    sensors line where the version prints ``CapWatts``), with or without the blank line
+    scontrol prints after it, which captures from a terminal or a ticket often lose.
+
+    The last record is cut when the text ends in a line that is neither a record nor a
+    continuation; when it lacks a key that scontrol always prints and every other record
+    has; when it opens like scontrol (CoresPerSocket) but stops before its last fields;
+    when, without the blank line, a drained, failed or down node has no Reason (scontrol
+    prints one after the last fields, so it may be the line that was lost); when the text
+    stops inside a closing value (``ExtSensorsTemp=n``) without a newline; when its last
+    value runs into a fragment (``AveWatts=0 Ext``, or a line with no ``Key=``); or when it
+    ends inside the ``[user@time]`` of its Reason. A cut inside the last digits of a
+    closing number (``AveWatts=12`` of ``123``) cannot be told and changes nothing kept.
     """
     body = text.rstrip()
     last_line = body[body.rfind("\n") + 1 :]
@@ -101,20 +135,63 @@ def _cut_short(text: str, record: str, fields: dict[str, str], others: list[set[
         shown = ", ".join(missing[:5])
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         return f"it lacks {shown}{more}, which the other records have"
+    spans = _field_spans(record)
     if _FIRST_LINE_KEY in fields:
-        if _POWER_LINE_KEY not in fields:
-            return f"it ends before {_POWER_LINE_KEY}=, which scontrol prints for every node"
-        if "\n" in record and line_ends_after < 2:
-            return "the text does not end with the blank line scontrol prints after a record"
-        if line_ends_after < 1:
-            return "the text does not end with the newline scontrol prints after a record"
-    if fields:
-        key = list(fields)[-1]  # the last real key (parse_fields skips look-alikes in a Reason)
-        value = fields[key]
+        cut = _cut_before_the_end(fields, others)
+        if cut:
+            return cut
+        ends_as_scontrol = line_ends_after >= (1 if "\n" not in record else 2)
+        if not ends_as_scontrol:
+            base, flags, _raw = parse_state(fields.get("State"))
+            if "Reason" not in fields and (base == "down" or {"drain", "fail"} & set(flags)):
+                return (
+                    f"it ends before its Reason= line, which scontrol prints after the last "
+                    f"fields of a {fields.get('State')} node (and the text lacks the blank "
+                    "line that would say the record is whole)"
+                )
+        closing = max(i for i, (k, _v, _e) in enumerate(spans) if k in _LAST_PRINTED)
+        after = [k for k, _v, _e in spans[closing + 1 :]]
+        if any(k not in _TRAILERS for k in after):
+            # only Reason, Comment, ... follow the last fields: a Key= look-alike in a
+            # Reason whose [user@time] was cut off, or the end of another record
+            return "it ends inside the text after its last fields (a Reason cut short?)"
+        if line_ends_after == 0:
+            key, value, _end = spans[-1]
+            if key in _LAST_PRINTED and not _CLOSING_VALUE.match(value):
+                return f"it ends inside its {key}= value, with no newline after it"
+            if key == "Reason" and not _REASON_END.search(value):
+                return "it ends inside its Reason (before its [user@time], with no newline)"
+    if spans:
+        key, value, end = spans[-1]
+        rest = record[end:]
+        if key in _FREE_TEXT and "\n" in value:
+            rest = value[value.index("\n") :]
+        if rest.strip() and not (key == "Reason" and _REASON_CONTINUATION.match(rest)):
+            return f"it ends inside a line after {key}= that holds no Key=Value field"
         if key not in _FREE_TEXT and any(ch.isspace() for ch in value):
             return f"it ends inside the field after {key}="
         if key == "Reason" and value.rfind("[") > value.rfind("]"):
             return "it ends inside its Reason"
+    return ""
+
+
+def _cut_before_the_end(fields: dict[str, str], others: list[set[str]]) -> str:
+    """Why a record that opens like scontrol stops before the fields its version prints
+    last, or "" when it has them."""
+    if _POWER_LINE_KEY not in fields or not any(k in fields for k in _POWER_LINE_ENDS):
+        return (
+            f"it ends before its power line ({_POWER_LINE_KEY}= {_POWER_LINE_ENDS[0]}=), "
+            "which scontrol prints for every node"
+        )
+    ext_sensors = bool(_EXT_SENSORS_SIGNS & fields.keys()) or any(
+        "ExtSensorsTemp" in keys for keys in others
+    )
+    missing = [k for k in _EXT_SENSORS_KEYS if k not in fields]
+    if ext_sensors and missing:
+        return (
+            f"it ends before {', '.join(k + '=' for k in missing)}, which the Slurm versions "
+            "that print CapWatts= print last for every node"
+        )
     return ""
 
 
@@ -129,6 +206,7 @@ def _node(fields: dict[str, str]) -> NodeRecord:
         partitions=fields.get("Partitions"),
         features=fields.get("AvailableFeatures", fields.get("Features")),
         cpus=fields.get("CPUTot"),
+        cpus_effective=fields.get("CPUEfctv"),
         real_memory_mb=fields.get("RealMemory"),
         gres=fields.get("Gres"),
         gres_used=fields.get("GresUsed"),

@@ -74,8 +74,13 @@ def broken_node(section: str, key: str, value: str) -> str:
         ),
         (
             scontrol_text(scontrol_node("a"), scontrol_node("b", gres="gpu:h100:99999999999")),
-            "nodes.1.gres.0.count",
+            "nodes.1.gpu_capacity",
             "outside",
+        ),
+        (  # 64-bit GRES counts are kept; past 64 bits a count means nothing Slurm printed
+            scontrol_text(scontrol_node("a"), scontrol_node("b", gres="gpu:8,vmem:9999999P")),
+            "nodes.1.gres.1.count",
+            "outside 0..9223372036854775807",
         ),
     ],
 )
@@ -272,9 +277,9 @@ def test_a_different_shrunken_set_is_held_again(post):
     assert live("c") == ["a", "b", "c", "d"]
 
 
-def test_confirm_shrink_applies_at_once_and_half_is_not_more_than_half(post):
-    post("c", nodes("a", "b", "c", "d"))
-    assert post("c", nodes("a", "b")).status_code == 201  # exactly half: applied
+def test_confirm_shrink_applies_at_once_and_less_than_half_is_applied(post):
+    post("c", nodes("a", "b", "c", "d", "e"))
+    assert post("c", nodes("a", "b", "c")).status_code == 201  # 2 of 5: applied
     response = post("c", nodes("a"), "?confirm=shrink")
     assert response.status_code == 201 and live("c") == ["a"]
 
@@ -295,16 +300,17 @@ def test_a_burst_of_snapshots_enqueues_one_reconcile_until_it_starts(post, monke
 
     enqueued = []
     monkeypatch.setattr(tasks.reconcile, "apply_async", lambda *a, **k: enqueued.append(1))
+    kept = ("m", "k", "j")  # one node of four changes each time: no shrink to hold
     for i in range(40):
-        assert post(f"c{i % 4}", nodes(f"n{i}", "m")).status_code == 201
+        assert post(f"c{i % 4}", nodes(f"n{i}", *kept)).status_code == 201
     assert len(enqueued) == 1
 
     tasks.reconcile.run()  # the worker starts it: the next change queues the next one
-    post("c0", nodes("n0", "m"))
+    post("c0", nodes("n0", *kept))
     assert len(enqueued) == 2
 
     ReconcileState.objects.update(requested_at="2000-01-01T00:00:00Z")  # a lost request
-    post("c0", nodes("n0", "m"))
+    post("c0", nodes("n0", *kept))
     assert len(enqueued) == 3
 
 
@@ -349,3 +355,74 @@ def test_snapshot_records_are_pruned_but_waiting_ones_kept(post, settings, monke
     assert kept == {"pending", "applied", "held"}
     assert ClusterSnapshot.objects.filter(pk__in=[pending, held]).count() == 2
     assert ClusterSnapshot.objects.filter(cluster_name="other").count() == 3
+
+
+# The shrink guard: half or more, or too many at once (issue 21, 6c) -------------------------
+
+
+def one_line_scontrol(*names: str) -> str:
+    """`scontrol -o show node` of these nodes: one line per record."""
+    return "".join(
+        " ".join(line.strip() for line in scontrol_node(n).strip().split("\n")) + "\n"
+        for n in names
+    )
+
+
+def test_an_scontrol_o_listing_cut_at_a_line_end_after_half_its_lines_is_held(post, tmp_path):
+    from django.core.management import CommandError, call_command
+
+    names = [f"gpu{i:03d}" for i in range(1, 21)]
+    whole = one_line_scontrol(*names)
+    assert post("hpc", whole).status_code == 201
+    half = "".join(whole.splitlines(keepends=True)[:10])  # cut exactly at a line end
+    response = post("hpc", half)
+    assert response.status_code == 202
+    assert response.json()["status"] == "held" and response.json()["gone"] == 10
+    assert "10 of the 20 live nodes" in response.json()["message"]
+    assert live("hpc") == names
+    # the same on the command line, for another cluster (the same set again would apply)
+    (tmp_path / "whole.txt").write_text(whole)
+    (tmp_path / "half.txt").write_text(half)
+    call_command("import_snapshot", "hpc2", str(tmp_path / "whole.txt"))
+    with pytest.raises(CommandError, match="held: this snapshot would mark 10 of the 20"):
+        call_command("import_snapshot", "hpc2", str(tmp_path / "half.txt"))
+    assert live("hpc2") == names
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "held"),
+    [
+        (("a", "b"), ("a",), True),  # 1 of 2 is half
+        (("a",), (), True),  # the last node of 1: all of them
+        (("a", "b", "c"), ("a", "b"), False),  # 1 of 3
+        (("a", "b", "c", "d", "e"), ("a", "b", "c"), False),  # 2 of 5
+        (("a", "b", "c", "d"), ("a", "b"), True),  # exactly half
+        (("a", "b"), ("a", "b", "c"), False),  # growth is never held
+    ],
+)
+def test_half_or_more_of_the_live_nodes_going_is_held(post, before, after, held):
+    assert post("c", nodes(*before)).status_code == 201
+    response = post("c", nodes(*after))
+    assert response.json()["status"] == ("held" if held else "applied")
+    assert live("c") == sorted(before if held else after)
+
+
+def test_more_than_the_set_number_going_at_once_is_held(post, settings):
+    settings.ATLAS_SNAPSHOT_MAX_GONE_NODES = 3
+    names = [f"n{i:02d}" for i in range(10)]
+    assert post("c", nodes(*names)).status_code == 201
+    response = post("c", nodes(*names[:6]))  # 4 of 10: under half, over the set number
+    assert response.json()["status"] == "held"
+    assert live("c") == names
+    assert post("c", nodes(*names[:7])).json()["status"] == "applied"  # 3 of 10: not over
+    assert live("c") == names[:7]
+
+
+def test_the_max_gone_default_holds_a_large_cluster_losing_51_nodes():
+    from django.conf import settings
+
+    from clusters.services import shrink_held
+
+    assert settings.ATLAS_SNAPSHOT_MAX_GONE_NODES == 50
+    assert shrink_held(going=51, live=1000) and not shrink_held(going=50, live=1000)
+    assert not shrink_held(going=0, live=0) and shrink_held(going=1, live=1)

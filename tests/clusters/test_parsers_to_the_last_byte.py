@@ -82,21 +82,22 @@ def test_a_pod_list_after_a_bom_is_still_a_pod_list():
 
 @pytest.mark.parametrize("name", SCONTROL_TEXTS + OWN_SCONTROL_TEXTS)
 def test_every_prefix_is_refused_or_the_records_it_holds_whole(name):
-    """Cut anywhere, a capture is refused, or (cut between records) it is exactly the
-    records it holds: never fewer nodes than records begun, never a changed node."""
+    """Cut anywhere, a capture is refused, or (cut after a record's last fields, with or
+    without its blank line) it is exactly the records it holds: never fewer nodes than
+    records begun, never a changed node."""
     data = _text(name)
     whole = parse_snapshot(data).nodes
-    accepted = 0
+    accepted: dict[int, int] = {}
     for cut in range(1, len(data) + 1):
         prefix = data[:cut]
         try:
             nodes = parse_snapshot(prefix).nodes
         except SnapshotFormatError:
             continue
-        accepted += 1
+        accepted[len(nodes)] = accepted.get(len(nodes), 0) + 1
         assert nodes == whole[: len(nodes)], cut
         assert len(re.findall(r"^NodeName=", prefix, re.MULTILINE)) == len(nodes), cut
-    assert accepted == len(whole)  # the whole, and each cut right after a record
+    assert sorted(accepted) == list(range(1, len(whole) + 1))  # each record, once whole
 
 
 def test_the_refusal_names_the_cut_record_and_why():
@@ -109,31 +110,33 @@ def test_the_refusal_names_the_cut_record_and_why():
     assert "it lacks AllocTRES, AveWatts, CapWatts, CfgTRES, CurrentWatts and 3 more" in message
 
 
-@pytest.mark.parametrize(
-    ("tail", "why"),
-    [
-        ("\n\nNodeNa", "the text ends inside the next record"),
-        ("", None),
-    ],
-)
-def test_a_fragment_of_a_next_record_is_refused(tail, why):
+def test_a_fragment_of_a_next_record_is_refused():
     data = sample_text("slurm-local-2205-scontrol-show-node.txt")
-    first_two = data[: data.index("NodeName=gpu-node3")].rstrip("\n") + tail
-    if why is None:
-        with pytest.raises(SnapshotFormatError, match="does not end with the blank line"):
-            parse_snapshot(first_two)
-        assert len(parse_snapshot(first_two + "\n\n").nodes) == 2
-    else:
-        with pytest.raises(SnapshotFormatError, match=why):
-            parse_snapshot(first_two)
+    first_two = data[: data.index("NodeName=gpu-node3")].rstrip("\n")
+    with pytest.raises(SnapshotFormatError, match="the text ends inside the next record"):
+        parse_snapshot(first_two + "\n\nNodeNa")
 
 
-def test_one_line_records_must_end_with_their_newline():
-    data = sample_text("slurm-local-2205-scontrol-o-show-node.txt")
-    with pytest.raises(SnapshotFormatError, match="does not end with the newline"):
-        parse_snapshot(data.rstrip("\n"))
+@pytest.mark.parametrize("end", ["", "\n", "\n\n"], ids=["no-newline", "newline", "blank-line"])
+def test_records_with_their_last_fields_are_whole_without_the_blank_line(end):
+    data = sample_text("slurm-local-2205-scontrol-show-node.txt")
+    first_two = data[: data.index("NodeName=gpu-node3")].rstrip("\n") + end
+    assert [n.name for n in parse_snapshot(first_two).nodes] == ["gpu-node1", "gpu-node2"]
+    one_line = sample_text("slurm-local-2205-scontrol-o-show-node.txt").rstrip("\n") + end[:1]
+    assert len(parse_snapshot(one_line).nodes) == 4
+
+
+def test_a_cut_inside_the_last_fields_is_refused_without_a_newline():
+    data = sample_text("slurm-local-2205-scontrol-o-show-node.txt").rstrip("\n")
+    with pytest.raises(SnapshotFormatError, match="inside its ExtSensorsTemp= value"):
+        parse_snapshot(data[:-2])  # ExtSensorsTemp=n
+    with pytest.raises(SnapshotFormatError, match="it lacks ExtSensorsTemp, which the other"):
+        parse_snapshot(data[: data.rindex(" ExtSensorsTemp")])
+    lone = data[: data.index("\n")]
+    with pytest.raises(SnapshotFormatError, match="ends before ExtSensorsTemp=, which the"):
+        parse_snapshot(lone[: lone.rindex(" ExtSensorsTemp")] + "\n")
     detail = sample_text("slurm-local-2205-scontrol-show-node-detail.txt")
-    with pytest.raises(SnapshotFormatError, match="ends inside the field after ExtSensorsJoules"):
+    with pytest.raises(SnapshotFormatError, match="ends before ExtSensorsWatts=, ExtSensorsTemp="):
         parse_snapshot(detail[: detail.rindex("ExtSensorsWatts") + 5] + "\n\n")
 
 

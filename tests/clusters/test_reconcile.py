@@ -324,14 +324,15 @@ def test_a_finding_resolves_when_the_cause_is_gone_and_reopens_when_it_returns()
 
 
 def test_gone_nodes_are_marked_not_deleted_and_their_findings_resolve():
-    snapshot_ingest(cluster_name="prod", raw=k8s_node_list(k8s_node("a"), k8s_node("b")))
+    three = k8s_node_list(k8s_node("a"), k8s_node("b"), k8s_node("c"))
+    snapshot_ingest(cluster_name="prod", raw=three)
     reconcile_all()
-    assert len(open_findings(FindingType.NODE_WITHOUT_SERVER)) == 2
-    result = snapshot_ingest(cluster_name="prod", raw=k8s_node_list(k8s_node("a")))
+    assert len(open_findings(FindingType.NODE_WITHOUT_SERVER)) == 3
+    result = snapshot_ingest(cluster_name="prod", raw=k8s_node_list(k8s_node("a"), k8s_node("c")))
     assert result.gone == 1
     reconcile_all()
     assert Node.objects.get(name="b").gone_at is not None
-    assert [f.node.name for f in open_findings()] == ["a"]
+    assert sorted(f.node.name for f in open_findings()) == ["a", "c"]
 
 
 def test_reconcile_costs_the_same_queries_for_5_and_40_servers():

@@ -29,7 +29,7 @@ def test_lists_maps_and_gres_are_bounded():
         name="n" * 300,
         kind="kubernetes",
         addresses=["10.0.0.1"] * 300,
-        gres=[{"name": "gpu", "type": "h100", "count": 2**40, "used": None}],
+        gres=[{"name": "vmem", "type": None, "count": 2**63, "used": None}],
         resources={"nvidia.com/mig-1g.10gb": {"capacity": 10**30, "allocatable": 7}},
         mig_resources={"1g.10gb": -3},
         taints=[{"key": "k", "value": "v" * 2000, "effect": "NoSchedule"}],

@@ -17,7 +17,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--confirm-shrink",
             action="store_true",
-            help="apply even if more than half of the cluster's live nodes would be gone",
+            help="apply even if half or more of the cluster's live nodes (or more than "
+            "ATLAS_SNAPSHOT_MAX_GONE_NODES) would be gone",
         )
 
     def handle(self, *args, name: str, file: str, confirm_shrink: bool = False, **options):
