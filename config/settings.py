@@ -109,6 +109,9 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Django's, with an is_usable() that tells the truth: a closed connection is replaced
+    # (health checks, the heartbeat middleware's retry), not a 500 (core/db/sqlite3/base.py).
+    DATABASES["default"]["ENGINE"] = "core.db.sqlite3"
     # Concurrent agents on the embedded default: wait for the writer instead of failing.
     DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
     DATABASES["default"]["CONN_MAX_AGE"] = 0

@@ -225,7 +225,8 @@ def test_without_the_middleware_the_view_answers_heartbeats_alike(
 
 @pytest.mark.django_db(transaction=True)
 def test_a_dropped_database_connection_costs_a_heartbeat_no_500(settings):
-    """Heartbeats skip the per-request health check; a dropped connection is replaced."""
+    """Heartbeats skip the per-request health check; a dropped connection is replaced, on
+    PostgreSQL and on the embedded SQLite alike (core/db/sqlite3/base.py)."""
     from django.db import connection
 
     from inventory.services import agent_token_create
@@ -237,10 +238,36 @@ def test_a_dropped_database_connection_costs_a_heartbeat_no_500(settings):
     assert client.post("/api/v1/reports/", report, "application/json", **headers).status_code
     digest = {**headers, "HTTP_X_ATLAS_REPORT_DIGEST": f"sha256:{report_digest(report)}"}
     connection.ensure_connection()
-    connection.connection.close()  # the server dropped it (restart, failover, idle kill)
-    answer = client.post("/api/v1/reports/", b"", "application/json", **digest)
-    assert answer.status_code == 200, answer.content
-    assert Server.objects.get(hostname="dgx-drop").last_seen is not None
+    dropped = connection.connection
+    try:
+        dropped.close()  # the server dropped it (restart, failover, idle kill)
+        answer = client.post("/api/v1/reports/", b"", "application/json", **digest)
+        assert answer.status_code == 200, answer.content
+        assert connection.connection is not dropped
+        assert Server.objects.get(hostname="dgx-drop").last_seen is not None
+    finally:  # whatever happened, the tests after this one on this worker get a connection
+        if connection.connection is dropped:
+            connection.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_closed_connection_is_unusable_so_djangos_health_check_replaces_it():
+    """The same for every other request: Django's per-request check (Django's own SQLite
+    backend calls every connection usable, so it never replaced one there)."""
+    from django.db import connection
+
+    connection.ensure_connection()
+    dropped = connection.connection
+    try:
+        dropped.close()
+        assert not connection.is_usable()
+        connection.health_check_done = False
+        connection.close_if_health_check_failed()
+        assert connection.connection is None
+        assert Server.objects.count() == 0  # on a new connection
+    finally:
+        if connection.connection is dropped:
+            connection.close()
 
 
 def test_heartbeats_are_counted_for_metrics(

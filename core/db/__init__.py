@@ -1,0 +1,1 @@
+"""Database backends (the embedded default's SQLite, wired in config/settings.py)."""
