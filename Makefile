@@ -21,10 +21,13 @@ migrate: venv
 demo: migrate
 	$(PY) manage.py demo
 
-# The demo fleet keeps reporting while the server runs: a background process, in this
-# process group (Ctrl-C stops it too), that also stops when the server stops answering.
+# The demo fleet keeps reporting while the server runs, and beat's schedule runs beside it
+# (`runschedule`: the periodic tasks a worker and beat run in production): two background
+# processes, in this process group (Ctrl-C stops them too), that also stop when the server
+# stops answering.
 run: migrate
 	$(PY) manage.py demo --keep-alive http://$(HOST):$(PORT)
+	$(PY) manage.py runschedule --with-server http://$(HOST):$(PORT) &
 	@echo "Cluster Atlas on http://$(HOST):$(PORT)/ (user: admin, password: admin)"
 	$(PY) manage.py runserver $(HOST):$(PORT)
 

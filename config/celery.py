@@ -18,7 +18,8 @@ app.autodiscover_tasks()
 
 @task_success.connect
 def _after_report_in_process(sender=None, result=None, **kwargs) -> None:
-    """Embedded mode has no beat: reconcile right after a report that changed something.
+    """Embedded mode: reconcile right after a report that changed something, so its findings
+    show at once (`manage.py runschedule` runs beat's ticks too, but up to an interval later).
 
     With a broker, beat's `reconcile-if-changed` tick coalesces thousands of reports into
     one run, so nothing is chained per report.

@@ -1,8 +1,9 @@
 """Settings, every knob from the environment.
 
 The embedded default (no environment at all) is what `make run` uses: a SQLite file under
-`var/`, tasks run in-process, DEBUG on. Production sets DATABASE_URL (PostgreSQL),
-REDIS_URL or CELERY_BROKER_URL, DJANGO_SECRET_KEY, DJANGO_DEBUG=0, DJANGO_ALLOWED_HOSTS.
+`var/`, tasks run in-process, beat's schedule run by `manage.py runschedule`, DEBUG on.
+Production sets DATABASE_URL (PostgreSQL), REDIS_URL or CELERY_BROKER_URL,
+DJANGO_SECRET_KEY, DJANGO_DEBUG=0, DJANGO_ALLOWED_HOSTS.
 """
 
 import os
@@ -242,6 +243,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "interval_step": 0.2,
     "interval_max": 0.5,
 }
+# Run by beat with a broker, by `manage.py runschedule` (core/schedule.py) without one.
 CELERY_BEAT_SCHEDULE = {
     "sweep-pending-reports": {
         "task": "inventory.tasks.sweep_pending_reports",
