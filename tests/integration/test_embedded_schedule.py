@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import socket
+import subprocess
 import sys
+import urllib.error
+import urllib.request
 
 import pytest
 from rest_framework.test import APIClient
@@ -14,10 +19,11 @@ from rest_framework.test import APIClient
 from clusters.models import Finding
 from integrations.models import Delivery
 from integrations.signing import signature_valid
+from tests.conftest import require
 from tests.integrations.receiver import Receiver
 from tests.nodes import k8s_node, k8s_node_list
 
-from .services import Process, free_port, wait_until
+from .services import REPO, Process, free_port, wait_until
 from .services import test_database_url as database_url  # not a test of this module
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -101,3 +107,83 @@ def test_runschedule_refuses_to_run_beside_a_broker(tmp_path):
         schedule.stop()
     assert schedule.popen.returncode != 0
     assert "run `celery -A config beat`" in schedule.output()
+
+
+def _post(url: str, token: str, body: bytes, content_type: str = "application/json") -> dict:
+    request = urllib.request.Request(  # the test's own server, on loopback
+        url, data=body, headers={"Authorization": f"Token {token}", "Content-Type": content_type}
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return json.loads(answer.read())
+
+
+def _answers(url: str) -> bool:
+    try:
+        urllib.request.urlopen(url, timeout=5).close()
+    except urllib.error.HTTPError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of the group is left (make itself once reaped: a zombie counts)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_make_run_delivers_a_webhook_for_a_finding_and_ctrl_c_stops_it_all(tmp_path):
+    """As a person would: `make run`, register a webhook, cause a finding, see the delivery,
+    press Ctrl-C (SIGINT to the foreground process group)."""
+    require(shutil.which("make") is not None, "make not found (apt-get install make)")
+    receiver = Receiver().start()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = embedded_env(tmp_path, ATLAS_WEBHOOK_SCAN_INTERVAL_S="1")
+    del env["DATABASE_URL"]  # the embedded default: the SQLite file in ATLAS_VAR_DIR
+    log = (tmp_path / "make-run.log").open("wb")
+    make = subprocess.Popen(  # the venv is this one: make is not to install into it
+        ["make", "-o", ".venv/.installed", "run", f"PORT={port}", f"PY={sys.executable}"],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+
+    def output() -> str:
+        return (tmp_path / "make-run.log").read_text(errors="replace")[-4000:]
+
+    try:
+        assert wait_until(lambda: _answers(f"{url}/login/"), 240, 0.5), output()
+        token = subprocess.run(
+            [sys.executable, "manage.py", "createapitoken", "admin", "--name", "test"],
+            cwd=REPO, env=env, capture_output=True, text=True, check=True, timeout=120,
+        ).stdout.split()[-1]  # fmt: skip
+        hook = {"url": receiver.url, "secret": SECRET, "events": ["finding.raised"]}
+        _post(f"{url}/api/v1/webhooks/", token, json.dumps(hook).encode())
+        snapshot = k8s_node_list(k8s_node("ghost-01")).encode()
+        assert _post(f"{url}/api/v1/clusters/trial/snapshots/", token, snapshot)["nodes"] == 1
+        assert wait_until(lambda: len(receiver.received) >= 1, 90, 0.25), output()
+        os.killpg(make.pid, signal.SIGINT)  # Ctrl-C
+        stopped = lambda: make.poll() is not None and not _group_alive(make.pid)  # noqa: E731
+        assert wait_until(stopped, 60, 0.25), output()
+    finally:
+        if _group_alive(make.pid):
+            os.killpg(make.pid, signal.SIGKILL)
+        make.wait(10)
+        log.close()
+        receiver.stop()
+    got = receiver.received[0]
+    headers = {k.lower(): v for k, v in got.headers.items()}
+    assert signature_valid(got.body, SECRET, headers["x-atlas-signature"])
+    body = json.loads(got.body)
+    assert body["event"] == "finding.raised" and "ghost-01" in body["finding"]["message"]
+    text = output()
+    assert "runschedule: stopped" in text and "keep-alive: stopped" in text, text
+    assert "Traceback" not in text and "locked" not in text, text
