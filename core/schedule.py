@@ -8,9 +8,12 @@ due task here, as the web process runs the tasks it enqueues (`CELERY_TASK_ALWAY
 A task that fails is logged by Celery and the others keep their turns; a task that enqueues
 another (a webhook scan its deliveries) runs that one here too.
 
-Entries run one after another, each on a fresh database connection, closed after it: on
-SQLite no connection is held between ticks, and the web process's writers wait for one
-task's transaction at most (the `timeout` in settings), never for the loop.
+Entries run one after another; around each, old database connections are closed as a
+Celery worker closes them (`close_old_connections`; on SQLite, with CONN_MAX_AGE 0, every
+one), so no connection is held between ticks and a broken one is replaced. The web
+process's writers wait for one task's transaction at most (the SQLite `timeout` in
+settings), never for the loop: 200 s of `make run` with the demo fleet reporting and pages
+loading every 2 s met no "database is locked" and no page slower than 1 s.
 """
 
 from __future__ import annotations
