@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
+from celery import current_app
 from django.utils import timezone
 from prometheus_client.core import (
     CollectorRegistry,
@@ -19,8 +20,6 @@ from prometheus_client.core import (
     Metric,
 )
 from prometheus_client.registry import Collector
-
-from config.celery import app as celery_app
 
 from . import selectors
 from .selectors import Histogram
@@ -45,7 +44,8 @@ def celery_queue_depth() -> int | None:
 
     In the embedded mode (tasks in-process) nothing queues, so there is no figure.
     """
-    conf = celery_app.conf
+    # The project's app (config/ makes it the current one); a reader never imports config/.
+    conf = current_app.conf
     url = conf.broker_url or ""
     if conf.task_always_eager or not url.startswith(("redis://", "rediss://", "unix://")):
         return None
