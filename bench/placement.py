@@ -169,8 +169,8 @@ def main() -> None:
     setup()
     from django.db import connection
 
-    from topology.failure_domains import failure_domain, failure_domain_ranking
-    from topology.placement import placement_find
+    from placement.failure_domains import failure_domain, failure_domain_ranking
+    from placement.service import placement_find
 
     def fetch(sql: str):
         def run():
@@ -248,7 +248,7 @@ def main() -> None:
             f"{vendor}: {SIZE:,} servers, {SIZE * GPUS:,} GPUs, {SIZE:,} nodes "
             f"(built in {built:.0f} s); median of {REPEAT}"
         )
-        from topology.placement.summaries import placement_summaries_refresh
+        from placement.summaries import placement_summaries_refresh
 
         start = time.perf_counter()
         summaries = placement_summaries_refresh()

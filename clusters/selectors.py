@@ -257,6 +257,11 @@ def cluster_names() -> list[str]:
     return list(Cluster.objects.order_by("name").values_list("name", flat=True))
 
 
+def cluster_kind(name: str) -> str | None:
+    """The kind of the cluster of that name, None when there is none (one query)."""
+    return Cluster.objects.filter(name=name).values_list("kind", flat=True).first()
+
+
 def server_nodes(server_id: int) -> QuerySet[Node]:
     """The scheduler nodes a server runs, present ones only."""
     return (

@@ -61,7 +61,9 @@ INSTALLED_APPS = [
     "fabric",
     "health",
     "topology",
+    "placement",
     "integrations",
+    "demo",
 ]
 
 MIDDLEWARE = [
@@ -281,7 +283,7 @@ CELERY_BEAT_SCHEDULE = {
     },
     # Per-server placement summaries follow applied reports (stale ones are read from rows).
     "refresh-placement-summaries": {
-        "task": "topology.tasks.refresh_placement_summaries",
+        "task": "placement.tasks.refresh_placement_summaries",
         "schedule": 30,
     },
     # Fabric adapters bind to servers that reported after the fabric's last snapshot.

@@ -17,8 +17,8 @@ from fabric import views as fabric_views
 from health import views as health_views
 from integrations import views as integrations_views
 from inventory import views as inventory_views
+from placement import views as placement_views
 from topology import views as topology_views
-from topology import views_placement as placement_views
 
 api_patterns = [
     path("schema/", SchemaView.as_view(), name="schema"),
@@ -28,6 +28,7 @@ api_patterns = [
     path("v1/", include("fabric.api.urls")),
     path("v1/", include("health.api.urls")),
     path("v1/", include("topology.api.urls")),
+    path("v1/", include("placement.api.urls")),
     path("v1/", include("integrations.api.urls")),
 ]
 

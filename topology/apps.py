@@ -2,7 +2,7 @@ from django.apps import AppConfig
 
 
 class TopologyConfig(AppConfig):
-    """Graphs built from inventory and clusters: interconnect, placement, failure domains."""
+    """Figures and pages across the layers, one server's interconnect, the clusters–fabric join."""
 
     name = "topology"
     verbose_name = "Topology"

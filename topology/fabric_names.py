@@ -13,10 +13,9 @@ from django.db.models import QuerySet
 
 from clusters.choices import ClusterKind
 from clusters.models import Cluster, Node
+from clusters.selectors import cluster_kind
 from fabric.models import Adapter, Fabric
 from fabric.selectors import fabric_server_labels
-
-from .placement.reads import cluster_kind
 
 
 class FabricNamesError(ValueError):

@@ -112,9 +112,3 @@ def legend(classes: Iterable[str]) -> list[dict[str, str]]:
         {"link_class": c, "description": describe_link_class(c)}
         for c in sorted(set(classes), key=link_rank)
     ]
-
-
-def worst_link_class(classes: Iterable[str]) -> str | None:
-    """The slowest class among pairs: what a job spread over these GPUs is bound by."""
-    ordered = sorted(set(classes), key=link_rank)
-    return ordered[-1] if ordered else None

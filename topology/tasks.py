@@ -8,7 +8,6 @@ from celery import shared_task
 from django.core.cache import cache
 from django.db import OperationalError
 
-from .placement.summaries import placement_summaries_refresh
 from .render import fleet_render
 
 logger = logging.getLogger(__name__)
@@ -34,20 +33,6 @@ def render_fleet_figures(names: list[str] | None = None, force: bool = False) ->
     """
     rendered = fleet_render(names=names, force=force)
     return ",".join(rendered) if rendered else "unchanged"
-
-
-@shared_task(
-    acks_late=True,
-    ignore_result=True,
-    time_limit=600,
-    soft_time_limit=570,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    max_retries=5,
-)
-def refresh_placement_summaries(limit: int = 50_000) -> int:
-    """Rebuild the placement summaries that reports made stale (one query when none is)."""
-    return placement_summaries_refresh(limit=limit)
 
 
 def enqueue_fleet_render(names: list[str] | None = None) -> None:

@@ -1,4 +1,4 @@
-"""Dashboard pages that span the layers: overview, server page, topology, placement."""
+"""Dashboard pages that span the layers: overview, server page, node page, topology, search."""
 
 from __future__ import annotations
 

@@ -10,9 +10,9 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from inventory.models import Server
+from placement.views import placement_page
+from tests.placement.fleets import k8s_fleet, slurm_fleet
 from tests.reports import make_report
-from tests.topology.fleets import k8s_fleet, slurm_fleet
-from topology.views_placement import placement_page
 
 pytestmark = pytest.mark.django_db
 

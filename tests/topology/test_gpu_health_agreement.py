@@ -23,11 +23,11 @@ from health.services import health_findings_sync, health_sweep
 from inventory.health import GpuProblem
 from inventory.models import AgentToken, Gpu, Server
 from inventory.services import report_apply, report_receive
+from placement.failure_domains import capacity_after, failure_domain
+from placement.selectors import fleet_counts, fleet_load
+from placement.service import placement_find
+from tests.placement.fleets import k8s_fleet
 from tests.reports import gpu_uuid, make_report
-from topology.failure_domains import capacity_after, failure_domain
-from topology.placement import fleet_counts, fleet_load, placement_find
-
-from .fleets import k8s_fleet
 
 pytestmark = pytest.mark.django_db
 

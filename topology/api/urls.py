@@ -8,20 +8,11 @@ from .fabric import (
 )
 from .figures import FigureListView, FigureView
 from .interconnect import ServerInterconnectView
-from .views import CapacityView, FailureDomainRankingView, FailureDomainView, PlacementView
 
 urlpatterns = [
     path("topology/servers/<int:pk>/", ServerInterconnectView.as_view(), name="server-topology"),
     path("figures/", FigureListView.as_view(), name="figure-list"),
     path("figures/<slug:name>/", FigureView.as_view(), name="figure-detail"),
-    path("placement/", PlacementView.as_view(), name="placement-find"),
-    path("placement/capacity/", CapacityView.as_view(), name="placement-capacity"),
-    path("failure-domains/", FailureDomainView.as_view(), name="failure-domain"),
-    path(
-        "failure-domains/ranking/",
-        FailureDomainRankingView.as_view(),
-        name="failure-domain-ranking",
-    ),
     path(
         "fabrics/<slug:name>/topology.conf",
         FabricTopologyConfView.as_view(),

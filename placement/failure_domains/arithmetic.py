@@ -1,0 +1,283 @@
+"""What a failure takes, as arithmetic: pure functions over plain rows, no ORM.
+
+A switch cuts off the servers whose every switched NIC hangs off it (`switch_split`); the
+capacity lost per cluster and partition and the largest job before and after come from the
+fleet as placement reads it (`capacity_after`); racks and servers rank by the GPUs they take
+(`rank_domains`); a fabric leaf takes rails, a spine a share of the bisection (`leaf_loss`,
+`spine_loss`). `selectors` reads the rows these take, in a fixed number of queries.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from ..facts import Fleet
+from ..planner import node_free_gpus
+
+
+class FailureDomainError(ValueError):
+    """A failure domain that is not named right; `field` names the parameter at fault."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def switch_split(switches: dict[int, set[str]], switch: str) -> tuple[set[int], set[int]]:
+    """Servers (by id, with the switches their NICs hang off) cut off by `switch`, because
+    every switched NIC is on it, and those that keep a path through another switch."""
+    on_it = {s for s, names in switches.items() if switch in names}
+    cut = {s for s in on_it if switches[s] == {switch}}
+    return cut, on_it - cut
+
+
+def capacity_after(fleet: Fleet, lost_node_ids: set[int]) -> dict[str, Any]:
+    """Per cluster and partition: GPU capacity lost and its share; the largest job before/after.
+
+    The largest job is the most free GPUs on one node (a Kubernetes pod) and the total free
+    (a Slurm job spread over nodes), among ready, schedulable nodes. GPUs needing action
+    (`health.action`) are lost already: never free, before or after, and counted per cluster.
+    """
+    free = node_free_gpus(fleet)
+    clusters: dict[str, dict[str, Any]] = {}
+    partitions: dict[tuple[str, str], dict[str, Any]] = {}
+    for node in fleet.nodes:
+        # a node stands for its twins (`FleetNode.twins`): alike but for who they are
+        weight = node.weight
+        lost = (node.id in lost_node_ids) + sum(1 for t in node.twins if t[0] in lost_node_ids)
+        kept = weight - lost
+        entry = clusters.setdefault(
+            node.cluster,
+            {
+                "cluster": node.cluster,
+                "kind": node.kind,
+                "gpu_capacity": 0,
+                "gpu_capacity_lost": 0,
+                "nodes_lost": 0,
+                "largest_node_free_before": 0,
+                "largest_node_free_after": 0,
+                "free_gpus_before": 0,
+                "free_gpus_after": 0,
+                "gpus_needing_action": 0,
+            },
+        )
+        entry["gpu_capacity"] += node.gpu_capacity * weight
+        entry["gpus_needing_action"] += node.gpus_needing_action * weight
+        node_free = free.get(node.id, 0)
+        entry["free_gpus_before"] += node_free * weight
+        entry["largest_node_free_before"] = max(entry["largest_node_free_before"], node_free)
+        entry["gpu_capacity_lost"] += node.gpu_capacity * lost
+        entry["nodes_lost"] += lost
+        entry["free_gpus_after"] += node_free * kept
+        if kept:
+            entry["largest_node_free_after"] = max(entry["largest_node_free_after"], node_free)
+        for partition in node.partitions:
+            part = partitions.setdefault(
+                (node.cluster, partition),
+                {
+                    "cluster": node.cluster,
+                    "partition": partition,
+                    "gpu_capacity": 0,
+                    "gpu_capacity_lost": 0,
+                },
+            )
+            part["gpu_capacity"] += node.gpu_capacity * weight
+            part["gpu_capacity_lost"] += node.gpu_capacity * lost
+    for entry in [*clusters.values(), *partitions.values()]:
+        entry["share_lost"] = share_of(entry["gpu_capacity_lost"], entry["gpu_capacity"])
+    return {
+        "clusters": sorted(clusters.values(), key=lambda c: c["cluster"]),
+        "partitions": sorted(partitions.values(), key=lambda p: (p["cluster"], p["partition"])),
+    }
+
+
+def share_of(part: int, whole: int) -> float:
+    return round(part / whole, 4) if whole else 0.0
+
+
+class ServerCounts(NamedTuple):
+    """GPUs (not lost), their MIG devices and live nodes, per server id."""
+
+    gpus: dict[int, int]
+    migs: dict[int, int]
+    nodes: dict[int, int]
+
+
+def rank_domains(
+    servers: Sequence[Mapping[str, Any]],
+    *,
+    gpus: dict[int, int],
+    migs: dict[int, int],
+    nodes: dict[int, int],
+    by: str,
+    limit: int,
+) -> dict[str, Any]:
+    """The ranking of `failure_domain_ranking` from server rows (`id`, `hostname`, `rack`,
+    `physical_host_id`) and GPU, MIG device and node counts per server id."""
+    hosts = {s["id"]: s for s in servers}
+    fleet_gpus = sum(gpus.values())
+    items: dict[Any, dict[str, Any]] = {}
+    unracked = 0
+    for s in servers:
+        host = hosts.get(s["physical_host_id"] or s["id"], s)
+        if by == "rack":
+            if not host["rack"]:
+                unracked += 1
+                continue
+            key, label = host["rack"], host["rack"]
+        else:
+            key, label = host["id"], host["hostname"]
+        item = items.setdefault(
+            key,
+            {
+                "name": label,
+                "id": host["id"] if by == "server" else None,
+                "servers": 0,
+                "nodes": 0,
+                "gpus": 0,
+                "mig_devices": 0,
+            },
+        )
+        item["servers"] += 1
+        item["nodes"] += nodes.get(s["id"], 0)
+        item["gpus"] += gpus.get(s["id"], 0)
+        item["mig_devices"] += migs.get(s["id"], 0)
+    ranked = sorted(items.values(), key=lambda i: (-i["gpus"], -i["nodes"], str(i["name"])))
+    return ranking_answer(by, fleet_gpus, ranked[:limit], count=len(ranked), unracked=unracked)
+
+
+def ranking_answer(
+    by: str, fleet_gpus: int, items: list[dict[str, Any]], *, count: int, unracked: int
+) -> dict[str, Any]:
+    """The ranking's answer, each item with its share of the fleet's GPUs."""
+    for item in items:
+        item["share_of_fleet_gpus"] = share_of(item["gpus"], fleet_gpus)
+    return {
+        "by": by,
+        "fleet_gpus": fleet_gpus,
+        "count": count,
+        "unracked_servers": unracked,
+        "items": items,
+    }
+
+
+# -- the discovered fabric ----------------------------------------------------------------
+# A fabric switch (`?switch=<id>`) takes bandwidth before it takes servers: a leaf takes
+# rail k of each server under it (the NIC on it), and the servers stay up on their other
+# rails; a spine takes its share of the bandwidth between the leaves.
+
+ServerCables = dict[int, list[tuple[int, float | None, int | None]]]
+"""server id -> its live fabric cables: (switch id, Gb/s, rail of the NIC)."""
+
+
+@dataclass(frozen=True)
+class LeafLoss:
+    cut: set[int]
+    """servers whose every fabric cable is on the switch: off the fabric."""
+    degraded: dict[int, tuple[float, float, list[int]]]
+    """server id -> (Gb/s lost, Gb/s it had, rails lost), for servers that keep a path."""
+
+    @property
+    def gbps_lost(self) -> float:
+        return sum(lost for lost, _total, _rails in self.degraded.values())
+
+
+def leaf_loss(cables: ServerCables, switch_id: int) -> LeafLoss:
+    """What a switch with servers under it takes: their NICs on it, and with them the rails."""
+    cut: set[int] = set()
+    degraded: dict[int, tuple[float, float, list[int]]] = {}
+    for server_id, ends in cables.items():
+        mine = [(gbps or 0.0, rail) for switch, gbps, rail in ends if switch == switch_id]
+        if not mine:
+            continue
+        if len(mine) == len(ends):
+            cut.add(server_id)
+            continue
+        lost = sum(g for g, _ in mine)
+        total = sum(gbps or 0.0 for _, gbps, _ in ends)
+        degraded[server_id] = (lost, total, sorted({r for _, r in mine if r is not None}))
+    return LeafLoss(cut, degraded)
+
+
+@dataclass(frozen=True)
+class SpineLoss:
+    gbps_lost: float
+    """Gb/s of the switch's cables to the tier below."""
+    tier_gbps: float
+    """Gb/s of every switch of its tier to the tier below: the bisection it shares."""
+    isolated_switches: list[int]
+    """Lower switches whose every uplink is on it: cut off from the rest of the fabric."""
+
+    @property
+    def share(self) -> float:
+        return round(self.gbps_lost / self.tier_gbps, 4) if self.tier_gbps else 0.0
+
+
+def spine_loss(
+    trunks: Iterable[tuple[int, int, float | None]], tiers: Mapping[int, int | None], switch_id: int
+) -> SpineLoss:
+    """A switch above the leaves: its share of the bandwidth its tier carries downwards."""
+    tiers = {**tiers, switch_id: tiers.get(switch_id) or 2}
+    return spine_losses(trunks, tiers)[switch_id]
+
+
+def spine_losses(
+    trunks: Iterable[tuple[int, int, float | None]], tiers: Mapping[int, int | None]
+) -> dict[int, SpineLoss]:
+    """`spine_loss` of every switch of tier 2 and above at once, in one pass over the
+    cables (the ranking judges every switch of a fabric)."""
+    down: dict[int, float] = defaultdict(float)
+    uplinks: dict[int, set[int]] = defaultdict(set)
+    for a, b, gbps in trunks:
+        ta, tb = tiers.get(a) or 0, tiers.get(b) or 0
+        if ta == tb:
+            continue
+        upper, lower = (a, b) if ta > tb else (b, a)
+        down[upper] += gbps or 0.0
+        uplinks[lower].add(upper)
+    tier_total: dict[int, float] = defaultdict(float)
+    for switch, gbps in down.items():
+        tier_total[tiers.get(switch) or 0] += gbps
+    isolated: dict[int, list[int]] = defaultdict(list)
+    for lower, ups in sorted(uplinks.items()):
+        upper = next(iter(ups))
+        if len(ups) == 1 and (tiers.get(lower) or 0) == (tiers.get(upper) or 0) - 1:
+            isolated[upper].append(lower)
+    return {
+        switch: SpineLoss(down.get(switch, 0.0), tier_total[tier], isolated.get(switch, []))
+        for switch, tier in tiers.items()
+        if tier is not None and tier >= 2
+    }
+
+
+def fabric_loss_words(
+    name: str, tier: int | None, leaf: LeafLoss | None, spine: SpineLoss | None
+) -> str:
+    """The answer in a sentence or two."""
+    if leaf is not None:
+        rails = sorted({r for _, _, rs in leaf.degraded.values() for r in rs})
+        rail_words = f"rail {', '.join(map(str, rails))}" if rails else "one NIC"
+        words = (
+            f"{name} takes {rail_words} of {len(leaf.degraded):,} server(s) under it: "
+            f"{leaf.gbps_lost:,.0f} Gb/s of network lost; those servers and their nodes stay up "
+            f"on their other NICs."
+        )
+        if leaf.cut:
+            words += f" {len(leaf.cut):,} server(s) have no other fabric cable and are cut off."
+        return words
+    if spine is not None:
+        words = (
+            f"{name} carries {spine.gbps_lost:,.0f} of the {spine.tier_gbps:,.0f} Gb/s its tier "
+            f"carries downwards: {spine.share:.1%} of the bisection bandwidth is lost; no server "
+            f"goes down."
+        )
+        if spine.isolated_switches:
+            words += (
+                f" {len(spine.isolated_switches):,} switch(es) below have no other uplink and "
+                f"are cut off from the rest of the fabric."
+            )
+        return words
+    return f"{name} carries no cable: nothing is lost."

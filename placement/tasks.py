@@ -1,0 +1,23 @@
+"""Celery tasks of the placement app: keeping the per-server summaries fresh. Thin over
+`summaries`."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.db import OperationalError
+
+from .summaries import placement_summaries_refresh
+
+
+@shared_task(
+    acks_late=True,
+    ignore_result=True,
+    time_limit=600,
+    soft_time_limit=570,
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    max_retries=5,
+)
+def refresh_placement_summaries(limit: int = 50_000) -> int:
+    """Rebuild the placement summaries that reports made stale (one query when none is)."""
+    return placement_summaries_refresh(limit=limit)
