@@ -1,4 +1,4 @@
-"""Fabric findings kept as `clusters.Finding` rows: raised, resolved, reopened, scoped to
+"""Fabric findings kept as `findings.Finding` rows: raised, resolved, reopened, scoped to
 the fabric that raised them, and written in a fixed number of queries."""
 
 from __future__ import annotations

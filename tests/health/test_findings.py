@@ -1,4 +1,4 @@
-"""Health findings written as `clusters.Finding` rows: raised with the GPU and the action,
+"""Health findings written as `findings.Finding` rows: raised with the GPU and the action,
 resolved when the condition clears, and never touching the scheduler layer's findings."""
 
 from __future__ import annotations
