@@ -85,8 +85,8 @@ def pods(*placed: tuple[str, int], mig: str | None = None) -> str:
 
 def fatal_xid(hostname: str, index: int) -> None:
     """An open Fatal Xid finding on the server's GPU of that index: it needs action."""
-    from clusters.models import Finding
     from findings.choices import FindingType
+    from findings.models import Finding
     from inventory.models import Gpu
     from tests.reports import gpu_uuid
 
