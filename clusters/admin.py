@@ -3,7 +3,7 @@
 from django import forms
 from django.contrib import admin
 
-from .models import Cluster, Finding, Node
+from .models import Cluster, Node
 from .services import node_bind
 
 
@@ -62,10 +62,3 @@ class NodeAdmin(admin.ModelAdmin):
         if change and "server" in form.changed_data:
             node_bind(node=obj, server=obj.server)
         super().save_model(request, obj, form, change)
-
-
-@admin.register(Finding)
-class FindingAdmin(admin.ModelAdmin):
-    list_display = ["type", "severity", "subject", "first_seen", "last_seen", "resolved_at"]
-    list_filter = ["type", "severity"]
-    search_fields = ["subject", "message"]

@@ -7,8 +7,8 @@ from django.db.models import QuerySet
 
 from core.filters import IdFilter
 
-from .choices import ClusterKind, FindingType, Severity
-from .models import Finding, Node
+from .choices import ClusterKind
+from .models import Node
 from .selectors import node_search_q, node_state_q
 
 
@@ -36,19 +36,3 @@ class NodeFilter(django_filters.FilterSet):
     def filter_partition(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         # JSON list membership without JSON operators, portable to SQLite and PostgreSQL.
         return queryset.filter(partitions__icontains=f'"{value}"')
-
-
-class FindingFilter(django_filters.FilterSet):
-    type = django_filters.ChoiceFilter(choices=FindingType.choices)
-    severity = django_filters.ChoiceFilter(choices=Severity.choices)
-    cluster = django_filters.CharFilter(method="filter_cluster")
-    open = django_filters.BooleanFilter(field_name="resolved_at", lookup_expr="isnull")
-    server = IdFilter(field_name="server_id")
-    node = IdFilter(field_name="node_id")
-
-    class Meta:
-        model = Finding
-        fields = ["type", "severity", "cluster", "open", "server", "node"]
-
-    def filter_cluster(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        return queryset.filter(cluster__name=value)

@@ -52,11 +52,11 @@ from django.db.models import (
 )
 from django.db.models.functions import Cast, Coalesce
 
+from findings.services import BATCH
 from inventory.health import HEALTH_FIELDS
 from inventory.models import Gpu, GpuClaim, HardwareProfile, Server
 
 from .fact_columns import IDENTITY_COLUMNS, NODE_COLUMNS, SERVER_COLUMNS
-from .finding_writer import BATCH
 from .models import JudgedNode, JudgedServer, Node
 from .rules.types import ServerFacts
 

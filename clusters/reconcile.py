@@ -30,7 +30,10 @@ from django.db.models import Count, Exists, F, JSONField, Min, OuterRef, Q, Quer
 from django.utils import timezone
 
 from agent.mig import normalize_mig_profile
-from core.findings import FindingFact
+from findings.choices import Family, FindingType, family_q
+from findings.facts import FindingFact
+from findings.models import OPEN, Finding
+from findings.services import findings_write
 from inventory.choices import GpuStatus
 from inventory.health import HEALTH_FIELDS, gpu_health
 from inventory.identity import short_hostname
@@ -38,9 +41,8 @@ from inventory.models import Gpu, GpuClaim, HardwareProfile, MigDevice, Server
 from inventory.selectors import hardware_profile_for
 from inventory.services import revision_get
 
-from .choices import BindingMethod, ClusterKind, FindingType
+from .choices import BindingMethod, ClusterKind
 from .fact_columns import IDENTITY_COLUMNS, NODE_COLUMNS, SERVER_COLUMNS
-from .finding_writer import write_findings
 from .judged import (
     Changes,
     changes,
@@ -50,7 +52,7 @@ from .judged import (
     judged_versions,
     versions_of,
 )
-from .models import Cluster, Finding, Node, ReconcileState
+from .models import Cluster, Node, ReconcileState
 from .parsers.records import GresRecord
 from .rules.cluster import skew_findings
 from .rules.counts import SHARED_GPU_RESOURCE
@@ -162,9 +164,10 @@ def _judge_all(
     result.judged_servers, result.judged_nodes = len(servers), len(nodes)
     fleet = _fleet(nodes, servers, clusters, now, ambiguous=ambiguous)
     desired = evaluate(fleet)
-    # The scheduler layer answers for its own types only: health and fabric write theirs.
-    scope = Q(type__in=FindingType.values)
-    raised, resolved, open_count = write_findings(desired, now, scope=scope)
+    # The scheduler layer answers for its own family only: health and fabric write theirs.
+    raised, resolved, open_count = findings_write(
+        desired=desired, now=now, family=Family.RECONCILIATION
+    )
     result.findings_raised, result.findings_resolved = raised, resolved
     result.findings_open = open_count
     bindings = {n.id: (n.server_id, n.binding_method) for n in nodes}
@@ -220,7 +223,9 @@ def _judge_changes(
     if node_ids or versions != judged_versions(versions):
         desired |= {f.key: f for f in _driver_skew(clusters)}
         scope |= Q(type=FindingType.DRIVER_SKEW)
-    result.findings_raised, result.findings_resolved, _ = write_findings(desired, now, scope=scope)
+    result.findings_raised, result.findings_resolved, _ = findings_write(
+        desired=desired, now=now, family=Family.RECONCILIATION, scope=scope
+    )
     bindings = {n.id: (changed.nodes[n.id], n.server_id, n.binding_method) for n in nodes}
     return bindings, versions
 
@@ -247,9 +252,9 @@ def _count(result: ReconcileResult) -> None:
     totals = live.aggregate(nodes=Count("id"), bound=Count("id", filter=Q(server__isnull=False)))
     result.nodes, result.bound = totals["nodes"], totals["bound"]
     result.servers = Server.objects.count()
-    result.findings_open = Finding.objects.filter(
-        type__in=FindingType.values, resolved_at__isnull=True
-    ).count()
+    result.findings_open = (
+        Finding.objects.filter(family_q(Family.RECONCILIATION)).filter(OPEN).count()
+    )
 
 
 def _driver_skew(clusters: dict[int, str]) -> list[FindingFact]:
@@ -304,7 +309,9 @@ def reconcile_servers(*, server_ids: Collection[int], now=None) -> ReconcileResu
             if finding.server_id in judged
         }
         scope = Q(type__in=SERVER_FINDING_TYPES, server_id__in=judged)
-        raised, resolved, open_count = write_findings(desired, now, scope=scope)
+        raised, resolved, open_count = findings_write(
+            desired=desired, now=now, family=Family.RECONCILIATION, scope=scope
+        )
         result.findings_raised, result.findings_resolved = raised, resolved
         result.findings_open = open_count
     result.duration_ms = int((time.monotonic() - started) * 1000)

@@ -20,15 +20,16 @@ from django.db.models import (
     When,
 )
 from django.db.models.functions import Coalesce
-from django.utils import timezone
 
-from core.findings import SEVERITY_ORDER, by_severity, severity_rank
+from findings.choices import SEVERITY_ORDER
+from findings.models import Finding
+from findings.selectors import open_findings_by_severity
 from inventory.choices import GpuStatus
 from inventory.models import Gpu, HardwareProfile, Server
 from inventory.selectors import hardware_profile_for
 
 from .choices import ClusterSource
-from .models import Cluster, ClusterSnapshot, Finding, Node
+from .models import Cluster, ClusterSnapshot, Node
 
 
 def _agent_gpu_count() -> Coalesce:
@@ -82,35 +83,6 @@ def cluster_list() -> QuerySet[Cluster]:
 def snapshot_list() -> QuerySet[ClusterSnapshot]:
     """Snapshots without their raw body (megabytes while one waits)."""
     return ClusterSnapshot.objects.defer("raw")
-
-
-def silenced_q(now: datetime | None = None) -> Q:
-    """Findings under a silence that has not expired: kept out of counts and alerting."""
-    return Q(silenced_until__gt=now or timezone.now())
-
-
-def finding_list() -> QuerySet[Finding]:
-    return Finding.objects.select_related(
-        "server",
-        "node",
-        "node__cluster",
-        "cluster",
-        "ack_by",
-        "silenced_by",
-        "ack_withdrawn_by",
-        "silence_lifted_by",
-    ).annotate(severity_rank=severity_rank())
-
-
-def open_findings_by_severity() -> dict[str, int]:
-    """Open findings per severity, silenced ones left out."""
-    return dict(
-        Finding.objects.filter(resolved_at__isnull=True)
-        .exclude(silenced_q())
-        .order_by()
-        .values_list("severity")
-        .annotate(n=Count("id"))
-    )
 
 
 def scheduler_summary() -> dict:
@@ -269,32 +241,6 @@ def server_nodes(server_id: int) -> QuerySet[Node]:
         .select_related("cluster")
         .order_by("cluster__name", "name")
     )
-
-
-def open_findings(
-    *,
-    server_id: int | None = None,
-    node_id: int | None = None,
-    limit: int | None = None,
-    include_silenced: bool = True,
-) -> QuerySet[Finding]:
-    """Open findings, the most severe first, ties by id (of one server or node when given)."""
-    findings = by_severity(finding_list().filter(resolved_at__isnull=True))
-    if not include_silenced:
-        findings = findings.exclude(silenced_q())
-    if server_id is not None:
-        findings = findings.filter(server_id=server_id)
-    if node_id is not None:
-        findings = findings.filter(node_id=node_id)
-    return findings[:limit] if limit is not None else findings
-
-
-def top_open_findings(*, limit: int = 8) -> dict:
-    """The overview's findings: the first `limit` open, unsilenced ones and how many more
-    there are (two queries)."""
-    findings = open_findings(include_silenced=False)
-    shown = list(findings[:limit])
-    return {"shown": shown, "more": findings.count() - len(shown)}
 
 
 def clusters_due_for_sync(*, now: datetime) -> list[int]:

@@ -7,7 +7,6 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -22,7 +21,7 @@ from inventory.services import revision_bump
 
 from .choices import BindingMethod, ClusterKind, ClusterSource, SnapshotStatus
 from .kubeconfig import kubeconfig_for_pull
-from .models import Cluster, ClusterSnapshot, Finding, Node
+from .models import Cluster, ClusterSnapshot, Node
 from .parsers import (
     NodeRecord,
     PodRecord,
@@ -618,88 +617,3 @@ def pull_documents(cluster: Cluster) -> list[dict]:
             version=cluster.slurmrestd_api_version or "auto",
         )
     ]
-
-
-SILENCE_MAX = timedelta(days=90)
-REASON_MAX: int = Finding._meta.get_field("ack_reason").max_length  # type: ignore[assignment]
-"""What `Finding.ack_reason` and `silence_reason` hold."""
-
-
-class FindingActionRejected(Exception):
-    """A person's acknowledgement or silence that cannot be taken; `errors` maps fields."""
-
-    def __init__(self, errors: dict[str, list[str]]) -> None:
-        super().__init__(next(iter(errors.values()))[0])
-        self.errors = errors
-
-
-def silence_until_errors(*, until: datetime | None, now: datetime) -> list[str]:
-    """Why `until` cannot end a silence: it must lie ahead, and at most SILENCE_MAX ahead (a
-    silence nobody remembers must not hide a finding for ever)."""
-    if until is None:
-        return ["Say until when the finding stays silenced."]
-    if until <= now:
-        return ["A silence must end in the future."]
-    if until > now + SILENCE_MAX:
-        return [f"A silence lasts at most {SILENCE_MAX.days} days."]
-    return []
-
-
-def _reason(reason: str) -> str:
-    reason = (reason or "").strip()
-    if not reason:
-        raise FindingActionRejected({"reason": ["Say why."]})
-    if len(reason) > REASON_MAX:
-        raise FindingActionRejected({"reason": [f"At most {REASON_MAX} characters."]})
-    return reason
-
-
-def finding_acknowledge(*, finding: Finding, user, reason: str) -> Finding:
-    """A person says they are on it: recorded with who, why and when, for this occurrence
-    (resolving the finding ends the acknowledgement; a reopened finding is unacknowledged)."""
-    reason = _reason(reason)
-    if not finding.is_open:
-        raise FindingActionRejected({"finding": ["A resolved finding needs no acknowledgement."]})
-    finding.ack_by, finding.ack_at, finding.ack_reason = user, timezone.now(), reason
-    finding.ack_occurrence = finding.reopened_count
-    finding.save(update_fields=["ack_by", "ack_at", "ack_reason", "ack_occurrence"])
-    logger.info("finding %s acknowledged by %s", finding.pk, user.get_username())
-    return finding
-
-
-def finding_silence(*, finding: Finding, user, reason: str, until: datetime | None) -> Finding:
-    """Hide a finding from the overview's counts and from alerting until `until`."""
-    reason = _reason(reason)
-    errors = silence_until_errors(until=until, now=timezone.now())
-    if errors:
-        raise FindingActionRejected({"until": errors})
-    finding.silenced_by, finding.silenced_at = user, timezone.now()
-    finding.silenced_until, finding.silence_reason = until, reason
-    finding.save(update_fields=["silenced_by", "silenced_at", "silenced_until", "silence_reason"])
-    logger.info("finding %s silenced by %s until %s", finding.pk, user.get_username(), until)
-    return finding
-
-
-def finding_unacknowledge(*, finding: Finding, user) -> Finding:
-    """A person takes an acknowledgement back (nobody is on it after all): the finding is news
-    again, and who took it back and when is recorded beside the acknowledgement's own record."""
-    if not finding.acknowledged:
-        raise FindingActionRejected({"finding": ["The finding is not acknowledged."]})
-    finding.ack_occurrence = None
-    finding.ack_withdrawn_by, finding.ack_withdrawn_at = user, timezone.now()
-    finding.save(update_fields=["ack_occurrence", "ack_withdrawn_by", "ack_withdrawn_at"])
-    logger.info("finding %s acknowledgement withdrawn by %s", finding.pk, user.get_username())
-    return finding
-
-
-def finding_unsilence(*, finding: Finding, user) -> Finding:
-    """A person ends a silence early: the finding counts and alerts again from now; the silence
-    ends now (its who and why are kept), with who lifted it and when."""
-    now = timezone.now()
-    if not finding.silenced(now):
-        raise FindingActionRejected({"finding": ["The finding is not silenced."]})
-    finding.silenced_until = now
-    finding.silence_lifted_by, finding.silence_lifted_at = user, now
-    finding.save(update_fields=["silenced_until", "silence_lifted_by", "silence_lifted_at"])
-    logger.info("finding %s silence lifted by %s", finding.pk, user.get_username())
-    return finding

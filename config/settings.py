@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "csp",
     "core",
     "inventory",
+    "findings",
     "clusters",
     "fabric",
     "health",

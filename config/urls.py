@@ -14,6 +14,7 @@ from clusters import views as cluster_views
 from core.api.schema_views import SchemaView, api_docs
 from core.not_found import page_not_found
 from fabric import views as fabric_views
+from findings import views as finding_views
 from health import views as health_views
 from integrations import views as integrations_views
 from inventory import views as inventory_views
@@ -25,6 +26,7 @@ api_patterns = [
     path("docs/", api_docs, name="docs"),
     path("v1/", include("inventory.api.urls")),
     path("v1/", include("clusters.api.urls")),
+    path("v1/", include("findings.api.urls")),
     path("v1/", include("fabric.api.urls")),
     path("v1/", include("health.api.urls")),
     path("v1/", include("topology.api.urls")),
@@ -39,9 +41,9 @@ urlpatterns = [
     path("gpus/", inventory_views.gpu_list, name="gpu-list"),
     path("nodes/", cluster_views.node_list, name="node-list"),
     path("nodes/<int:pk>/", topology_views.node_detail, name="node-detail"),
-    path("findings/", cluster_views.finding_list, name="finding-list"),
-    path("findings/<int:pk>/", cluster_views.finding_detail, name="finding-detail"),
-    path("docs/findings/", cluster_views.runbook, name="runbook-findings"),
+    path("findings/", finding_views.finding_list, name="finding-list"),
+    path("findings/<int:pk>/", finding_views.finding_detail, name="finding-detail"),
+    path("docs/findings/", finding_views.runbook, name="runbook-findings"),
     path("topology/", topology_views.topology, name="topology"),
     path("search/", topology_views.search, name="search"),
     path("placement/", placement_views.placement_page, name="placement"),

@@ -1,8 +1,8 @@
-"""Fabric findings kept: what the fabric rules say now, written as `clusters.Finding` rows.
+"""Fabric findings kept: what the fabric rules say now, written as `findings.Finding` rows.
 
 The rules are pure (fabric/rules.py) and the reads are in fabric/selectors.py; this module
-only joins them to the project's one findings writer, scoped so that a fabric answers for
-its own findings and nothing else.
+only joins them to the project's one findings writer, as the fabric family, scoped so that a
+fabric answers for its own findings and nothing else.
 """
 
 from __future__ import annotations
@@ -13,14 +13,17 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from clusters.finding_writer import write_findings
+from findings.choices import Family, FindingType
+from findings.services import findings_write
 
 from . import rules
 from .models import Fabric
 from .selectors import fabric_findings
 
-FABRIC_WIDE_TYPES = tuple(t for t in rules.FABRIC_TYPES if t != rules.TOPOLOGY_MISMATCH)
-"""Judged per fabric; the scheduler-topology comparison is per cluster and kept apart."""
+TOPOLOGY_MISMATCH = FindingType.FABRIC_TOPOLOGY_MISMATCH
+FABRIC_WIDE = ~Q(type=TOPOLOGY_MISMATCH)
+"""The fabric family's findings judged per fabric; the scheduler-topology comparison is per
+cluster and kept apart."""
 
 
 @dataclass(frozen=True)
@@ -32,17 +35,19 @@ class FindingsResult:
 
 
 def fabric_scope(fabric_name: str) -> Q:
-    """The findings one fabric answers for: its types, subjects under `fabric:<name>/`."""
-    return Q(type__in=FABRIC_WIDE_TYPES, subject__startswith=f"fabric:{fabric_name}/")
+    """The fabric findings one fabric answers for: subjects under `fabric:<name>/`."""
+    return FABRIC_WIDE & Q(subject__startswith=f"fabric:{fabric_name}/")
 
 
 def fabric_findings_sync(*, fabric: Fabric, now=None) -> FindingsResult:
     """Raise, reopen and resolve one fabric's findings; a fixed number of queries whatever
     the fabric's size. Never touches another app's findings or another fabric's."""
     now = now or timezone.now()
-    desired = {f.key: f for f in fabric_findings(fabric) if f.type in FABRIC_WIDE_TYPES}
+    desired = {f.key: f for f in fabric_findings(fabric) if f.type != TOPOLOGY_MISMATCH}
     with transaction.atomic():
-        raised, resolved, open_count = write_findings(desired, now, scope=fabric_scope(fabric.name))
+        raised, resolved, open_count = findings_write(
+            desired=desired, now=now, family=Family.FABRIC, scope=fabric_scope(fabric.name)
+        )
     return FindingsResult(fabric=fabric.name, open=open_count, raised=raised, resolved=resolved)
 
 
@@ -54,10 +59,10 @@ def fabric_findings_sync_all(*, now=None) -> list[FindingsResult]:
         for fabric in Fabric.objects.defer("node_name_map")
     ]
     names = [r.fabric for r in results]
-    orphans = Q(type__in=FABRIC_WIDE_TYPES)
+    orphans = FABRIC_WIDE
     for name in names:
         orphans &= ~Q(subject__startswith=f"fabric:{name}/")
-    write_findings({}, now, scope=orphans)
+    findings_write(desired={}, now=now, family=Family.FABRIC, scope=orphans)
     return results
 
 
@@ -68,9 +73,11 @@ def scheduler_topology_findings_sync(
     until a later push agrees. Scoped to that cluster's topology findings."""
     now = now or timezone.now()
     desired = {
-        f.key: replace(f, cluster_id=cluster_id) for f in found if f.type == rules.TOPOLOGY_MISMATCH
+        f.key: replace(f, cluster_id=cluster_id) for f in found if f.type == TOPOLOGY_MISMATCH
     }
-    scope = Q(type=rules.TOPOLOGY_MISMATCH, subject__startswith=f"cluster:{cluster_name}/topology")
+    scope = Q(type=TOPOLOGY_MISMATCH, subject__startswith=f"cluster:{cluster_name}/topology")
     with transaction.atomic():
-        raised, resolved, open_count = write_findings(desired, now, scope=scope)
+        raised, resolved, open_count = findings_write(
+            desired=desired, now=now, family=Family.FABRIC, scope=scope
+        )
     return FindingsResult(fabric=cluster_name, open=open_count, raised=raised, resolved=resolved)

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from django.db.models import Count, F, Q, Sum
 from django.urls import reverse
 
-from clusters.models import Finding
+from findings.choices import FindingType
+from findings.models import Finding
 from inventory.models import Server
 
-from . import binding, rules
+from . import binding
 from .choices import LinkState
 from .figures import (
     DEGRADED,
@@ -48,7 +49,7 @@ def fabrics_degraded_keys(names: list[str]) -> dict[str, set[str]]:
     for name in names:
         of_these |= Q(subject__startswith=f"fabric:{name}/link:")
     for subject in Finding.objects.filter(
-        of_these, type=rules.LINK_DEGRADED, resolved_at__isnull=True
+        of_these, type=FindingType.FABRIC_LINK_DEGRADED, resolved_at__isnull=True
     ).values_list("subject", flat=True):
         name, _, key = subject[len("fabric:") :].partition("/link:")
         found[name].add(key)

@@ -1,7 +1,8 @@
 """Fabric findings as small pure rules: plain facts in, finding facts out. Nothing is stored
 here; whoever keeps findings (the findings layer) persists these by (type, subject).
 
-`FindingFact` is the one finding shape of the project (`clusters.rules.types`, a plain module).
+`FindingFact` is the one finding shape of the project, and `FindingType`'s fabric family the
+types these rules raise (findings/).
 Each rule answers one question in plain language and names the server where there is one.
 """
 
@@ -12,31 +13,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from statistics import median
 
-from core.findings import FindingFact
+from findings.choices import FindingType, Severity
+from findings.facts import FindingFact
 
 from .exports import SchedulerTree, names_of
 from .parsers.records import guid_of, lanes
-
-WARNING = "warning"
-CRITICAL = "critical"
-INFO = "info"
-
-LINK_DEGRADED = "fabric_link_degraded"
-PORT_GONE = "fabric_port_gone"
-WRONG_RAIL = "fabric_wrong_rail"
-TOPOLOGY_MISMATCH = "fabric_topology_mismatch"
-SERVER_ABSENT = "fabric_server_absent"
-SERVER_UNBALANCED = "fabric_server_unbalanced"
-FABRIC_TYPES = (
-    LINK_DEGRADED,
-    PORT_GONE,
-    WRONG_RAIL,
-    TOPOLOGY_MISMATCH,
-    SERVER_ABSENT,
-    SERVER_UNBALANCED,
-)
-"""Every finding type fabric raises: its findings writer answers for these only."""
-
 
 FabricFinding = FindingFact
 """The one finding shape every rule family returns, by the name fabric's callers use."""
@@ -90,8 +71,8 @@ def degraded_links(fabric: str, links: Iterable[LinkFact]) -> list[FabricFinding
             kind = "switch-to-switch" if between else "server"
             found.append(
                 FabricFinding(
-                    type=LINK_DEGRADED,
-                    severity=WARNING,
+                    type=FindingType.FABRIC_LINK_DEGRADED,
+                    severity=Severity.WARNING,
                     subject=f"fabric:{fabric}/link:{link.key}",
                     message=(
                         f"{link.label} runs at {link.width}{link.speed} ({link.gbps:g} Gb/s), "
@@ -114,8 +95,8 @@ def ports_gone(fabric: str, gone: Iterable[LinkFact]) -> list[FabricFinding]:
     """A port that was up in the previous snapshot and is not up in the last one."""
     return [
         FabricFinding(
-            type=PORT_GONE,
-            severity=WARNING,
+            type=FindingType.FABRIC_PORT_GONE,
+            severity=Severity.WARNING,
             subject=f"fabric:{fabric}/link:{link.key}",
             message=f"{link.label} was up in the previous snapshot and is gone from the last",
             server_id=link.server_id,
@@ -154,8 +135,8 @@ def wrong_rail(fabric: str, nics: Iterable[RailFact]) -> list[FabricFinding]:
             continue
         found += [
             FabricFinding(
-                type=WRONG_RAIL,
-                severity=WARNING,
+                type=FindingType.FABRIC_WRONG_RAIL,
+                severity=Severity.WARNING,
                 subject=f"fabric:{fabric}/adapter:{nic.adapter}",
                 message=(
                     f"{nic.host} {nic.nic} belongs on rail {nic.nic_rail} but is cabled to "
@@ -194,8 +175,8 @@ def scheduler_topology_mismatch(
             parts = "; ".join(f"{leaf}: {names_of(ns)}" for leaf, ns in sorted(leaves.items()))
             found.append(
                 FabricFinding(
-                    type=TOPOLOGY_MISMATCH,
-                    severity=WARNING,
+                    type=FindingType.FABRIC_TOPOLOGY_MISMATCH,
+                    severity=Severity.WARNING,
                     subject=f"{subject}/switch:{switch}",
                     message=(
                         f"{cluster}'s switch {switch} holds nodes that sit on "
@@ -213,8 +194,8 @@ def scheduler_topology_mismatch(
             parts = "; ".join(f"{s}: {names_of(ns)}" for s, ns in sorted(switches.items()))
             found.append(
                 FabricFinding(
-                    type=TOPOLOGY_MISMATCH,
-                    severity=WARNING,
+                    type=FindingType.FABRIC_TOPOLOGY_MISMATCH,
+                    severity=Severity.WARNING,
                     subject=f"{subject}/leaf:{leaf}",
                     message=(
                         f"{names_of(names)} share leaf {leaf}, but {cluster} spreads them "
@@ -227,8 +208,8 @@ def scheduler_topology_mismatch(
     if missing:
         found.append(
             FabricFinding(
-                type=TOPOLOGY_MISMATCH,
-                severity=WARNING,
+                type=FindingType.FABRIC_TOPOLOGY_MISMATCH,
+                severity=Severity.WARNING,
                 subject=f"{subject}/missing",
                 message=(
                     f"{len(missing)} node(s) on the fabric are under no switch in {cluster}'s "
@@ -250,8 +231,8 @@ def scheduler_topology_mismatch(
             )
         found.append(
             FabricFinding(
-                type=TOPOLOGY_MISMATCH,
-                severity=INFO,
+                type=FindingType.FABRIC_TOPOLOGY_MISMATCH,
+                severity=Severity.INFO,
                 subject=f"{subject}/unknown",
                 message=f"{cluster}'s topology places {'; and '.join(parts)}",
                 details={"nodes": unknown},
@@ -296,8 +277,8 @@ def scheduler_guid_names(
         pairs = ", ".join(f"{g} is {n}" for g, n in sorted(by_name.items()))
         found.append(
             FabricFinding(
-                type=TOPOLOGY_MISMATCH,
-                severity=INFO,
+                type=FindingType.FABRIC_TOPOLOGY_MISMATCH,
+                severity=Severity.INFO,
                 subject=f"cluster:{cluster}/topology/by-guid",
                 message=(
                     f"{cluster}'s topology names {len(by_name)} node(s) by the GUID of an "
@@ -336,8 +317,8 @@ def servers_absent(fabric: str, servers: Iterable[ServerFact]) -> list[FabricFin
                 continue
             found.append(
                 FabricFinding(
-                    type=SERVER_ABSENT,
-                    severity=WARNING,
+                    type=FindingType.FABRIC_SERVER_ABSENT,
+                    severity=Severity.WARNING,
                     subject=f"fabric:{fabric}/server:{server.hostname}",
                     message=(
                         f"{server.hostname} is not on fabric {fabric}, where {len(present)} of "
@@ -368,8 +349,8 @@ def servers_unbalanced(
             if server.gbps_per_gpu is not None and server.gbps_per_gpu < typical * ratio:
                 found.append(
                     FabricFinding(
-                        type=SERVER_UNBALANCED,
-                        severity=WARNING,
+                        type=FindingType.FABRIC_SERVER_UNBALANCED,
+                        severity=Severity.WARNING,
                         subject=f"fabric:{fabric}/server:{server.hostname}",
                         message=(
                             f"{server.hostname} has {server.gbps_per_gpu:g} Gb/s of network "

@@ -1,8 +1,8 @@
 """When a GPU needs action (drain, reset or RMA): the one rule that the health page, placement,
 failure domains, the capacity planner and the overview all read.
 
-A GPU needs action while a health rule's finding about it is open: a `clusters.Finding` whose
-type is a `HealthFindingType`, whose `gpu` is set, and which is not resolved. Findings about a
+A GPU needs action while a health rule's finding about it is open: a `findings.Finding` of the
+health family, whose `gpu` is set, and which is not resolved. Findings about a
 slot or a server (no GPU) are actions too, but take no one GPU out of service; they count
 under `OPEN_HEALTH`, not `NEEDS_ACTION`.
 
@@ -14,13 +14,12 @@ from __future__ import annotations
 
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
-from clusters.models import Finding
+from findings.choices import Family, FindingType, family_q
+from findings.models import Finding
 from inventory.choices import GpuStatus
 from inventory.models import Gpu
 
-from .choices import HealthFindingType
-
-OPEN_HEALTH: Q = Q(type__in=HealthFindingType.values, resolved_at__isnull=True)
+OPEN_HEALTH: Q = family_q(Family.HEALTH) & Q(resolved_at__isnull=True)
 """Open findings of the health rules (about a GPU, a slot or a server)."""
 
 NEEDS_ACTION: Q = OPEN_HEALTH & Q(gpu__isnull=False)
@@ -42,7 +41,7 @@ def action_label(finding_type: str | None) -> str:
     if not finding_type:
         return ""
     try:
-        return str(HealthFindingType(finding_type).label)
+        return str(FindingType(finding_type).label)
     except ValueError:
         return finding_type.replace("_", " ")
 

@@ -10,9 +10,9 @@ from django.db.models import Count, F, Max, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from clusters.models import Finding
-from core.findings import by_severity
 from core.palette import CRITICAL, WARNING, tone_colour
+from findings.facts import by_severity
+from findings.models import Finding
 from topology.figures.common import FONT, esc
 
 from .action import OPEN_HEALTH, gpus_needing_action_by_type, gpus_needing_action_count

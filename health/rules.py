@@ -19,9 +19,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from core.findings import FindingFact
+from findings.choices import FindingType
+from findings.facts import FindingFact
 
-from .choices import EventKind, HealthFindingType, Severity
+from .choices import EventKind, Severity
 
 RESET_ACTIONS = frozenset({"gpu_reset", "drain_and_reset", "bus_reset"})
 REBOOT_ACTIONS = frozenset({"node_reboot", "system_reboot"})
@@ -142,9 +143,9 @@ def fatal_xid(events: Iterable[EventFact], now: datetime, policy: Policy) -> lis
         labels = sorted({e.label for e in group})
         out.append(
             FindingFact(
-                type=HealthFindingType.FATAL_XID,
+                type=FindingType.GPU_FATAL_XID,
                 severity=Severity.CRITICAL,
-                subject=f"{HealthFindingType.FATAL_XID}:{server_id}:{gpu_key}",
+                subject=f"{FindingType.GPU_FATAL_XID}:{server_id}:{gpu_key}",
                 message=(
                     f"{_where(worst)}: {', '.join(labels)} "
                     f"(last {worst.last_seen:%Y-%m-%d %H:%M} UTC)"
@@ -181,9 +182,9 @@ def repeated_failure(
         hours = int(policy.repeat_window.total_seconds() // 3600)
         out.append(
             FindingFact(
-                type=HealthFindingType.REPEATED_FAILURE,
+                type=FindingType.GPU_REPEATED_FAILURE,
                 severity=Severity.CRITICAL,
-                subject=f"{HealthFindingType.REPEATED_FAILURE}:{server_id}:{gpu_key}:{label}",
+                subject=f"{FindingType.GPU_REPEATED_FAILURE}:{server_id}:{gpu_key}:{label}",
                 message=f"{_where(last)}: {label} {total} times in {hours} h",
                 action=(
                     "Drain the GPU and run diagnostics (dcgmi diag -r 3); if it fails again "
@@ -213,9 +214,9 @@ def slot_repeated_failure(
             continue
         out.append(
             FindingFact(
-                type=HealthFindingType.SLOT_REPEATED_FAILURE,
+                type=FindingType.SLOT_REPEATED_FAILURE,
                 severity=Severity.CRITICAL,
-                subject=f"{HealthFindingType.SLOT_REPEATED_FAILURE}:{server_id}:{bus}",
+                subject=f"{FindingType.SLOT_REPEATED_FAILURE}:{server_id}:{bus}",
                 message=(
                     f"{group[0].hostname}: slot {bus}: {len(gpus)} different GPUs failed there "
                     f"in {policy.slot_window.days} days"
@@ -246,9 +247,9 @@ def server_repeated_failure(
             continue
         out.append(
             FindingFact(
-                type=HealthFindingType.SERVER_REPEATED_FAILURE,
+                type=FindingType.SERVER_REPEATED_FAILURE,
                 severity=Severity.CRITICAL,
-                subject=f"{HealthFindingType.SERVER_REPEATED_FAILURE}:{server_id}",
+                subject=f"{FindingType.SERVER_REPEATED_FAILURE}:{server_id}",
                 message=(
                     f"{group[0].hostname}: {len(gpus)} different GPUs failed in "
                     f"{policy.server_window.days} days"
@@ -288,7 +289,7 @@ def row_remap(states: Iterable[GpuState]) -> list[FindingFact]:
             out.append(
                 _gpu_finding(
                     state,
-                    HealthFindingType.ROW_REMAP_FAILURE,
+                    FindingType.GPU_ROW_REMAP_FAILURE,
                     Severity.CRITICAL,
                     "row remapping failed: the GPU has no spare rows left for a bad one",
                     "Drain the GPU and replace it (RMA).",
@@ -299,7 +300,7 @@ def row_remap(states: Iterable[GpuState]) -> list[FindingFact]:
             out.append(
                 _gpu_finding(
                     state,
-                    HealthFindingType.MEMORY_REPAIR_PENDING,
+                    FindingType.GPU_MEMORY_REPAIR_PENDING,
                     Severity.WARNING,
                     f"a {what} is pending",
                     "Drain the GPU and reset it (or reboot) to apply the repair.",
@@ -317,7 +318,7 @@ def uncorrected_ecc(states: Iterable[GpuState]) -> list[FindingFact]:
             out.append(
                 _gpu_finding(
                     state,
-                    HealthFindingType.UNCORRECTED_ECC,
+                    FindingType.GPU_UNCORRECTED_ECC,
                     Severity.CRITICAL,
                     f"{state.ecc_volatile_uncorrected} uncorrected ECC errors since the driver "
                     "loaded",
@@ -329,7 +330,7 @@ def uncorrected_ecc(states: Iterable[GpuState]) -> list[FindingFact]:
             out.append(
                 _gpu_finding(
                     state,
-                    HealthFindingType.UNCORRECTED_ECC,
+                    FindingType.GPU_UNCORRECTED_ECC,
                     Severity.WARNING,
                     f"{state.ecc_aggregate_uncorrected} uncorrected ECC errors in its lifetime",
                     "Watch it: replace the GPU if the count grows.",
@@ -355,7 +356,7 @@ def pcie_degraded(states: Iterable[GpuState]) -> list[FindingFact]:
             out.append(
                 _gpu_finding(
                     state,
-                    HealthFindingType.PCIE_DEGRADED,
+                    FindingType.GPU_PCIE_DEGRADED,
                     Severity.WARNING,
                     f"PCIe link runs {' and '.join(problems)}",
                     "Reseat the GPU; check the slot, riser and retimers, and the BIOS PCIe "
@@ -385,7 +386,7 @@ def recovery_action(states: Iterable[GpuState]) -> list[FindingFact]:
         out.append(
             _gpu_finding(
                 state,
-                HealthFindingType.RECOVERY_ACTION,
+                FindingType.GPU_RECOVERY_ACTION,
                 severity,
                 f"the driver recommends {action.replace('_', ' ')}",
                 what,

@@ -28,17 +28,17 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from agent.schema import normalize_pci_bus_id
-from clusters.finding_writer import write_findings
+from findings.choices import Family
+from findings.services import findings_write
 from inventory.choices import ReportStatus
 from inventory.models import Gpu, Report, Server
 
 from .catalog import event_info
-from .choices import EventKind, HealthFindingType
+from .choices import EventKind
 from .models import GpuCounterSample, HealthCursor, HealthEvent, HealthEventReceipt
 from .selectors import health_findings
 
@@ -614,13 +614,13 @@ def _record_counters(reports: list[ReportHealth], gpus: _GpuIndex, result: Recor
 
 
 def health_findings_sync(*, now: datetime | None = None) -> tuple[int, int, int]:
-    """Write the health rules' findings as `clusters.Finding` rows: raise, reopen, resolve.
+    """Write the health rules' findings as `findings.Finding` rows: raise, reopen, resolve.
 
-    Scoped to the health finding types, so it never resolves the scheduler layer's or the
+    Written as the health family, so it never resolves the scheduler layer's or the
     fabric's findings (and their writers never resolve these). A fixed number of queries
     whatever the fleet. Returns (raised, resolved, open).
     """
     now = now or timezone.now()
     desired = {fact.key: fact for fact in health_findings(now=now)}
     with transaction.atomic():
-        return write_findings(desired, now, scope=Q(type__in=HealthFindingType.values))
+        return findings_write(desired=desired, now=now, family=Family.HEALTH)

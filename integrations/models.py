@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from clusters.models import Finding
+from findings.models import Finding
 
 from .choices import DeliveryStatus, ReportOutcome, WebhookEvent
 

@@ -12,7 +12,8 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Min, Q, Sum, Value
 
-from clusters.models import Cluster, Finding, Node
+from clusters.models import Cluster, Node
+from findings.models import Finding
 from inventory.choices import ReportStatus
 from inventory.health import gpu_problem_code, problem_of_code
 from inventory.models import Gpu, MigDevice, Report, Server

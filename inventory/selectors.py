@@ -23,7 +23,6 @@ from django.db.models import (
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
-from core.findings import SEVERITY_ORDER
 from core.palette import CRITICAL, INFO, OK, WARNING
 
 from .choices import GpuStatus, ServerState
@@ -63,8 +62,12 @@ def server_state_expression(now=None) -> Case:
 SERVER_HEALTH_CHOICES = tuple((h, h) for h in (OK, INFO, WARNING, CRITICAL))
 
 
+_WORST_FIRST = (CRITICAL, WARNING, INFO)
+"""The tones a server's open findings give it, worst first: a finding's severity is its tone."""
+
+
 def _open_finding_of(severity: str) -> Exists:
-    # Findings belong to the clusters app, a layer above: reached by the reverse relation's
+    # Findings belong to the findings app, a layer above: reached by the reverse relation's
     # name, so this layer imports nothing from it.
     return Exists(
         Server.objects.filter(
@@ -78,7 +81,7 @@ def _open_finding_of(severity: str) -> Exists:
 def server_health_expression() -> Case:
     """SQL for a server's health: the worst severity among its open findings, else `ok`."""
     return Case(
-        *(When(_open_finding_of(s), then=Value(s)) for s in SEVERITY_ORDER),
+        *(When(_open_finding_of(s), then=Value(s)) for s in _WORST_FIRST),
         default=Value(OK),
         output_field=CharField(),
     )

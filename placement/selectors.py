@@ -37,8 +37,10 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 
 from agent.mig import normalize_mig_profile
-from clusters.choices import ClusterKind, Severity
-from clusters.models import Cluster, Finding, Node
+from clusters.choices import ClusterKind
+from clusters.models import Cluster, Node
+from findings.choices import Severity
+from findings.models import Finding
 from health.action import findings_needing_action, gpu_needs_action
 from inventory.choices import GpuStatus
 from inventory.health import UNHEALTHY, gpu_problem_code, problem_of_code

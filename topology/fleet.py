@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from django.db.models import Count, F, Q
 
-from clusters.models import Finding, Node
-from core.findings import SEVERITY_ORDER
+from clusters.models import Node
+from findings.facts import SEVERITY_ORDER
+from findings.models import Finding
 from inventory.choices import GpuStatus
 from inventory.models import Gpu, MigDevice, Server
 from inventory.selectors import server_state_expression

@@ -9,6 +9,7 @@ from django.template.response import TemplateResponse
 
 from clusters import selectors as cluster_selectors
 from clusters import views as cluster_views
+from findings import selectors as finding_selectors
 from health.pages import health_overview
 from inventory import selectors as inventory_selectors
 
@@ -28,7 +29,7 @@ def overview(request: HttpRequest) -> HttpResponse:
             "fleet": inventory_selectors.fleet_summary(),
             "changes": inventory_selectors.recent_changes(),
             "nodes": cluster_selectors.scheduler_summary(),
-            "top_findings": cluster_selectors.top_open_findings(limit=8),
+            "top_findings": finding_selectors.top_open_findings(limit=8),
             "health": health_overview(),
         },
     )
@@ -55,7 +56,7 @@ def server_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "chosen_gpus": chosen,
             "matrix_rows": list(zip(interconnect["devices"], interconnect["matrix"], strict=True)),
             "nodes": cluster_selectors.server_nodes(server.pk),
-            "findings": cluster_selectors.open_findings(server_id=server.pk),
+            "findings": finding_selectors.open_findings(server_id=server.pk),
         },
     )
 

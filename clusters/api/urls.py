@@ -1,12 +1,11 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from .views import ClusterViewSet, FindingViewSet, NodeViewSet, SnapshotDetailView, SnapshotView
+from .views import ClusterViewSet, NodeViewSet, SnapshotDetailView, SnapshotView
 
 router = SimpleRouter()
 router.register("clusters", ClusterViewSet, basename="cluster")
 router.register("nodes", NodeViewSet, basename="node")
-router.register("findings", FindingViewSet, basename="finding")
 
 urlpatterns = [
     path("clusters/<slug:name>/snapshots/", SnapshotView.as_view(), name="cluster-snapshots"),

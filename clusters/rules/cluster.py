@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 
-from core.findings import FindingFact
+from findings.choices import FindingType, Severity
+from findings.facts import FindingFact
 
-from ..choices import FindingType, Severity
 from .types import Fleet
 from .words import plural
 

@@ -13,9 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from agent.mig import normalize_mig_profile
-from core.findings import FindingFact
+from findings.choices import FindingType, Severity
+from findings.facts import FindingFact
 
-from ..choices import ClusterKind, FindingType, Severity
+from ..choices import ClusterKind
 from .types import Fleet, NodeFacts, ServerFacts
 from .words import agent_gpus, plural, profile_text
 

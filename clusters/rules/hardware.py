@@ -4,9 +4,10 @@ than the server's hardware profile."""
 
 from __future__ import annotations
 
-from core.findings import FindingFact
+from findings.choices import FindingType, Severity
+from findings.facts import FindingFact
 
-from ..choices import ClusterKind, FindingType, Severity
+from ..choices import ClusterKind
 from .types import Fleet, HardwareProfileFacts, NodeFacts, ServerFacts
 from .words import model_fits, plural, scheduler_name
 

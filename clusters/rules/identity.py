@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from core.findings import FindingFact
+from findings.choices import FindingType, Severity
+from findings.facts import FindingFact
 from inventory.identity import short_hostname
 
-from ..choices import FindingType, Severity
 from .types import ClaimedGpu, Fleet, NodeFacts, ServerFacts
 from .words import plural, scheduler_name
 

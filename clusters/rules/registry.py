@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from core.findings import FindingFact
+from findings.facts import FindingFact
 
 from .cluster import driver_skew
 from .counts import gpu_count_mismatch, mig_mismatch

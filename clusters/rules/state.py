@@ -3,10 +3,10 @@ schedulable node with unhealthy GPUs, an unavailable node whose hardware looks h
 
 from __future__ import annotations
 
-from core.findings import FindingFact
+from findings.choices import FindingType, Severity
+from findings.facts import FindingFact
 from inventory.health import GpuProblem
 
-from ..choices import FindingType, Severity
 from .types import Fleet
 from .words import plural
 

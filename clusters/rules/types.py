@@ -2,7 +2,7 @@
 
 Plain frozen values, built by `clusters.reconcile` from a fixed number of queries: a rule
 never queries, so each one is tested on hand-built facts without a database. What the rules
-return is `core.findings.FindingFact`, the shape shared with `health.rules` and `fabric.rules`.
+return is `findings.facts.FindingFact`, the shape shared with `health.rules` and `fabric.rules`.
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from clusters.models import Finding
-from clusters.selectors import silenced_q
+from findings.models import Finding
+from findings.selectors import silenced_q
 
 from ..alerts import FINDING_FIELDS, finding_alert
 from .watermarks import watermark_get, watermark_set

@@ -20,8 +20,8 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from clusters.models import Finding
-from clusters.selectors import silenced_q
+from findings.models import Finding
+from findings.selectors import silenced_q
 
 from ..alerts import FINDING_FIELDS, finding_page_url, rfc3339
 from ..choices import DeliveryStatus, WebhookEvent

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 
-from clusters.models import Finding, Node
+from clusters.models import Node
+from findings.models import Finding
 
 from .conftest import OVERFLOWS, WIDTHS
 from .test_responsive import fleet

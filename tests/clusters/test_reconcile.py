@@ -10,10 +10,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from clusters.choices import BindingMethod, FindingType
-from clusters.models import Finding, Node
+from clusters.choices import BindingMethod
+from clusters.models import Node
 from clusters.reconcile import reconcile_all
 from clusters.services import node_bind, snapshot_ingest
+from findings.choices import FindingType
+from findings.models import Finding
 from inventory.models import HardwareProfile, Server
 from inventory.services import report_apply, report_receive
 from tests.nodes import k8s_node, k8s_node_list, scontrol_node, scontrol_text

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from clusters.choices import FindingType
-from clusters.models import Finding, ReconcileState
+from clusters.models import ReconcileState
+from findings.choices import FindingType
+from findings.models import Finding
 from inventory.choices import GpuStatus, ReportStatus
 from inventory.models import Gpu
 from inventory.services import report_receive

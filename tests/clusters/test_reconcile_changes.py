@@ -9,10 +9,11 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from clusters.choices import FindingType
-from clusters.models import Finding, Node
+from clusters.models import Node
 from clusters.reconcile import ReconcileResult, reconcile_all
 from clusters.services import node_bind, snapshot_ingest
+from findings.choices import Family, FindingType, family_q
+from findings.models import Finding
 from inventory.choices import GpuStatus
 from inventory.models import Gpu, GpuClaim, HardwareProfile, MigDevice, Server
 from tests.nodes import k8s_node, k8s_node_list, scontrol_node, scontrol_text
@@ -39,7 +40,7 @@ def state():
             repr(sorted(f.details.items())),
             f.resolved_at is None,
         )
-        for f in Finding.objects.filter(type__in=FindingType.values)
+        for f in Finding.objects.filter(family_q(Family.RECONCILIATION))
     )
     bindings = sorted(Node.objects.values_list("id", "server_id", "binding_method", "gone_at"))
     return findings, bindings

@@ -8,10 +8,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from clusters.choices import FindingType
-from clusters.models import Finding
 from clusters.reconcile import reconcile_all, reconcile_servers
 from clusters.services import snapshot_ingest
+from findings.choices import FindingType
+from findings.models import Finding
 from inventory.choices import GpuStatus
 from inventory.models import Gpu
 from inventory.services import report_apply, report_receive

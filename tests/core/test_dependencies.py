@@ -11,7 +11,16 @@ from pathlib import Path
 
 import core
 
-APPS = {"inventory", "clusters", "fabric", "health", "topology", "simulator", "config"}
+APPS = {
+    "inventory",
+    "findings",
+    "clusters",
+    "fabric",
+    "health",
+    "topology",
+    "simulator",
+    "config",
+}
 
 
 def _imported_roots(path: Path) -> set[str]:
@@ -54,19 +63,26 @@ def _imported_modules(path: Path) -> set[str]:
     return modules
 
 
-def test_clusters_fabric_and_health_never_import_each_other_but_the_finding_table():
-    """docs/architecture.md: the one exception is the Finding table and its one writer."""
+def test_clusters_fabric_and_health_never_import_each_other():
+    """Siblings: what they share (findings) lives in findings/, a layer below them."""
     repo = Path(core.__file__).parent.parent
-    allowed = {"clusters.models", "clusters.finding_writer"}
     crossing = {}
     for app in ("clusters", "fabric", "health"):
         others = {"clusters", "fabric", "health"} - {app}
         for path in (repo / app).rglob("*.py"):
-            wrong = {
-                m
-                for m in _imported_modules(path)
-                if m.split(".")[0] in others and not (app != "clusters" and m in allowed)
-            }
+            wrong = {m for m in _imported_modules(path) if m.split(".")[0] in others}
             if wrong:
                 crossing[str(path.relative_to(repo))] = sorted(wrong)
     assert crossing == {}
+
+
+def test_findings_imports_only_inventory_and_core():
+    """findings/ sits below every app that writes findings; it points up only by string
+    foreign keys (`clusters.Node`, `clusters.Cluster`)."""
+    repo = Path(core.__file__).parent.parent
+    above = APPS - {"inventory", "findings"} | {"integrations", "workloads", "placement", "demo"}
+    offenders = {
+        str(path.relative_to(repo)): sorted(_imported_roots(path) & above)
+        for path in (repo / "findings").rglob("*.py")
+    }
+    assert {path: apps for path, apps in offenders.items() if apps} == {}

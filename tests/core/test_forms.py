@@ -6,11 +6,13 @@ from __future__ import annotations
 import pytest
 from django.http import QueryDict
 
-from clusters.filters import FindingFilter, NodeFilter
+from clusters.filters import NodeFilter
 from clusters.models import Node
 from clusters.selectors import node_list
-from clusters.tables import FINDING_FILTERS, NODE_FILTERS
+from clusters.tables import NODE_FILTERS
 from core.forms import FilterForm
+from findings.filters import FindingFilter
+from findings.tables import FINDING_FILTERS
 from inventory.filters import ServerFilter
 from inventory.models import Server
 from inventory.selectors import server_list

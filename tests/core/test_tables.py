@@ -11,8 +11,9 @@ import pytest
 from django.template.loader import render_to_string
 from django.utils.html import format_html
 
-from clusters.tables import NODE_TABLE, finding_table
+from clusters.tables import NODE_TABLE
 from core.tables import Column, Table, csv_cell
+from findings.tables import finding_table
 from inventory.models import Server
 from inventory.tables import GPU_TABLE, SERVER_TABLE
 from tests.pages.test_views import fleet

@@ -10,9 +10,10 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from clusters.models import Cluster, Finding, Node
+from clusters.models import Cluster, Node
 from demo.services import demo_load, local_server
 from fabric.models import Adapter, Fabric
+from findings.models import Finding
 from inventory.models import Report, Server
 from simulator.demo import DEMO_FABRIC, DEMO_FLEET
 from simulator.keepalive import beat_once

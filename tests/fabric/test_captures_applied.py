@@ -10,12 +10,12 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from clusters.models import Finding
-from fabric import rules
 from fabric.findings import fabric_findings_sync
 from fabric.models import Adapter, Fabric, FabricLink, FabricSnapshot, Switch
 from fabric.services import fabric_snapshot_ingest
 from fabric.synthetic import synthetic_fabric
+from findings.choices import FindingType
+from findings.models import Finding
 from inventory.models import Gpu, Server
 
 from .conftest import FIXTURES, SAMPLES, SUPERPOD, fixture_text
@@ -166,10 +166,10 @@ def test_an_absent_and_an_unbalanced_gpu_server_are_raised_by_the_pass_and_resol
     fabric_snapshot_ingest(fabric_name="f", raw=built.text)
     fabric_findings_sync(fabric=Fabric.objects.get(name="f"))
 
-    (absent,) = _open(rules.SERVER_ABSENT)
+    (absent,) = _open(FindingType.FABRIC_SERVER_ABSENT)
     assert (absent.server_id, absent.subject) == (outside.pk, "fabric:f/server:gpu00099")
     assert "8 of its 8 peers" in absent.message
-    (unbalanced,) = _open(rules.SERVER_UNBALANCED)
+    (unbalanced,) = _open(FindingType.FABRIC_SERVER_UNBALANCED)
     assert unbalanced.server.hostname == "gpu00003"
     assert "12.5 Gb/s of network per GPU" in unbalanced.message and "have 100" in unbalanced.message
 
@@ -177,5 +177,7 @@ def test_an_absent_and_an_unbalanced_gpu_server_are_raised_by_the_pass_and_resol
     healthy = synthetic_fabric(servers=8, rails=2, servers_per_leaf=4)
     fabric_snapshot_ingest(fabric_name="f", raw=healthy.text)
     result = fabric_findings_sync(fabric=Fabric.objects.get(name="f"))
-    assert not _open(rules.SERVER_ABSENT) and not _open(rules.SERVER_UNBALANCED)
+    assert not _open(FindingType.FABRIC_SERVER_ABSENT) and not _open(
+        FindingType.FABRIC_SERVER_UNBALANCED
+    )
     assert result.resolved >= 2

@@ -1,4 +1,4 @@
-"""Fabric findings kept as `clusters.Finding` rows: raised, resolved, reopened, scoped to
+"""Fabric findings kept as `findings.Finding` rows: raised, resolved, reopened, scoped to
 the fabric that raised them, and written in a fixed number of queries."""
 
 from __future__ import annotations
@@ -7,13 +7,13 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from clusters.models import Finding
 from clusters.reconcile import reconcile_all
-from fabric import rules
 from fabric.findings import fabric_findings_sync, fabric_findings_sync_all
 from fabric.models import Fabric
 from fabric.services import fabric_snapshot_ingest
 from fabric.synthetic import synthetic_fabric
+from findings.choices import FindingType
+from findings.models import Finding
 
 from .conftest import without_cable
 
@@ -33,7 +33,7 @@ def test_a_slow_cable_is_raised_then_resolved_when_it_runs_at_full_rate():
     fabric_snapshot_ingest(fabric_name="f", raw=slow.text)
     result = _sync()
 
-    (finding,) = _open(rules.LINK_DEGRADED)
+    (finding,) = _open(FindingType.FABRIC_LINK_DEGRADED)
     assert result.raised == 1 and result.open == 1
     assert finding.subject.startswith("fabric:f/link:")
     assert "4xHDR" in finding.message and "slower" in finding.message
@@ -42,7 +42,7 @@ def test_a_slow_cable_is_raised_then_resolved_when_it_runs_at_full_rate():
         fabric_name="f", raw=synthetic_fabric(servers=8, rails=2, servers_per_leaf=4).text
     )
     result = _sync()
-    assert result.resolved == 1 and not _open(rules.LINK_DEGRADED)
+    assert result.resolved == 1 and not _open(FindingType.FABRIC_LINK_DEGRADED)
     assert Finding.objects.get(pk=finding.pk).resolved_at is not None
 
     fabric_snapshot_ingest(fabric_name="f", raw=slow.text)  # back: the same row reopens
@@ -56,12 +56,12 @@ def test_a_port_gone_is_raised_and_resolved_when_it_returns():
     fabric_snapshot_ingest(fabric_name="f", raw=built.text)
     fabric_snapshot_ingest(fabric_name="f", raw=without_cable(built.text, "gpu00003 mlx5_0"))
     _sync()
-    (gone,) = _open(rules.PORT_GONE)
+    (gone,) = _open(FindingType.FABRIC_PORT_GONE)
     assert "gpu00003 mlx5_0" in gone.message
 
     fabric_snapshot_ingest(fabric_name="f", raw=built.text)
     _sync()
-    assert not _open(rules.PORT_GONE)
+    assert not _open(FindingType.FABRIC_PORT_GONE)
 
 
 def test_a_fabric_resolves_only_its_own_findings():
@@ -72,14 +72,23 @@ def test_a_fabric_resolves_only_its_own_findings():
         type="stale_agent", severity="warning", subject="server:1", message="stale"
     )
     other_fabric = Finding.objects.create(
-        type=rules.LINK_DEGRADED, severity="warning", subject="fabric:g/link:x", message="slow"
+        type=FindingType.FABRIC_LINK_DEGRADED,
+        severity="warning",
+        subject="fabric:g/link:x",
+        message="slow",
     )
     # A prefix of this fabric's name is another fabric: "f" must not take "ff"'s findings.
     prefixed = Finding.objects.create(
-        type=rules.LINK_DEGRADED, severity="warning", subject="fabric:ff/link:x", message="slow"
+        type=FindingType.FABRIC_LINK_DEGRADED,
+        severity="warning",
+        subject="fabric:ff/link:x",
+        message="slow",
     )
     mine = Finding.objects.create(
-        type=rules.LINK_DEGRADED, severity="warning", subject="fabric:f/link:old", message="slow"
+        type=FindingType.FABRIC_LINK_DEGRADED,
+        severity="warning",
+        subject="fabric:f/link:old",
+        message="slow",
     )
 
     result = _sync()
@@ -95,7 +104,10 @@ def test_the_periodic_pass_resolves_the_findings_of_a_deleted_fabric():
         fabric_name="f", raw=synthetic_fabric(servers=8, rails=2, servers_per_leaf=4).text
     )
     orphan = Finding.objects.create(
-        type=rules.PORT_GONE, severity="warning", subject="fabric:deleted/link:x", message="gone"
+        type=FindingType.FABRIC_PORT_GONE,
+        severity="warning",
+        subject="fabric:deleted/link:x",
+        message="gone",
     )
     results = fabric_findings_sync_all()
     assert [r.fabric for r in results] == ["f"]
@@ -104,7 +116,10 @@ def test_the_periodic_pass_resolves_the_findings_of_a_deleted_fabric():
 
 def test_scheduler_reconciliation_leaves_fabric_findings_open():
     kept = Finding.objects.create(
-        type=rules.WRONG_RAIL, severity="warning", subject="fabric:f/adapter:x", message="rail"
+        type=FindingType.FABRIC_WRONG_RAIL,
+        severity="warning",
+        subject="fabric:f/adapter:x",
+        message="rail",
     )
     reconcile_all()
     assert Finding.objects.get(pk=kept.pk).resolved_at is None
@@ -143,10 +158,10 @@ def test_a_pushed_topology_conf_that_disagrees_stays_a_finding_until_one_agrees(
     good = "SwitchName=s1 Nodes=n[001-004]\nSwitchName=s2 Nodes=n[005-008]\n"
 
     client.generic("POST", url, wrong, content_type="text/plain")
-    raised = _open(rules.TOPOLOGY_MISMATCH)
+    raised = _open(FindingType.FABRIC_TOPOLOGY_MISMATCH)
     assert raised and all(f.cluster_id == cluster.pk for f in raised)
     _sync()  # the fabric's own pass leaves the cluster's topology findings alone
-    assert len(_open(rules.TOPOLOGY_MISMATCH)) == len(raised)
+    assert len(_open(FindingType.FABRIC_TOPOLOGY_MISMATCH)) == len(raised)
 
     client.generic("POST", url, good, content_type="text/plain")
-    assert not _open(rules.TOPOLOGY_MISMATCH)
+    assert not _open(FindingType.FABRIC_TOPOLOGY_MISMATCH)

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from django.core.management import CommandError, call_command
 
-from clusters.models import Cluster, Finding
+from clusters.models import Cluster
 from fabric.exports import (
     SchedulerTree,
     TreeFacts,
@@ -27,6 +27,7 @@ from fabric.parsers import FabricFormatError, parse_fabric, parse_node_name_map
 from fabric.parsers.records import guid_of
 from fabric.rules import scheduler_guid_names, scheduler_topology_mismatch
 from fabric.services import fabric_snapshot_ingest, node_name_map_set
+from findings.models import Finding
 
 from .conftest import FIXTURES, fixture_text
 

@@ -18,6 +18,7 @@ from fabric.exports import (
 )
 from fabric.parsers import FabricFormatError, parse_fabric
 from fabric.synthetic import synthetic_fabric
+from findings.choices import FindingType, Severity
 
 
 def _switch_graph(text: str):
@@ -335,7 +336,7 @@ def test_rule_no_verdict_without_a_clear_majority():
 
 def test_rule_port_gone():
     (found,) = rules.ports_gone("f", [_link("k", server=3)])
-    assert found.type == rules.PORT_GONE and found.server_id == 3
+    assert found.type == FindingType.FABRIC_PORT_GONE and found.server_id == 3
     expected = "leaf-1 port 1 to dgx-01 port 1 was up in the previous snapshot and is gone"
     assert found.message == expected + " from the last"
 
@@ -370,14 +371,14 @@ def test_rule_scheduler_topology_mismatch():
         "cluster:c/topology/unknown",
     }
     assert found["cluster:c/topology/missing"].details == {"nodes": ["n4"]}
-    assert found["cluster:c/topology/unknown"].severity == rules.INFO
+    assert found["cluster:c/topology/unknown"].severity == Severity.INFO
 
 
 def test_rule_gpu_server_absent_from_its_peers_fabric():
     servers = [rules.ServerFact(i, f"dgx-{i}", "8 x H100", on_fabric=i != 3) for i in range(1, 5)]
     servers.append(rules.ServerFact(9, "l40s-1", "4 x L40S", on_fabric=False))
     (found,) = rules.servers_absent("f", servers)
-    assert (found.server_id, found.type) == (3, rules.SERVER_ABSENT)
+    assert (found.server_id, found.type) == (3, FindingType.FABRIC_SERVER_ABSENT)
     assert "where 3 of its 3 peers (8 x H100) are" in found.message
 
 

@@ -1,4 +1,4 @@
-"""Health findings written as `clusters.Finding` rows: raised with the GPU and the action,
+"""Health findings written as `findings.Finding` rows: raised with the GPU and the action,
 resolved when the condition clears, and never touching the scheduler layer's findings."""
 
 from __future__ import annotations
@@ -10,10 +10,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from clusters.choices import FindingType, Severity
-from clusters.models import Finding
 from clusters.reconcile import reconcile_all
-from health.choices import HealthFindingType
+from findings.choices import Family, FindingType, Severity
+from findings.models import Finding
 from health.services import health_findings_sync, health_sweep
 from health.tasks import record_health
 from inventory.models import Gpu
@@ -38,7 +37,7 @@ def test_a_fatal_xid_raises_a_finding_with_its_gpu_and_action_and_resolves_after
     Agent("dgx-01").send(fatal_on_gpu2("dgx-01"))
     health_sweep()
     assert health_findings_sync(now=NOW) == (1, 0, 1)
-    finding = Finding.objects.get(type=HealthFindingType.FATAL_XID)
+    finding = Finding.objects.get(type=FindingType.GPU_FATAL_XID)
     gpu = Gpu.objects.get(uuid=gpu_uuid("dgx-01", 2))
     assert finding.gpu_id == gpu.pk and finding.server_id == gpu.server_id
     assert finding.severity == Severity.CRITICAL and finding.resolved_at is None
@@ -58,13 +57,13 @@ def test_a_counter_finding_resolves_when_the_gpu_reports_healthy():
     health_sweep()
     health_findings_sync(now=NOW)
     assert Finding.objects.filter(
-        type=HealthFindingType.PCIE_DEGRADED, resolved_at__isnull=True
+        type=FindingType.GPU_PCIE_DEGRADED, resolved_at__isnull=True
     ).exists()
     agent.send(server_report("dgx-01"))
     health_sweep()
     health_findings_sync(now=NOW)
     assert not Finding.objects.filter(
-        type__in=HealthFindingType.values, resolved_at__isnull=True
+        type__in=FindingType.of_family(Family.HEALTH), resolved_at__isnull=True
     ).exists()
 
 
@@ -79,12 +78,12 @@ def test_health_and_the_scheduler_layer_never_resolve_each_others_findings():
         message="in no scheduler",
     )
     reconcile_all(now=NOW)
-    assert Finding.objects.get(type=HealthFindingType.FATAL_XID).resolved_at is None
+    assert Finding.objects.get(type=FindingType.GPU_FATAL_XID).resolved_at is None
     health_findings_sync(now=NOW + timedelta(days=2))
     scheduler.refresh_from_db()
     assert scheduler.type == FindingType.SERVER_WITHOUT_NODE
     # resolved or not, only by reconcile: the health pass left it as reconcile did
-    assert Finding.objects.get(type=HealthFindingType.FATAL_XID).resolved_at is not None
+    assert Finding.objects.get(type=FindingType.GPU_FATAL_XID).resolved_at is not None
 
 
 def test_the_sweep_task_raises_findings_after_recording():
@@ -92,7 +91,7 @@ def test_the_sweep_task_raises_findings_after_recording():
     uuid = gpu_uuid("dgx-01", 2)
     Agent("dgx-01").send(with_events(server_report("dgx-01"), xid(79, BUS2, recent, uuid=uuid)))
     assert record_health() == 1
-    assert Finding.objects.get(type=HealthFindingType.FATAL_XID).gpu.uuid == uuid
+    assert Finding.objects.get(type=FindingType.GPU_FATAL_XID).gpu.uuid == uuid
 
 
 def _sync_queries(n: int, first: int = 0) -> int:
@@ -107,4 +106,4 @@ def _sync_queries(n: int, first: int = 0) -> int:
 def test_the_sync_costs_the_same_queries_for_1_or_7_servers():
     small = _sync_queries(1)
     assert _sync_queries(6, first=1) == small
-    assert Finding.objects.filter(type=HealthFindingType.FATAL_XID).count() == 7
+    assert Finding.objects.filter(type=FindingType.GPU_FATAL_XID).count() == 7

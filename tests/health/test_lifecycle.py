@@ -12,7 +12,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from health.choices import HealthFindingType
+from findings.choices import FindingType
 from health.selectors import gpu_history, health_findings
 from health.services import health_sweep
 from health.tables import (
@@ -98,7 +98,7 @@ def test_a_slot_whose_gpu_is_replaced_twice():
 
     # two different boards failed in that slot: the slot is the suspect, not the boards
     findings = health_findings()
-    slot = [f for f in findings if f.type == HealthFindingType.SLOT_REPEATED_FAILURE]
+    slot = [f for f in findings if f.type == FindingType.SLOT_REPEATED_FAILURE]
     assert len(slot) == 1 and bus in slot[0].subject
 
 
@@ -150,7 +150,7 @@ def test_findings_come_from_two_queries_whatever_the_fleet():
     with CaptureQueriesContext(connection) as queries:
         findings = health_findings()
     assert len(queries) == 2
-    assert sorted(f.type for f in findings) == [HealthFindingType.ROW_REMAP_FAILURE] * 3
+    assert sorted(f.type for f in findings) == [FindingType.GPU_ROW_REMAP_FAILURE] * 3
 
 
 def _csv(client, path: str, table: str) -> list[dict[str, str]]:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from health.choices import HealthFindingType as T
+from findings.choices import FindingType as T
 from health.choices import Severity
 from health.rules import (
     EventFact,
@@ -87,7 +87,11 @@ def state(**changes) -> GpuState:
 
 def test_a_fatal_xid_fires_for_its_gpu_and_resolves_after_the_window():
     (finding,) = fatal_xid([event(79, hours_ago=2)], NOW, POLICY)
-    assert (finding.type, finding.severity, finding.gpu_id) == (T.FATAL_XID, Severity.CRITICAL, 11)
+    assert (finding.type, finding.severity, finding.gpu_id) == (
+        T.GPU_FATAL_XID,
+        Severity.CRITICAL,
+        11,
+    )
     assert "Xid 79" in finding.message and finding.message.startswith("dgx-01: GPU 1650000000001")
     assert finding.action == "Drain the node and reboot it."
     assert fatal_xid([event(79, hours_ago=25)], NOW, POLICY) == []
@@ -124,7 +128,8 @@ def test_the_same_gpu_failing_again_within_the_window(code, severity, counts, fi
     assert bool(findings) is fires
     if fires:
         assert (
-            findings[0].type == T.REPEATED_FAILURE and f"{sum(counts)} times" in findings[0].message
+            findings[0].type == T.GPU_REPEATED_FAILURE
+            and f"{sum(counts)} times" in findings[0].message
         )
 
 
@@ -166,10 +171,10 @@ def test_sxids_do_not_count_against_a_slot_or_a_server():
 def test_row_remap_failure_is_critical_and_pending_repairs_a_warning():
     assert row_remap([state()]) == []
     (failed,) = row_remap([state(remapped_rows_failure=True, remapped_rows_pending=True)])
-    assert (failed.type, failed.severity) == (T.ROW_REMAP_FAILURE, Severity.CRITICAL)
+    assert (failed.type, failed.severity) == (T.GPU_ROW_REMAP_FAILURE, Severity.CRITICAL)
     assert "RMA" in failed.action
     (pending,) = row_remap([state(remapped_rows_pending=True)])
-    assert (pending.type, pending.severity) == (T.MEMORY_REPAIR_PENDING, Severity.WARNING)
+    assert (pending.type, pending.severity) == (T.GPU_MEMORY_REPAIR_PENDING, Severity.WARNING)
     (pages,) = row_remap([state(retired_pages_pending=True)])
     assert "page retirement" in pages.message
 
@@ -199,7 +204,7 @@ def test_a_pcie_link_narrower_or_slower_than_its_best(changes, fires):
     if fires is None:
         assert findings == []
     else:
-        assert fires in findings[0].message and findings[0].type == T.PCIE_DEGRADED
+        assert fires in findings[0].message and findings[0].type == T.GPU_PCIE_DEGRADED
 
 
 @pytest.mark.parametrize(
@@ -228,12 +233,12 @@ def test_evaluate_runs_every_rule_with_stable_distinct_subjects():
     types = sorted(f.type for f in findings)
     assert types == sorted(
         [
-            T.FATAL_XID,
-            T.FATAL_XID,
-            T.REPEATED_FAILURE,
+            T.GPU_FATAL_XID,
+            T.GPU_FATAL_XID,
+            T.GPU_REPEATED_FAILURE,
             T.SLOT_REPEATED_FAILURE,
-            T.ROW_REMAP_FAILURE,
-            T.PCIE_DEGRADED,
+            T.GPU_ROW_REMAP_FAILURE,
+            T.GPU_PCIE_DEGRADED,
         ]
     )
     subjects = [f.subject for f in findings]

@@ -16,7 +16,7 @@ import urllib.request
 import pytest
 from rest_framework.test import APIClient
 
-from clusters.models import Finding
+from findings.models import Finding
 from integrations.models import Delivery
 from integrations.signing import signature_valid
 from tests.conftest import require

@@ -6,7 +6,8 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from clusters.models import Cluster, Finding, Node
+from clusters.models import Cluster, Node
+from findings.models import Finding
 from inventory.models import Gpu, MigDevice, Report, Server
 
 

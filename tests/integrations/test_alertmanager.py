@@ -10,7 +10,8 @@ import pytest
 import requests
 from django.utils import timezone
 
-from clusters.models import Cluster, Finding, Node
+from clusters.models import Cluster, Node
+from findings.models import Finding
 from integrations.alerts import finding_alert
 from integrations.services.alertmanager import alertmanager_push
 from integrations.tasks import push_alerts

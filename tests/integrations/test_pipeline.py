@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from clusters.models import Finding
+from findings.models import Finding
 from integrations.models import Delivery, Webhook
 from integrations.signing import signature_valid
 from tests.conftest import TEST_REDIS_URL, require

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from clusters.models import Finding
+from findings.models import Finding
 from integrations.choices import DeliveryStatus
 from integrations.models import Delivery, Webhook
 from integrations.services.webhooks import (

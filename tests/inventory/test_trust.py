@@ -15,9 +15,9 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from clusters.choices import FindingType, Severity
-from clusters.models import Finding
 from clusters.reconcile import reconcile_all
+from findings.choices import FindingType, Severity
+from findings.models import Finding
 from inventory.choices import ChangeKind, GpuStatus, ReportStatus
 from inventory.models import ChangeEvent, Gpu, GpuClaim, Link, MigDevice, Nic, Server
 from inventory.services import agent_token_create, report_apply, report_receive

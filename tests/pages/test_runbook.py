@@ -5,20 +5,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from clusters.choices import FindingType
-from fabric import rules as fabric_rules
-from health.choices import HealthFindingType
+from findings.choices import FindingType
 
 RUNBOOK = Path(__file__).resolve().parents[2] / "docs" / "findings.md"
 
 
 def finding_types() -> set[str]:
-    fabric = {
-        value
-        for name, value in vars(fabric_rules).items()
-        if name.isupper() and isinstance(value, str) and value.startswith("fabric_")
-    }
-    return {*FindingType.values, *HealthFindingType.values, *fabric}
+    """Every type of every family: the one vocabulary (findings.choices)."""
+    return set(FindingType.values)
 
 
 def sections() -> dict[str, str]:

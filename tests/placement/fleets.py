@@ -84,14 +84,14 @@ def pods(*placed: tuple[str, int], mig: str | None = None) -> str:
 
 def fatal_xid(hostname: str, index: int) -> None:
     """An open Fatal Xid finding on the server's GPU of that index: it needs action."""
-    from clusters.models import Finding
-    from health.choices import HealthFindingType
+    from findings.choices import FindingType
+    from findings.models import Finding
     from inventory.models import Gpu
     from tests.reports import gpu_uuid
 
     gpu = Gpu.objects.get(uuid=gpu_uuid(hostname, index))
     Finding.objects.create(
-        type=HealthFindingType.FATAL_XID,
+        type=FindingType.GPU_FATAL_XID,
         severity="critical",
         subject=f"gpu_fatal_xid:{gpu.server_id}:x",
         message=f"{hostname}: Xid 79",

@@ -9,9 +9,10 @@ import json
 
 import pytest
 
-from clusters.models import Finding, Node
+from clusters.models import Node
 from clusters.reconcile import reconcile_all
 from clusters.services import snapshot_ingest
+from findings.models import Finding
 from inventory.models import Gpu, MigDevice, Server
 from placement import selectors
 from placement.selectors import fleet_load

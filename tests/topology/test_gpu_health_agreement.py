@@ -14,9 +14,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from clusters.choices import FindingType
-from clusters.models import Finding
 from clusters.reconcile import reconcile_all
+from findings.choices import FindingType
+from findings.models import Finding
 from health.action import findings_needing_action, needing_action_share
 from health.pages import gpus_needing_action
 from health.services import health_findings_sync, health_sweep

@@ -355,7 +355,7 @@ def test_plotly_js_is_served_locally_in_the_version_its_name_says():
 
 
 def test_fleet_rows_carry_each_servers_worst_open_finding():
-    from clusters.models import Finding
+    from findings.models import Finding
 
     build_fleet(3)
     a, b, c = Server.objects.order_by("hostname")[:3]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from clusters.choices import FindingType
 from clusters.rules.cluster import driver_skew
+from findings.choices import FindingType
 
 from .fleets import fleet, node, one, server
 

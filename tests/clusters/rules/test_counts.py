@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from clusters.choices import FindingType
 from clusters.rules.counts import gpu_count_mismatch, mig_mismatch
 from clusters.rules.types import ResourceCount
+from findings.choices import FindingType
 
 from .fleets import fleet, node, one, server, slurm_node, unhealthy
 

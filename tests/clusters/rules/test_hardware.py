@@ -3,13 +3,13 @@ No database."""
 
 from __future__ import annotations
 
-from clusters.choices import FindingType, Severity
 from clusters.rules.hardware import (
     below_profile,
     gpu_model_mismatch,
     gpu_not_in_nvml,
     mig_pending_reboot,
 )
+from findings.choices import FindingType, Severity
 
 from .fleets import fleet, node, one, profile, server, slurm_node
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from clusters.choices import FindingType, Severity
 from clusters.rules.identity import (
     duplicate_gpu,
     duplicate_identity,
@@ -12,6 +11,7 @@ from clusters.rules.identity import (
     server_without_node,
 )
 from clusters.rules.types import ClaimedGpu
+from findings.choices import FindingType, Severity
 
 from .fleets import NOW, fleet, node, one, server, slurm_node
 

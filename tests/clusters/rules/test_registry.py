@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from clusters.choices import FindingType
 from clusters.rules.registry import FLEET_RULES, RULES, SERVER_RULES, evaluate
-from core.findings import FindingFact
+from findings.choices import Family, FindingType
+from findings.facts import FindingFact
 
 from .fleets import fleet, node, server
 
 
-def test_every_finding_type_has_its_rule():
+def test_every_reconciliation_finding_type_has_its_rule():
     names = {rule.__name__ for rule in RULES}
-    assert names == {t.value for t in FindingType}
+    assert names == set(FindingType.of_family(Family.RECONCILIATION))
 
 
 def test_a_healthy_bound_fleet_has_no_findings():

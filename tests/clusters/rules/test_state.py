@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from clusters.choices import FindingType, Severity
 from clusters.rules.state import node_unavailable, stale_agent, unhealthy_gpu
+from findings.choices import FindingType, Severity
 
 from .fleets import NOW, fleet, node, one, server, slurm_node, unhealthy
 

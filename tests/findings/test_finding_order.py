@@ -9,10 +9,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from clusters.choices import FindingType, Severity
-from clusters.models import Finding
-from clusters.selectors import open_findings, top_open_findings
-from health.choices import HealthFindingType
+from findings.choices import FindingType, Severity
+from findings.models import Finding
+from findings.selectors import open_findings, top_open_findings
 from health.pages import gpus_needing_action
 from tests.reports import apply_reports, make_report
 
@@ -78,7 +77,7 @@ def test_the_findings_list_page_and_its_csv_are_by_severity_then_id(client, user
 
 
 def test_the_health_page_lists_critical_before_warning_before_info():
-    kinds = (HealthFindingType.FATAL_XID, HealthFindingType.PCIE_DEGRADED)
+    kinds = (FindingType.GPU_FATAL_XID, FindingType.GPU_PCIE_DEGRADED)
     rows = [
         make(0, Severity.INFO, type=kinds[0]),
         make(1, Severity.WARNING, type=kinds[1]),

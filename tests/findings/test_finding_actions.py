@@ -10,11 +10,11 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from clusters.choices import FindingType, Severity
-from clusters.models import Finding
-from clusters.runbook import render_runbook, runbook_html
-from clusters.selectors import open_findings_by_severity, top_open_findings
-from clusters.services import (
+from findings.choices import FindingType, Severity
+from findings.models import Finding
+from findings.runbook import render_runbook, runbook_html
+from findings.selectors import open_findings_by_severity, top_open_findings
+from findings.services import (
     SILENCE_MAX,
     FindingActionRejected,
     finding_acknowledge,

@@ -1,7 +1,8 @@
-"""The one shape every rule family returns: clusters/rules, health/rules and fabric/rules.
+"""The one shape every rule family returns (clusters/rules, health/rules, fabric/rules), and
+the one order of every list of findings.
 
-It lives in core because those three apps do not import each other; each reconciler writes
-the facts its rules return as `clusters.Finding` rows.
+Plain data: the rules stay pure; each family's writer hands its facts to
+`findings.services.findings_write`, which keeps them as `findings.Finding` rows.
 """
 
 from __future__ import annotations
@@ -11,10 +12,7 @@ from typing import Any
 
 from django.db.models import Case, IntegerField, QuerySet, Value, When
 
-from .palette import CRITICAL, INFO, WARNING
-
-SEVERITY_ORDER = (CRITICAL, WARNING, INFO)
-"""Finding severities, worst first (their names do not sort by weight)."""
+from .choices import SEVERITY_ORDER
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,102 @@
+"""Findings API: every family's findings, open and resolved, and a person's acknowledgement and
+silence (`/api/v1/findings/`)."""
+
+from __future__ import annotations
+
+from django.db.models import F
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import extend_schema
+from rest_framework import permissions, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.filters import OrderingFilter
+from rest_framework.response import Response
+
+from .. import selectors
+from ..filters import FindingFilter
+from ..services import (
+    FindingActionRejected,
+    finding_acknowledge,
+    finding_silence,
+    finding_unacknowledge,
+    finding_unsilence,
+)
+from .serializers import FindingAcknowledgeSerializer, FindingSerializer, FindingSilenceSerializer
+
+
+def _staff_post():
+    """A POST on one object, for staff only. A fresh `action` each time: DRF keeps the
+    decorator's kwargs on the function, so one shared decorator would mix the actions' names."""
+    return action(
+        detail=True,
+        methods=["post"],
+        permission_classes=[permissions.IsAuthenticated, permissions.IsAdminUser],
+    )
+
+
+class FindingOrdering(OrderingFilter):
+    """`?ordering=severity` means by weight (critical first, `selectors.finding_list`'s
+    `severity_rank`), not by the names' alphabet; every ordering ends with id, so ties keep
+    one order from page to page."""
+
+    def get_ordering(self, request, queryset, view) -> list:
+        ordering = []
+        for term in super().get_ordering(request, queryset, view) or []:
+            if isinstance(term, str) and term.lstrip("-") == "severity":
+                term = term.replace("severity", "severity_rank")
+            ordering.append(term)
+        if not any(isinstance(t, str) and t.lstrip("-") in ("id", "pk") for t in ordering):
+            ordering.append("id")
+        return ordering
+
+
+class FindingViewSet(viewsets.ReadOnlyModelViewSet):
+    """Where layers disagree: open and resolved, by type and severity."""
+
+    serializer_class = FindingSerializer
+    lookup_value_regex = "[0-9]+"
+    filter_backends = [DjangoFilterBackend, FindingOrdering]
+    filterset_class = FindingFilter
+    ordering_fields = ["last_seen", "first_seen", "severity", "type", "id"]
+    # Open first, then the most recently resolved; each by severity, ties by id.
+    ordering = [F("resolved_at").desc(nulls_first=True), "severity", "id"]
+
+    def get_queryset(self):
+        return selectors.finding_list()
+
+    @extend_schema(request=FindingAcknowledgeSerializer, responses={200: FindingSerializer})
+    @_staff_post()
+    def acknowledge(self, request, pk=None):
+        """Say someone is on it (who, why, when); resolving the finding ends it."""
+        body = FindingAcknowledgeSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return self._act(finding_acknowledge, reason=body.validated_data["reason"])
+
+    @extend_schema(request=FindingSilenceSerializer, responses={200: FindingSerializer})
+    @_staff_post()
+    def silence(self, request, pk=None):
+        """Hide the finding from the overview's counts and from alerting until `until`."""
+        body = FindingSilenceSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return self._act(finding_silence, **body.validated_data)
+
+    @extend_schema(request=None, responses={200: FindingSerializer})
+    @_staff_post()
+    def unacknowledge(self, request, pk=None):
+        """Take the acknowledgement back (who and when are recorded); 400 when there is none."""
+        return self._act(finding_unacknowledge)
+
+    @extend_schema(request=None, responses={200: FindingSerializer})
+    @_staff_post()
+    def unsilence(self, request, pk=None):
+        """End the silence now (who and when are recorded); 400 when there is none."""
+        return self._act(finding_unsilence)
+
+    def _act(self, service, **kwargs) -> Response:
+        finding = self.get_object()
+        try:
+            service(finding=finding, user=self.request.user, **kwargs)
+        except FindingActionRejected as exc:
+            raise ValidationError(exc.errors) from exc
+        fresh = self.get_queryset().get(pk=finding.pk)
+        return Response(FindingSerializer(fresh, context=self.get_serializer_context()).data)
