@@ -11,9 +11,9 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from clusters.models import Finding
+from core.figures import FONT, esc
 from core.findings import by_severity
 from core.palette import CRITICAL, WARNING, tone_colour
-from topology.figures.common import FONT, esc
 
 from .action import OPEN_HEALTH, gpus_needing_action_by_type, gpus_needing_action_count
 from .catalog import event_info, xid_info
