@@ -164,7 +164,7 @@ def fabric_figure(facts: FabricFigureFacts) -> Figure:
 
 def trunk_bundles(trunks: Iterable[CableMark]) -> list[TrunkBundle]:
     """Switch-to-switch cables summed per pair of switches, in pair order. A reader may sum
-    them in SQL instead (`fabric.pages`) so that a large fabric's cables never reach Python;
+    them in SQL instead (`fabric.selectors`) so that a large fabric's cables never reach Python;
     both must agree."""
     return merge_bundles(
         TrunkBundle(

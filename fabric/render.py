@@ -25,7 +25,7 @@ from inventory.services import revision_get
 
 from .figures import fabric_figure
 from .models import Fabric, FabricFigure
-from .pages import fabric_figures_facts, fabrics_degraded_keys
+from .selectors import fabric_figures_facts, fabrics_degraded_keys
 
 logger = logging.getLogger(__name__)
 

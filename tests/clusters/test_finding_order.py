@@ -13,7 +13,7 @@ from clusters.choices import FindingType, Severity
 from clusters.models import Finding
 from clusters.selectors import open_findings, top_open_findings
 from health.choices import HealthFindingType
-from health.pages import gpus_needing_action
+from health.selectors import gpus_needing_action
 from tests.reports import apply_reports, make_report
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from health.action import needing_action_share
+from health.selectors import needing_action_share
 
 from ..capacity import CapacityRequestError, capacity_compare
 from ..failure_domains import FailureDomainError, failure_domain, failure_domain_ranking
