@@ -229,8 +229,8 @@ def report_source(args: argparse.Namespace) -> Callable[[], dict[str, Any]]:
     The live NVML backend is created once, so its handle cache outlives the cycles.
     """
     if saved_sources(args):
-        from .sources.nvidia_smi_xml import SmiParseError
         from .sources.saved import build_saved_report, parse_nvidia_smi
+        from .sources.smi_types import SmiParseError
         from .sources.topo_matrix import parse_topo_matrix
 
         if args.system_uuid and not args.hostname:

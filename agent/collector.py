@@ -8,7 +8,6 @@ each GPU's NIC affinity. A GPU that fails mid-walk keeps what it answered, gets 
 
 from __future__ import annotations
 
-import uuid as uuidlib
 from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
@@ -19,11 +18,8 @@ from .counters import empty_health, health_warnings, read_health
 from .host import SysHost
 from .nvml import GpuFabricInfo, NvmlBackend, NvmlError, NvmlUnavailableError, cpu_list
 from .pcitopo import classify_pci_paths
-from .schema import SCHEMA_VERSION, normalize_pci_bus_id
+from .schema import SCHEMA_VERSION, normalize_pci_bus_id, synthetic_uuid
 
-# Synthetic ids (GPUs or MIG devices a source names no UUID for) are UUIDv5 in this space,
-# so the same server, GPU and instance always get the same id.
-SYNTHETIC_NAMESPACE = uuidlib.UUID("6f1c1c52-3b1e-4d59-9a43-5a0f3c8b7e21")
 MAX_WARNINGS = 256
 MAX_NICS = 256  # the schema's bounds
 MAX_LINKS = 8192
@@ -37,12 +33,6 @@ def utc_now() -> str:
 def server_key(host: dict[str, Any]) -> str:
     """The server's identity as the backend sees it: system UUID, machine-id, hostname."""
     return str(host.get("system_uuid") or host.get("machine_id") or host.get("hostname") or "")
-
-
-def synthetic_uuid(prefix: str, *parts: object) -> str:
-    """A stable id for a device its source names no UUID for: `GPU-<uuid5>`, `MIG-<uuid5>`."""
-    name = "/".join(str(p) for p in parts)
-    return f"{prefix}-{uuidlib.uuid5(SYNTHETIC_NAMESPACE, name)}"
 
 
 def empty_gpu(index: int) -> dict[str, Any]:

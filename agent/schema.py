@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import uuid as uuidlib
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -21,6 +22,9 @@ VOLATILE_KEYS = ("collected_at", "events")
 # backend answers 200 "unchanged" when it equals the last applied report's, else 409.
 DIGEST_HEADER = "X-Atlas-Report-Digest"
 DIGEST_SCHEME = "sha256:"
+# Synthetic ids (GPUs or MIG devices a source names no UUID for) are UUIDv5 in this space,
+# so the same server, GPU and instance always get the same id.
+SYNTHETIC_NAMESPACE = uuidlib.UUID("6f1c1c52-3b1e-4d59-9a43-5a0f3c8b7e21")
 
 _PCI_RE = re.compile(
     r"^(?:(?P<domain>[0-9a-fA-F]{1,8}):)?(?P<bus>[0-9a-fA-F]{1,2}):"
@@ -62,3 +66,9 @@ def normalize_pci_bus_id(value: str | None) -> str | None:
         return None
     domain = int(match["domain"] or "0", 16)
     return f"{domain:04x}:{int(match['bus'], 16):02x}:{int(match['dev'], 16):02x}.{match['fn']}"
+
+
+def synthetic_uuid(prefix: str, *parts: object) -> str:
+    """A stable id for a device its source names no UUID for: `GPU-<uuid5>`, `MIG-<uuid5>`."""
+    name = "/".join(str(p) for p in parts)
+    return f"{prefix}-{uuidlib.uuid5(SYNTHETIC_NAMESPACE, name)}"

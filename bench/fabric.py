@@ -146,8 +146,8 @@ def page_times(fabric) -> dict:
 
     from fabric.figures import fabric_figure
     from fabric.models import FabricFigure
-    from fabric.pages import fabric_figure_facts
     from fabric.render import fabric_figures_render
+    from fabric.selectors import fabric_figure_facts
 
     start = time.perf_counter()
     facts = fabric_figure_facts(fabric)

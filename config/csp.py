@@ -9,7 +9,7 @@ exactly those, by hash. They are fixed strings in the vendored bundle, none buil
   which CSP does not restrict) and MapLibre's stylesheet that the bundle adds on load;
 - the `style` attributes of its pseudo-HTML in labels and hover text (`<b>` is
   `font-weight:bold`, ...) and the empty one it sets on colour-bar fills. Agent-supplied text
-  is escaped before it reaches a label (topology/figures), so no other value can appear.
+  is escaped before it reaches a label (core/figures.py `esc`), so no other value can appear.
 
 A new plotly.js may change them: tests/browser/test_crawl.py then fails on the console's
 "Applying inline style violates ..." message, which names the hash to put here.

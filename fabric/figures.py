@@ -1,6 +1,6 @@
 """The fabric figure: spines above leaves above servers (grouped by rack), cables coloured by
 rail, down and degraded cables marked, bandwidth on hover. Pure: plain facts in, a Plotly
-figure dict out (the shape of topology.figures, whose escaping and limits it follows).
+figure dict out (the shape of topology.figures, on the shared drawing of core.figures).
 
 Scale: a figure draws at most MAX_MARKS marks (switches, servers, cables). Above that it is
 drawn at switch level (servers folded into their leaf, switch-to-switch cables bundled per
@@ -14,22 +14,22 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from core.palette import CRITICAL, WARNING, tone_colour
-from topology.figures.common import (
+from core.figures import (
     GROUP_COLOURS,
     LINE,
     MAX_MARKS,
     MUTED,
     Figure,
-    _bottom_legend,
-    _empty,
-    _hidden_axes,
-    _layout,
-    _legend_swatch,
-    _title,
+    base_layout,
+    bottom_legend,
+    empty_figure,
     esc,
+    figure_title,
+    hidden_axes,
+    legend_swatch,
     natural_key,
 )
+from core.palette import CRITICAL, WARNING, tone_colour
 
 from .graph import tier_name
 
@@ -144,7 +144,7 @@ def _cable_colour(state: str, rail: int | None) -> str:
 def fabric_figure(facts: FabricFigureFacts) -> Figure:
     """The figure of one fabric at the most detail MAX_MARKS allows (see the module)."""
     if not facts.switches:
-        return _empty(f"Fabric {esc(facts.name)} has no switch yet.")
+        return empty_figure(f"Fabric {esc(facts.name)} has no switch yet.")
     if facts.leaf_loads is not None:
         level = SWITCHES if len(facts.switches) * 2 <= MAX_MARKS else GROUPS
     else:
@@ -164,7 +164,7 @@ def fabric_figure(facts: FabricFigureFacts) -> Figure:
 
 def trunk_bundles(trunks: Iterable[CableMark]) -> list[TrunkBundle]:
     """Switch-to-switch cables summed per pair of switches, in pair order. A reader may sum
-    them in SQL instead (`fabric.pages`) so that a large fabric's cables never reach Python;
+    them in SQL instead (`fabric.selectors`) so that a large fabric's cables never reach Python;
     both must agree."""
     return merge_bundles(
         TrunkBundle(
@@ -300,14 +300,14 @@ def _cable_traces(
 
 def _legend(rails: Iterable[int | None], states: set[str]) -> list[dict]:
     swatches = [
-        _legend_swatch(f"rail {rail}", rail_colour(rail), "line-ew-open")
+        legend_swatch(f"rail {rail}", rail_colour(rail), "line-ew-open")
         for rail in sorted(r for r in set(rails) if r)
     ]
-    swatches.append(_legend_swatch("switch-to-switch", TRUNK_COLOUR, "line-ew-open"))
+    swatches.append(legend_swatch("switch-to-switch", TRUNK_COLOUR, "line-ew-open"))
     if DEGRADED in states:
-        swatches.append(_legend_swatch("slower or narrower than its peers", DEGRADED_COLOUR))
+        swatches.append(legend_swatch("slower or narrower than its peers", DEGRADED_COLOUR))
     if states & {DOWN, GONE}:
-        swatches.append(_legend_swatch("down, or gone since the last snapshot", DOWN_COLOUR))
+        swatches.append(legend_swatch("down, or gone since the last snapshot", DOWN_COLOUR))
     return swatches
 
 
@@ -316,10 +316,10 @@ def _figure(
 ) -> Figure:
     return {
         "data": traces,
-        "layout": _layout(
-            title=_title(f"Fabric {esc(name)}: {subtitle}"),
+        "layout": base_layout(
+            title=figure_title(f"Fabric {esc(name)}: {subtitle}"),
             height=200 + 90 * tiers,
-            xaxis=_hidden_axes(range=[-0.02, 1.02]),
+            xaxis=hidden_axes(range=[-0.02, 1.02]),
             yaxis={
                 "showgrid": False,
                 "zeroline": False,
@@ -329,7 +329,7 @@ def _figure(
                 "tickfont": {"color": MUTED},
             },
             showlegend=True,
-            legend=_bottom_legend("Cables"),
+            legend=bottom_legend("Cables"),
             margin={"l": 70, "r": 10, "t": 30, "b": 10},
             meta={"empty": False, "aggregated": level != DETAIL, "level": level},
         ),

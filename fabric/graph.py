@@ -26,6 +26,13 @@ def tier_name(tier: int | None) -> str:
     return TIER_NAMES.get(tier, f"tier {tier}")
 
 
+def host_key(server_id: int | None, host_name: str) -> str | None:
+    """What an adapter belongs to: its bound server (`s<id>`), else its host name (`h<name>`)."""
+    if server_id is not None:
+        return f"s{server_id}"
+    return f"h{host_name.lower()}" if host_name else None
+
+
 @dataclass(frozen=True, slots=True)
 class HostPort:
     """A host adapter's cable to a switch: which host, which NIC label, which switch."""

@@ -20,12 +20,12 @@ from collections.abc import Iterable
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from core.figures import Figure
 from inventory.services import revision_get
-from topology.figures.common import Figure
 
 from .figures import fabric_figure
 from .models import Fabric, FabricFigure
-from .pages import fabric_figures_facts, fabrics_degraded_keys
+from .selectors import fabric_figures_facts, fabrics_degraded_keys
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ Each rule answers one question in plain language and names the server where ther
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from statistics import median
 
@@ -151,6 +151,21 @@ def wrong_rail(fabric: str, nics: Iterable[RailFact]) -> list[FabricFinding]:
     return found
 
 
+def _spread(
+    groups: dict[str, list[str]], placed: dict[str, str]
+) -> Iterator[tuple[str, list[str], dict[str, list[str]]]]:
+    """Each group (a leaf or a switch of one tree) whose nodes the other tree (`placed`: node ->
+    its group there) puts in more than one place: (group, its nodes, place -> its nodes,
+    sorted). Nodes the other tree does not have are left out."""
+    for group, names in groups.items():
+        places: dict[str, list[str]] = defaultdict(list)
+        for name in names:
+            if name in placed:
+                places[placed[name]].append(name)
+        if len(places) > 1:
+            yield group, names, {place: sorted(ns) for place, ns in places.items()}
+
+
 def scheduler_topology_mismatch(
     cluster: str, scheduler: SchedulerTree, discovered: SchedulerTree
 ) -> list[FabricFinding]:
@@ -166,42 +181,32 @@ def scheduler_topology_mismatch(
     told = {name: leaf for leaf, names in scheduler.nodes.items() for name in names}
     subject = f"cluster:{cluster}/topology"
 
-    for switch, names in scheduler.nodes.items():
-        leaves: dict[str, list[str]] = defaultdict(list)
-        for name in names:
-            if name in real:
-                leaves[real[name]].append(name)
-        if len(leaves) > 1:
-            parts = "; ".join(f"{leaf}: {names_of(ns)}" for leaf, ns in sorted(leaves.items()))
-            found.append(
-                FabricFinding(
-                    type=FindingType.FABRIC_TOPOLOGY_MISMATCH,
-                    severity=Severity.WARNING,
-                    subject=f"{subject}/switch:{switch}",
-                    message=(
-                        f"{cluster}'s switch {switch} holds nodes that sit on "
-                        f"{len(leaves)} different leaves ({parts})"
-                    ),
-                    details={"switch": switch, "leaves": {k: sorted(v) for k, v in leaves.items()}},
+    # Both directions, one comparison: a scheduler switch whose nodes sit on several real
+    # leaves, a real leaf whose nodes the scheduler spreads over several switches.
+    directions = (
+        ("switch", scheduler.nodes, real, "leaves"),
+        ("leaf", discovered.nodes, told, "switches"),
+    )
+    for kind, groups, placed, places_kind in directions:
+        for group, names, places in _spread(groups, placed):
+            parts = "; ".join(f"{p}: {names_of(ns)}" for p, ns in sorted(places.items()))
+            if kind == "switch":
+                message = (
+                    f"{cluster}'s switch {group} holds nodes that sit on "
+                    f"{len(places)} different leaves ({parts})"
                 )
-            )
-    for leaf, names in discovered.nodes.items():
-        switches: dict[str, list[str]] = defaultdict(list)
-        for name in names:
-            if name in told:
-                switches[told[name]].append(name)
-        if len(switches) > 1:
-            parts = "; ".join(f"{s}: {names_of(ns)}" for s, ns in sorted(switches.items()))
+            else:
+                message = (
+                    f"{names_of(names)} share leaf {group}, but {cluster} spreads them "
+                    f"over {len(places)} switches ({parts})"
+                )
             found.append(
                 FabricFinding(
                     type=FindingType.FABRIC_TOPOLOGY_MISMATCH,
                     severity=Severity.WARNING,
-                    subject=f"{subject}/leaf:{leaf}",
-                    message=(
-                        f"{names_of(names)} share leaf {leaf}, but {cluster} spreads them "
-                        f"over {len(switches)} switches ({parts})"
-                    ),
-                    details={"leaf": leaf, "switches": {k: sorted(v) for k, v in switches.items()}},
+                    subject=f"{subject}/{kind}:{group}",
+                    message=message,
+                    details={kind: group, places_kind: places},
                 )
             )
     missing = sorted(set(real) - set(told))

@@ -28,6 +28,7 @@ from inventory.services import revision_bump, revision_get
 from . import binding, graph, lldp
 from .bulk import insert_rows, update_rows
 from .choices import FabricKind, LinkState, NodeKind, SnapshotStatus
+from .graph import host_key
 from .models import Adapter, Fabric, FabricLink, FabricSnapshot, Switch
 from .parsers import SWITCH, Discovery, FabricFormatError, decode, parse_fabric, parse_node_name_map
 
@@ -435,13 +436,6 @@ def switch_tier_set(*, switch: Switch, tier: int | None) -> Switch:
 
 
 # -- derived facts ------------------------------------------------------------------------
-
-
-def host_key(server_id: int | None, host_name: str) -> str | None:
-    """What an adapter belongs to: its bound server (`s<id>`), else its host name (`h<name>`)."""
-    if server_id is not None:
-        return f"s{server_id}"
-    return f"h{host_name.lower()}" if host_name else None
 
 
 def _derive(fabric: Fabric, **more: Any) -> None:

@@ -1,4 +1,4 @@
-"""Fabric pages: thin, each reads through fabric.pages / fabric.tables and renders."""
+"""Fabric pages: thin, each reads through fabric.selectors / fabric.tables and renders."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from core.tables import table_page
 
 from .filters import SwitchFilter
 from .models import Fabric
-from .pages import switch_ports
 from .render import fabric_figures
+from .selectors import switch_ports
 from .tables import SWITCH_FILTERS, SWITCH_TABLE, switch_rows
 
 

@@ -198,71 +198,97 @@ def repeated_failure(
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class RepeatOffender:
+    """Where different GPUs keep failing: one slot (server + PCI bus) or one whole server.
+
+    `window` and `gpus` name the Policy fields that say how long to look back and how many
+    distinct GPUs make the place the suspect."""
+
+    type: FindingType
+    per_slot: bool
+    window: str
+    gpus: str
+    action: str
+
+
+SLOT_OFFENDER = RepeatOffender(
+    type=FindingType.SLOT_REPEATED_FAILURE,
+    per_slot=True,
+    window="slot_window",
+    gpus="slot_gpus",
+    action=(
+        "Do not install another GPU yet: inspect the slot, riser, cables and "
+        "baseboard (and the PCIe switch) first."
+    ),
+)
+SERVER_OFFENDER = RepeatOffender(
+    type=FindingType.SERVER_REPEATED_FAILURE,
+    per_slot=False,
+    window="server_window",
+    gpus="server_gpus",
+    action=(
+        "Drain the server and check what its GPUs share: baseboard, power supplies, "
+        "PCIe switches and retimers, cooling, firmware."
+    ),
+)
+
+
+def place_repeated_failure(
+    events: Iterable[EventFact], now: datetime, policy: Policy, offender: RepeatOffender
+) -> list[FindingFact]:
+    """Each place (`offender`: a slot or a server) where the policy's number of different GPUs
+    failed fatally (an SXid is the switch's, not the GPU's) within its window."""
+    window: timedelta = getattr(policy, offender.window)
+    needed: int = getattr(policy, offender.gpus)
+    out = []
+    places: dict[tuple[int, str], list[EventFact]] = defaultdict(list)
+    for event in _recent(events, now, window):
+        if not event.fatal or event.kind == EventKind.SXID:
+            continue
+        if not offender.per_slot:
+            places[(event.server_id, "")].append(event)
+        elif event.pci_bus_id:
+            places[(event.server_id, event.pci_bus_id)].append(event)
+    for (server_id, bus), group in sorted(places.items()):
+        gpus = sorted({e.gpu_key for e in group})
+        if len(gpus) < needed:
+            continue
+        if offender.per_slot:
+            subject = f"{offender.type}:{server_id}:{bus}"
+            what = f"slot {bus}: {len(gpus)} different GPUs failed there"
+            details: dict[str, object] = {"gpus": gpus, "pci_bus_id": bus}
+        else:
+            subject = f"{offender.type}:{server_id}"
+            what = f"{len(gpus)} different GPUs failed"
+            details = {"gpus": gpus}
+        out.append(
+            FindingFact(
+                type=offender.type,
+                severity=Severity.CRITICAL,
+                subject=subject,
+                message=f"{group[0].hostname}: {what} in {window.days} days",
+                action=offender.action,
+                server_id=server_id,
+                details=details,
+            )
+        )
+    return out
+
+
 def slot_repeated_failure(
     events: Iterable[EventFact], now: datetime, policy: Policy
 ) -> list[FindingFact]:
     """A slot (server + PCI bus) where `slot_gpus` different GPUs failed within `slot_window`:
     the replacements did not help, so the slot, riser or baseboard is the suspect."""
-    out = []
-    slots: dict[tuple[int, str], list[EventFact]] = defaultdict(list)
-    for event in _recent(events, now, policy.slot_window):
-        if event.fatal and event.pci_bus_id and event.kind != EventKind.SXID:
-            slots[(event.server_id, event.pci_bus_id)].append(event)
-    for (server_id, bus), group in sorted(slots.items()):
-        gpus = sorted({e.gpu_key for e in group})
-        if len(gpus) < policy.slot_gpus:
-            continue
-        out.append(
-            FindingFact(
-                type=FindingType.SLOT_REPEATED_FAILURE,
-                severity=Severity.CRITICAL,
-                subject=f"{FindingType.SLOT_REPEATED_FAILURE}:{server_id}:{bus}",
-                message=(
-                    f"{group[0].hostname}: slot {bus}: {len(gpus)} different GPUs failed there "
-                    f"in {policy.slot_window.days} days"
-                ),
-                action=(
-                    "Do not install another GPU yet: inspect the slot, riser, cables and "
-                    "baseboard (and the PCIe switch) first."
-                ),
-                server_id=server_id,
-                details={"gpus": gpus, "pci_bus_id": bus},
-            )
-        )
-    return out
+    return place_repeated_failure(events, now, policy, SLOT_OFFENDER)
 
 
 def server_repeated_failure(
     events: Iterable[EventFact], now: datetime, policy: Policy
 ) -> list[FindingFact]:
     """A server where `server_gpus` different GPUs failed within `server_window`."""
-    out = []
-    servers: dict[int, list[EventFact]] = defaultdict(list)
-    for event in _recent(events, now, policy.server_window):
-        if event.fatal and event.kind != EventKind.SXID:
-            servers[event.server_id].append(event)
-    for server_id, group in sorted(servers.items()):
-        gpus = sorted({e.gpu_key for e in group})
-        if len(gpus) < policy.server_gpus:
-            continue
-        out.append(
-            FindingFact(
-                type=FindingType.SERVER_REPEATED_FAILURE,
-                severity=Severity.CRITICAL,
-                subject=f"{FindingType.SERVER_REPEATED_FAILURE}:{server_id}",
-                message=(
-                    f"{group[0].hostname}: {len(gpus)} different GPUs failed in "
-                    f"{policy.server_window.days} days"
-                ),
-                action=(
-                    "Drain the server and check what its GPUs share: baseboard, power supplies, "
-                    "PCIe switches and retimers, cooling, firmware."
-                ),
-                server_id=server_id,
-                details={"gpus": gpus},
-            )
-        )
-    return out
+    return place_repeated_failure(events, now, policy, SERVER_OFFENDER)
 
 
 # -- counter rules ---------------------------------------------------------------------------

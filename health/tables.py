@@ -1,6 +1,6 @@
 """The health pages' tables, declared once for the page and its CSV exports. `/health/`: GPUs
 needing action (open health findings), repeat offenders by GPU, slot and server, events by GPU
-model and by rack (rows: the `health.pages` reads as they come, findings or aggregate dicts).
+model and by rack (rows: the `health.selectors` reads as they come, findings or aggregate dicts).
 `/gpus/<id>/`: the GPU's servers and slots, events, counters and replacements (rows: what
 `health.selectors.gpu_history` returns)."""
 
@@ -13,7 +13,7 @@ from django.urls import reverse
 from core.formats import badge
 from core.tables import Column, Table, iso, when
 
-from .pages import code_label
+from .selectors import code_label
 from .templatetags.health_tags import event_code
 
 

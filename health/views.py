@@ -10,9 +10,8 @@ from django.utils import timezone
 
 from core.tables import tables_page
 
-from . import pages, tables
+from . import selectors, tables
 from .rules import Policy
-from .selectors import gpu_history
 
 
 @login_required
@@ -22,28 +21,28 @@ def health_page(request: HttpRequest) -> HttpResponse:
     since = timezone.now() - window
 
     def offenders(by: str):
-        return lambda: pages.repeat_offenders(since=since, by=by)
+        return lambda: selectors.repeat_offenders(since=since, by=by)
 
     return tables_page(
         request,
         tables={
-            "needing_action": (tables.NEEDING_ACTION_TABLE, pages.gpus_needing_action),
+            "needing_action": (tables.NEEDING_ACTION_TABLE, selectors.gpus_needing_action),
             "offender_gpus": (tables.GPU_OFFENDERS_TABLE, offenders("gpus")),
             "offender_slots": (tables.SLOT_OFFENDERS_TABLE, offenders("slots")),
             "offender_servers": (tables.SERVER_OFFENDERS_TABLE, offenders("servers")),
             "by_model": (
                 tables.BY_MODEL_TABLE,
-                lambda: pages.events_by(since=since, key="gpu__name"),
+                lambda: selectors.events_by(since=since, key="gpu__name"),
             ),
             "by_rack": (
                 tables.BY_RACK_TABLE,
-                lambda: pages.events_by(since=since, key="server__rack"),
+                lambda: selectors.events_by(since=since, key="server__rack"),
             ),
         },
         template="health/health.html",
         context=lambda: {
             "section": "health",
-            "figure": pages.events_figure(),
+            "figure": selectors.events_figure(),
             "window_days": window // timedelta(days=1),
         },
     )
@@ -52,7 +51,7 @@ def health_page(request: HttpRequest) -> HttpResponse:
 @login_required
 def gpu_page(request: HttpRequest, pk: int) -> HttpResponse:
     """`/gpus/<id>/`: one GPU's lifecycle, its tables each also a CSV (`?format=csv&table=`)."""
-    history = gpu_history(gpu_id=pk)
+    history = selectors.gpu_history(gpu_id=pk)
     if history is None:
         raise Http404("no such GPU")
     return tables_page(

@@ -91,7 +91,7 @@ def capacity_compare(
     action_share: float = 0.0,
 ) -> dict:
     """Layouts of `gpus` GPUs side by side, densest first; `action_share` is the fleet's share
-    of GPUs needing action (`health.action`), counted as lost. Raises CapacityRequestError."""
+    of GPUs needing action (`health.selectors`), counted as lost. Raises CapacityRequestError."""
     if gpus < 1 or gpus > 10_000_000:
         raise CapacityRequestError("gpus", "between 1 and 10,000,000")
     sizes = sorted({int(p) for p in per_server}, reverse=True)

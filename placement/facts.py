@@ -23,7 +23,7 @@ Twin = tuple[int, str, "int | None", "str | None"]
 class FleetGpu:
     """A GPU of a node's server. `problem` is its most serious `GpuProblem` (None: healthy);
     `action` the type of its most serious open health finding (None: no action needed,
-    `health.action`). Placement skips a GPU with either."""
+    `health.selectors`). Placement skips a GPU with either."""
 
     id: int
     index: int

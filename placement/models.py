@@ -18,7 +18,7 @@ class ServerPlacement(models.Model):
     `stamp` is the server's `last_report_hash` it was built from: a summary whose stamp is not
     the server's current hash is stale, and the reads take that server's rows instead (answers
     never depend on whether a summary is fresh). Health findings are not in it: the reads
-    overlay the open ones (`health.action`), which are few and change on their own clock.
+    overlay the open ones (`health.selectors`), which are few and change on their own clock.
     """
 
     server = models.OneToOneField(

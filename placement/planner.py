@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from clusters.choices import ClusterKind
-from health.action import action_label
+from health.selectors import action_label
 from inventory.gpu_models import gpu_model_matches, gpu_models_agree
 from inventory.health import GpuProblem
 

@@ -41,7 +41,7 @@ from clusters.choices import ClusterKind
 from clusters.models import Cluster, Node
 from findings.choices import Severity
 from findings.models import Finding
-from health.action import findings_needing_action, gpu_needs_action
+from health.selectors import findings_needing_action, gpu_needs_action
 from inventory.choices import GpuStatus
 from inventory.health import UNHEALTHY, gpu_problem_code, problem_of_code
 from inventory.models import Gpu, Link, MigDevice
@@ -501,7 +501,7 @@ def link_rows(
 
 def gpu_actions(servers: QuerySet) -> dict[int, tuple[int, str, int, int]]:
     """GPU id -> (server id, type of its most serious open health finding, its `_gpu_state`,
-    its index) for the servers' GPUs needing action (`health.action`): one query over the
+    its index) for the servers' GPUs needing action (`health.selectors`): one query over the
     open findings, which are few, whatever the fleet."""
     state = Subquery(
         Gpu.objects.filter(pk=OuterRef("gpu_id")).annotate(s=_gpu_state()).values("s")[:1],
@@ -526,7 +526,7 @@ def fleet_counts(*, cluster: str | None = None) -> Fleet:
     without a fresh summary), nodes alike as one with their twins (`group_nodes`).
 
     Usable: healthy (`inventory.health`), outside MIG mode and not needing action
-    (`health.action`); GPUs needing action are counted beside. Enough for what is free per node
+    (`health.selectors`); GPUs needing action are counted beside. Enough for what is free per node
     (`node_free_gpus`), at a tenth of the rows of `fleet_load`; placement needs the GPUs
     themselves, failure domains do not.
     """

@@ -21,7 +21,7 @@ from typing import Any, ParamSpec, TypeVar
 from agent.mig import normalize_mig_profile
 from clusters.choices import ClusterKind
 from clusters.selectors import cluster_kind
-from health.action import needing_action_share
+from health.selectors import needing_action_share
 
 from .alternatives import placement_alternatives
 from .capacity import capacity_compare

@@ -189,7 +189,7 @@ class NodeChoice:
     critical_findings: int = 0
     """Open critical findings on the node or its server: why it was ranked last."""
     gpus_needing_action: int = 0
-    """GPUs of its server skipped because they need action (`health.action`)."""
+    """GPUs of its server skipped because they need action (`health.selectors`)."""
 
 
 @dataclass(slots=True)

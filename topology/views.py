@@ -10,7 +10,7 @@ from django.template.response import TemplateResponse
 from clusters import selectors as cluster_selectors
 from clusters import views as cluster_views
 from findings import selectors as finding_selectors
-from health.pages import health_overview
+from health.selectors import health_overview
 from inventory import selectors as inventory_selectors
 
 from .fabric_names import node_fabric_labels

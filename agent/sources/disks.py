@@ -10,12 +10,9 @@ partitions are never listed (/sys/block holds whole devices only). A missing fil
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..pcitopo import pci_path_from_sysfs
-
-if TYPE_CHECKING:
-    from ..host import SysHost
 
 SECTOR_BYTES = 512  # /sys/block/*/size counts 512-byte sectors whatever the logical block size
 MAX_DISKS = 256  # the schema's bound
@@ -47,7 +44,20 @@ def _link_speed(value: str | None) -> str | None:
     return match.group(1) if match else None
 
 
-def read_disks(host: SysHost) -> list[dict[str, Any]]:
+class SysFiles(Protocol):
+    """What this module reads of a host (`agent.host.SysHost` is one), as paths below its root:
+    named here so that host.py, which lists the disks, and this module import one way."""
+
+    def read(self, rel: str) -> str | None: ...
+
+    def listdir(self, rel: str) -> list[str]: ...
+
+    def realpath(self, rel: str) -> str | None: ...
+
+    def pci_numa_node(self, bus_id: str | None) -> int | None: ...
+
+
+def read_disks(host: SysFiles) -> list[dict[str, Any]]:
     """Every hardware block device of the host under `root`, sorted by name."""
     disks: list[dict[str, Any]] = []
     for name in host.listdir("sys/block"):

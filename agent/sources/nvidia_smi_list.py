@@ -23,7 +23,7 @@ from typing import Any
 
 from ..mig import mig_profile_name
 from .identify import LIST, wrong_output
-from .nvidia_smi_xml import SmiLog, SmiParseError
+from .smi_types import SmiLog, SmiParseError
 from .text import TextDecodeError, decode_text
 from .values import real_uuid
 

@@ -8,16 +8,15 @@ alternatives. Many sites only keep this form (support bundles, tickets), hence t
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..schema import normalize_pci_bus_id
 from .identify import QUERY, wrong_output
-from .nvidia_smi_xml import SmiLog, SmiParseError, name_mig_devices
+from .nvidia_smi_xml import name_mig_devices
 from .smi_health import health_from_text
+from .smi_types import Section, SmiLog, SmiParseError
 from .text import TextDecodeError, decode_text
 from .values import (
-    clean,
     real_serial,
     real_uuid,
     sum_counts,
@@ -31,37 +30,6 @@ _KEY_VALUE = re.compile(r"^(?P<key>\S.*?)\s+:(?:\s(?P<value>.*))?$")
 _GPU_HEADER = re.compile(
     r"^GPU\s+(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$"
 )
-
-
-@dataclass
-class Section:
-    """A header and what is indented below it: (label, str | Section) in file order."""
-
-    label: str
-    items: list[tuple[str, Any]] = field(default_factory=list)
-
-    def get(self, *path: str) -> Any:
-        """The first item along `path` (labels compared case-insensitively)."""
-        node: Any = self
-        for label in path:
-            if not isinstance(node, Section):
-                return None
-            want = label.lower()
-            node = next((value for key, value in node.items if key.lower() == want), None)
-        return node
-
-    def text(self, *paths: tuple[str, ...] | str) -> str | None:
-        """The first meaningful value among alternative paths (a str is a one-label path)."""
-        for path in paths:
-            parts = (path,) if isinstance(path, str) else path
-            value = self.get(*parts)
-            if isinstance(value, str) and clean(value) is not None:
-                return clean(value)
-        return None
-
-    def all(self, label: str) -> list[Section]:
-        want = label.lower()
-        return [v for k, v in self.items if k.lower() == want and isinstance(v, Section)]
 
 
 def parse_tree(text: str) -> Section:

@@ -9,13 +9,13 @@ capture filtered with `-i`, or one that lost a GPU mid-write, disagrees with it)
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..mig import derive_mig_profile, mig_profile_name
 from ..schema import normalize_pci_bus_id
 from .identify import QUERY_XML, wrong_output
 from .smi_health import health_from_xml
+from .smi_types import SmiLog, SmiParseError
 from .text import TextDecodeError, decode_text
 from .values import (
     clean,
@@ -29,39 +29,6 @@ from .values import (
 )
 
 MIB = 1024 * 1024
-
-
-class SmiParseError(ValueError):
-    """The input is not nvidia-smi output this parser can read."""
-
-
-@dataclass
-class SmiLog:
-    """What one nvidia-smi capture says: versions and GPUs (report fields, uuid maybe None).
-
-    `cut` says why the capture ends early (a full disk, a killed redirect), `incomplete` which
-    of `gpus` (positions) it holds only in part; `partial_reason` says why even a whole
-    capture describes less than the machine has (`nvidia-smi -L`). `trimmed` is the reason
-    when it lists fewer GPUs than nvidia-smi says are attached.
-    """
-
-    driver_version: str | None = None
-    cuda_version: str | None = None
-    attached_gpus: int | None = None
-    gpus: list[dict[str, Any]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    cut: str | None = None
-    incomplete: list[int] = field(default_factory=list)
-    partial_reason: str | None = None
-
-    @property
-    def trimmed(self) -> str | None:
-        if self.attached_gpus is None or self.attached_gpus <= len(self.gpus):
-            return None
-        return (
-            f"nvidia-smi says {self.attached_gpus} GPUs are attached but the capture describes "
-            f"{len(self.gpus)}"
-        )
 
 
 def _text(node: ET.Element | None, *paths: str) -> str | None:

@@ -23,13 +23,14 @@ import re
 from typing import Any
 
 from .. import __version__
-from ..collector import empty_gpu, finish, gpu_warnings, server_key, synthetic_uuid, utc_now
+from ..collector import empty_gpu, finish, gpu_warnings, server_key, utc_now
 from ..host import SysHost
-from ..schema import SCHEMA_VERSION
+from ..schema import SCHEMA_VERSION, synthetic_uuid
 from .identify import LIST, QUERY, QUERY_XML, output_kind, wrong_output
 from .nvidia_smi_list import parse_nvidia_smi_list
 from .nvidia_smi_text import looks_like_text, parse_nvidia_smi_text
-from .nvidia_smi_xml import SmiLog, SmiParseError, parse_nvidia_smi_xml
+from .nvidia_smi_xml import parse_nvidia_smi_xml
+from .smi_types import SmiLog, SmiParseError
 from .text import TextDecodeError, decode_text
 from .topo_matrix import TopoMatrix
 

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..counters import MAX_LOCATIONS, empty_health
+from .smi_types import Section
 from .values import sum_counts, to_bool, to_int
-
-if TYPE_CHECKING:
-    from .nvidia_smi_text import Section
 
 # XML tag / text label (lower case, words joined by "_") -> the report's reason name
 _REASONS = {
@@ -192,8 +190,6 @@ def health_from_xml(gpu: ET.Element, *, any_errors: bool = False) -> dict[str, A
 
 
 def _text_items(section: Any) -> list[tuple[str, Any]]:
-    from .nvidia_smi_text import Section
-
     if not isinstance(section, Section):
         return []
     return [

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from ..nvml import parse_cpu_list
 from .identify import TOPOLOGY, wrong_output
-from .nvidia_smi_xml import SmiParseError
+from .smi_types import SmiParseError
 from .text import TextDecodeError, decode_text
 
 TAB_WIDTH = 8

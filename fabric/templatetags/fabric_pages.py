@@ -3,7 +3,7 @@ include so those pages carry one line for it."""
 
 from django import template
 
-from fabric.pages import fabric_cards, server_fabric
+from fabric.selectors import fabric_cards, server_fabric
 
 register = template.Library()
 

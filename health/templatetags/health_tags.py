@@ -9,8 +9,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from health.catalog import event_info
-from health.pages import code_label
-from health.selectors import health_event_list
+from health.selectors import code_label, health_event_list
 
 register = template.Library()
 

@@ -39,7 +39,7 @@ def capacity_after(fleet: Fleet, lost_node_ids: set[int]) -> dict[str, Any]:
 
     The largest job is the most free GPUs on one node (a Kubernetes pod) and the total free
     (a Slurm job spread over nodes), among ready, schedulable nodes. GPUs needing action
-    (`health.action`) are lost already: never free, before or after, and counted per cluster.
+    (`health.selectors`) are lost already: never free, before or after, and counted per cluster.
     """
     free = node_free_gpus(fleet)
     clusters: dict[str, dict[str, Any]] = {}

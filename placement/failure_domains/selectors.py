@@ -18,7 +18,7 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet
 
 from clusters.models import Node
-from health.action import gpu_needs_action
+from health.selectors import gpu_needs_action
 from inventory.choices import GpuStatus
 from inventory.models import Gpu, MigDevice, Nic, Server
 

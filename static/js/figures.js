@@ -2,7 +2,7 @@
  * Cluster Atlas figures: draws every element with a `data-figure` or `data-figure-url`
  * attribute with the locally served plotly.js (static/vendor/plotly-<version>.min.js).
  *
- * How a template uses it (or simply {% include "topology/_figure.html" %}, see there):
+ * How a template uses it (or simply {% include "core/_figure.html" %}, see there):
  *
  *   1. The figure JSON in the page, from a view that built it (per-server figures):
  *        <div class="figure" data-figure="matrix-data" role="img" aria-label="..."></div>
@@ -18,7 +18,7 @@
  *      Plotly.react.
  *
  *   3. Once per page, after the elements (the {% block scripts %} of base.html):
- *        {% include "topology/_figure_scripts.html" %}
+ *        {% include "core/_figure_scripts.html" %}
  *
  * Nothing here talks to another host: URLs must be same-origin paths ("/..."), requests
  * carry the session cookie, and plotly.js comes from this server. A click on a point whose

@@ -17,8 +17,8 @@ import pytest
 
 from agent import mig
 from agent.sources import nvidia_smi_list
-from agent.sources.nvidia_smi_xml import SmiParseError
 from agent.sources.saved import build_saved_report, parse_nvidia_smi
+from agent.sources.smi_types import SmiParseError
 from agent.sources.topo_matrix import parse_topo_matrix
 from agent.transport import Spool
 

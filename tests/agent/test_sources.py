@@ -10,8 +10,9 @@ import pytest
 
 from agent.mig import derive_mig_profile
 from agent.sources.nvidia_smi_text import parse_nvidia_smi_text
-from agent.sources.nvidia_smi_xml import SmiParseError, parse_nvidia_smi_xml
+from agent.sources.nvidia_smi_xml import parse_nvidia_smi_xml
 from agent.sources.saved import build_saved_report, parse_nvidia_smi
+from agent.sources.smi_types import SmiParseError
 from agent.sources.topo_matrix import parse_topo_matrix
 from agent.sources.values import clean, to_bool, to_bytes
 

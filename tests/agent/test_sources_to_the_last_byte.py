@@ -8,8 +8,9 @@ import json
 import pytest
 
 from agent.sources.identify import LIST, QUERY, QUERY_XML, TOPOLOGY, output_kind
-from agent.sources.nvidia_smi_xml import SmiParseError, parse_nvidia_smi_xml
+from agent.sources.nvidia_smi_xml import parse_nvidia_smi_xml
 from agent.sources.saved import build_saved_report, parse_nvidia_smi
+from agent.sources.smi_types import SmiParseError
 from agent.sources.text import TextDecodeError, decode_text
 from agent.sources.topo_matrix import parse_topo_matrix
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from core.figures import MAX_MARKS
 from fabric.figures import (
     DEGRADED,
     DEGRADED_COLOUR,
@@ -19,7 +20,6 @@ from fabric.figures import (
     rail_colour,
     trunk_bundles,
 )
-from topology.figures.common import MAX_MARKS
 
 
 def _facts(

@@ -147,7 +147,7 @@ def test_a_large_fabric_is_drawn_at_switch_level_beside_a_small_one_in_detail(si
 
 
 def test_the_overview_card_costs_the_same_queries_for_one_fabric_or_three(signed_in):
-    from fabric.pages import fabric_cards
+    from fabric.selectors import fabric_cards
 
     def cost() -> tuple[int, list]:
         with CaptureQueriesContext(connection) as captured:
@@ -175,13 +175,8 @@ def test_the_switch_level_aggregates_summed_in_sql_draw_what_every_cable_read_dr
     from fabric.choices import LinkState
     from fabric.figures import fabric_figure, trunk_bundles
     from fabric.models import FabricLink
-    from fabric.pages import (
-        _cables,
-        _host_cables,
-        _trunks,
-        fabric_figure_facts,
-        fabrics_degraded_keys,
-    )
+    from fabric.selectors import fabric_figure_facts, fabrics_degraded_keys
+    from fabric.selectors.figure import _cables, _host_cables, _trunks
 
     built = synthetic_fabric(
         servers=720, rails=2, servers_per_leaf=16, slow={("gpu00003", 1): "4xHDR"}

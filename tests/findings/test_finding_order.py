@@ -12,7 +12,7 @@ from django.utils import timezone
 from findings.choices import FindingType, Severity
 from findings.models import Finding
 from findings.selectors import open_findings, top_open_findings
-from health.pages import gpus_needing_action
+from health.selectors import gpus_needing_action
 from tests.reports import apply_reports, make_report
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ import pytest
 from core.palette import CRITICAL, WARNING, tone_colour
 from health.catalog import xid_info
 from health.models import HealthEvent
-from health.pages import events_by, events_figure, health_overview, repeat_offenders
+from health.selectors import events_by, events_figure, health_overview, repeat_offenders
 from inventory.models import Gpu, Server
 
 pytestmark = pytest.mark.django_db

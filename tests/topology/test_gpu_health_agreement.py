@@ -17,8 +17,7 @@ from django.utils import timezone
 from clusters.reconcile import reconcile_all
 from findings.choices import FindingType
 from findings.models import Finding
-from health.action import findings_needing_action, needing_action_share
-from health.pages import gpus_needing_action
+from health.selectors import findings_needing_action, gpus_needing_action, needing_action_share
 from health.services import health_findings_sync, health_sweep
 from inventory.health import GpuProblem
 from inventory.models import AgentToken, Gpu, Server

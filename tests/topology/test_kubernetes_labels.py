@@ -160,8 +160,7 @@ def test_one_servers_labels_read_its_cables_alone_and_match_the_fabrics():
 def test_the_server_page_suggests_the_labels_its_node_page_does_even_with_a_cable_down():
     from fabric.choices import LinkState
     from fabric.models import FabricLink
-    from fabric.pages import server_fabric
-    from fabric.selectors import fabric_server_labels
+    from fabric.selectors import fabric_server_labels, server_fabric
 
     fabric = three_tiers()
     server_id = next(iter(fabric_server_labels(fabric)))

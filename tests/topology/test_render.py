@@ -321,7 +321,7 @@ def test_agent_strings_are_escaped_in_every_figure_end_to_end():
 def test_the_figure_snippet_embeds_json_that_cannot_close_the_script():
     figure = {"data": [], "layout": {"title": {"text": "</script><script>alert(1)</script>"}}}
     html = render_to_string(
-        "topology/_figure.html", {"name": "matrix", "figure": figure, "label": "Matrix"}
+        "core/_figure.html", {"name": "matrix", "figure": figure, "label": "Matrix"}
     )
     assert 'data-figure="figure-matrix-data"' in html
     assert '<script id="figure-matrix-data" type="application/json">' in html
@@ -332,11 +332,11 @@ def test_the_figure_snippet_embeds_json_that_cannot_close_the_script():
 
 
 def test_the_figure_snippet_asks_the_api_when_given_no_figure():
-    html = render_to_string("topology/_figure.html", {"name": "fleet-hierarchy"})
+    html = render_to_string("core/_figure.html", {"name": "fleet-hierarchy"})
     assert 'data-figure-url="/api/v1/figures/fleet-hierarchy/"' in html
     assert "pending" in html and "<script" not in html
     html = render_to_string(
-        "topology/_figure.html", {"name": "x", "url": "/api/v1/figures/racks/", "refresh": 60}
+        "core/_figure.html", {"name": "x", "url": "/api/v1/figures/racks/", "refresh": 60}
     )
     assert 'data-figure-url="/api/v1/figures/racks/"' in html
     assert 'data-figure-refresh="60"' in html
@@ -344,7 +344,7 @@ def test_the_figure_snippet_asks_the_api_when_given_no_figure():
 
 def test_plotly_js_is_served_locally_in_the_version_its_name_says():
     static = Path(settings.BASE_DIR) / "static"
-    scripts = render_to_string("topology/_figure_scripts.html")
+    scripts = render_to_string("core/_figure_scripts.html")
     src = re.search(r'src="/static/(vendor/plotly-[\d.]+\.min\.js)"', scripts).group(1)
     version = re.search(r"plotly-([\d.]+)\.min\.js", src).group(1)
     head = (static / src).read_text(encoding="utf-8")[:200]

@@ -9,22 +9,16 @@ browser. The dicts have the shape `plotly.graph_objects.Figure(...).to_plotly_js
 Escaping: plotly.js renders a subset of HTML (`<b>`, `<br>`, `<a href>`, entities) in labels,
 hover text, tick labels, legend names and titles. Every string that came from an agent or a
 scheduler (hostnames, GPU names, MIG profiles, node and cluster names, NIC names, even link
-classes) goes through `esc` before it lands in a figure.
+classes) goes through `core.figures.esc` before it lands in a figure.
 
 Scale: no figure draws more than MAX_MARKS marks (sectors, links, markers, bars). Fleet
 figures aggregate, by server model or rack, above their detail limits and say so in their
 title; `layout.meta` tells the page whether a figure is aggregated or empty.
 """
 
-from .common import (
-    MAX_MARKS,
-    NVLINK_COLOURS,
-    SPEED_SCALE,
-    UNKNOWN_COLOUR,
-    Figure,
-    esc,
-    natural_key,
-)
+from core.figures import MAX_MARKS, Figure, esc, natural_key
+
+from .common import NVLINK_COLOURS, SPEED_SCALE, UNKNOWN_COLOUR
 from .fleet import (
     FleetRows,
     GpuCountRow,

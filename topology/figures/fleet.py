@@ -11,29 +11,31 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
 
 from agent.mig import mig_slices, parse_mig_profile
+from core.figures import (
+    GROUP_COLOURS,
+    LINE,
+    MAX_MARKS,
+    Figure,
+    base_layout,
+    bottom_legend,
+    empty_figure,
+    esc,
+    figure_title,
+    hidden_axes,
+    legend_swatch,
+    natural_key,
+    plural,
+)
 
 from .common import (
-    GROUP_COLOURS,
     HIERARCHY_NODE_LIMIT,
     KIND_COLOURS,
     KIND_NAMES,
-    LINE,
-    MAX_MARKS,
     MIG_SECTOR_COLOUR,
     NO_AGENT,
     NO_SCHEDULER,
     SANKEY_DETAIL_LIMIT,
     UNKNOWN_COLOUR,
-    Figure,
-    _bottom_legend,
-    _empty,
-    _hidden_axes,
-    _layout,
-    _legend_swatch,
-    _plural,
-    _title,
-    esc,
-    natural_key,
 )
 
 
@@ -131,7 +133,7 @@ class FleetView:
             parts.append(
                 f"{esc(s['rack'])}" + (f" U{s['rack_position']}" if s["rack_position"] else "")
             )
-        parts.append(_plural(self.gpu_total(server_id), "GPU"))
+        parts.append(plural(self.gpu_total(server_id), "GPU"))
         text = " · ".join(parts)
         host = self.host(server_id)
         if host:
@@ -179,7 +181,7 @@ def fleet_hierarchy_figure(
     )
     total = sum(fleet.gpu_total(sid) for sid in with_gpus)
     if not total:
-        return _empty("No GPUs reported yet.")
+        return empty_figure("No GPUs reported yet.")
     groups: dict[str, list[int]] = defaultdict(list)
     for sid in with_gpus:
         clusters = sorted({n["cluster"] for n in fleet.nodes_by_server[sid]})
@@ -201,11 +203,11 @@ def fleet_hierarchy_figure(
     aggregated = mode != "node" or any(len(m) > node_limit for m in groups.values())
 
     servers_with_gpus = len(with_gpus)
-    title = f"{_plural(total, 'GPU')} on {_plural(servers_with_gpus, 'server')}, by scheduler"
+    title = f"{plural(total, 'GPU')} on {plural(servers_with_gpus, 'server')}, by scheduler"
     if aggregated:
         title += " · large groups are shown by server model; click a sector to zoom in"
     elif fleet.orphans:
-        title += f" · {_plural(len(fleet.orphans), 'node')} without an agent not shown"
+        title += f" · {plural(len(fleet.orphans), 'node')} without an agent not shown"
     return {
         "data": [
             {
@@ -230,10 +232,10 @@ def fleet_hierarchy_figure(
                 "insidetextorientation": "auto",
             }
         ],
-        "layout": _layout(
+        "layout": base_layout(
             height=600,
             margin={"l": 10, "r": 10, "t": 36, "b": 10},
-            title=_title(title),
+            title=figure_title(title),
             meta={
                 "empty": False,
                 "aggregated": aggregated,
@@ -256,7 +258,7 @@ def _hierarchy_sectors(
             "value": total,
             "level": "fleet",
             "count": total,
-            "hover": f"<b>{_plural(total, 'GPU')}</b> in the inventory",
+            "hover": f"<b>{plural(total, 'GPU')}</b> in the inventory",
             "colour": "#ffffff",
         }
     ]
@@ -295,7 +297,7 @@ def _hierarchy_sectors(
                         "value": value,
                         "level": "mig",
                         "count": instances,
-                        "hover": f"<b>{_plural(instances, 'MIG instance')}</b> "
+                        "hover": f"<b>{plural(instances, 'MIG instance')}</b> "
                         f"{esc(profile)} on {esc(model)}<br>{value:g} GPUs' worth of slices",
                         "colour": MIG_SECTOR_COLOUR,
                     }
@@ -316,7 +318,7 @@ def _hierarchy_sectors(
                         "count": whole,
                         "hover": f"<b>{esc(model or 'unknown GPU')}</b>: "
                         + (
-                            f"{_plural(whole, 'GPU')} not in MIG mode"
+                            f"{plural(whole, 'GPU')} not in MIG mode"
                             if whole
                             else "MIG slices not in an instance"
                         ),
@@ -340,8 +342,8 @@ def _hierarchy_sectors(
                 "value": gpus,
                 "level": "group",
                 "count": gpus,
-                "hover": f"<b>{esc(group)}</b><br>{_plural(len(members), 'server')}, "
-                f"{_plural(gpus, 'GPU')}",
+                "hover": f"<b>{esc(group)}</b><br>{plural(len(members), 'server')}, "
+                f"{plural(gpus, 'GPU')}",
                 "colour": colour,
             }
         )
@@ -379,8 +381,8 @@ def _hierarchy_sectors(
                         "value": gpus,
                         "level": "server_model",
                         "count": gpus,
-                        "hover": f"<b>{_plural(len(sids), 'server')}</b> {esc(model)}"
-                        f"<br>{_plural(gpus, 'GPU')}",
+                        "hover": f"<b>{plural(len(sids), 'server')}</b> {esc(model)}"
+                        f"<br>{plural(gpus, 'GPU')}",
                         "colour": colour,
                     }
                 )
@@ -459,7 +461,7 @@ def server_node_map_figure(
     """
     fleet = FleetView(rows)
     if not fleet.servers and not fleet.orphans:
-        return _empty("No servers or nodes yet.")
+        return empty_figure("No servers or nodes yet.")
     sankey = _server_node_detail(fleet)
     aggregated = len(sankey.links) > detail_limit
     if aggregated:
@@ -472,8 +474,8 @@ def server_node_map_figure(
         1 for sid in fleet.servers if _unscheduled(fleet, sid) and not fleet.vms_by_host[sid]
     )
     title = (
-        f"{_plural(len(fleet.servers), 'server')} → {_plural(len(fleet.nodes), 'node')}: "
-        f"{_plural(bindings, 'binding')}, {unscheduled:,} in no scheduler, "
+        f"{plural(len(fleet.servers), 'server')} → {plural(len(fleet.nodes), 'node')}: "
+        f"{plural(bindings, 'binding')}, {unscheduled:,} in no scheduler, "
         f"{len(fleet.orphans):,} without an agent"
     )
     if aggregated:
@@ -511,16 +513,16 @@ def server_node_map_figure(
                     "color": [link_kind_colour.get(link[4], LINE) for link in sankey.links],
                 },
             },
-            *(_legend_swatch(KIND_NAMES[k], KIND_COLOURS[k]) for k in kinds_present),
+            *(legend_swatch(KIND_NAMES[k], KIND_COLOURS[k]) for k in kinds_present),
         ],
-        "layout": _layout(
+        "layout": base_layout(
             height=max(380, min(1600, 80 + 18 * right_column)),
             margin={"l": 10, "r": 10, "t": 36, "b": 10},
-            title=_title(title),
-            xaxis=_hidden_axes(),
-            yaxis=_hidden_axes(),
+            title=figure_title(title),
+            xaxis=hidden_axes(),
+            yaxis=hidden_axes(),
             showlegend=True,
-            legend=_bottom_legend(orientation="h"),
+            legend=bottom_legend(orientation="h"),
             meta={"empty": False, "aggregated": aggregated, "links": len(sankey.links)},
         ),
     }
@@ -571,7 +573,7 @@ def _server_node_detail(fleet: FleetView) -> _Sankey:
                 f"n{node['id']}",
                 f"{esc(node['cluster'])}/{esc(node['name'])}",
                 f"<b>{esc(node['cluster'])}/{esc(node['name'])}</b> {esc(node['kind'])} node"
-                f"<br>advertises {_plural(node['gpu_capacity'], 'GPU')}"
+                f"<br>advertises {plural(node['gpu_capacity'], 'GPU')}"
                 f"<br>server {esc(fleet.servers[sid]['hostname'])}",
                 _node_kind(node),
             )
@@ -612,7 +614,7 @@ def _server_node_detail(fleet: FleetView) -> _Sankey:
             f"n{node['id']}",
             f"{esc(node['cluster'])}/{esc(node['name'])}",
             f"<b>{esc(node['cluster'])}/{esc(node['name'])}</b> {esc(node['kind'])} node"
-            f"<br>advertises {_plural(node['gpu_capacity'], 'GPU')}<br>no agent reports for it",
+            f"<br>advertises {plural(node['gpu_capacity'], 'GPU')}<br>no agent reports for it",
             _node_kind(node),
         )
         sankey.link(
@@ -673,8 +675,8 @@ def _server_node_aggregate(fleet: FleetView, *, by_model: bool) -> _Sankey:
             n = sum(kinds.values())
             return sankey.node(
                 key,
-                f"{esc(name)} · {_plural(n, 'node')}",
-                f"<b>{esc(name)}</b> ({esc(kind)})<br>{_plural(n, 'node')}",
+                f"{esc(name)} · {plural(n, 'node')}",
+                f"<b>{esc(name)}</b> ({esc(kind)})<br>{plural(n, 'node')}",
                 kind if kind in KIND_COLOURS else "kubernetes",
             )
         label, kind = labels[key]
@@ -683,7 +685,7 @@ def _server_node_aggregate(fleet: FleetView, *, by_model: bool) -> _Sankey:
         return sankey.node(
             key,
             f"{label} · {n:,}",
-            f"<b>{label}</b><br>{_plural(n, 'server')}, {_plural(gpus, 'GPU')}",
+            f"<b>{label}</b><br>{plural(n, 'server')}, {plural(gpus, 'GPU')}",
             kind,
         )
 

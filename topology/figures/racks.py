@@ -6,21 +6,23 @@ import re
 from collections import Counter, defaultdict
 from urllib.parse import quote
 
+from core.figures import (
+    MAX_MARKS,
+    Figure,
+    base_layout,
+    empty_figure,
+    esc,
+    figure_title,
+    legend_swatch,
+    natural_key,
+    plural,
+    side_legend,
+)
 from core.palette import CRITICAL, INFO, NEUTRAL, OK, WARNING, tone_colour
 
 from .common import (
-    MAX_MARKS,
     RACK_DETAIL_LIMIT,
     RACK_LABEL_LIMIT,
-    Figure,
-    _empty,
-    _layout,
-    _legend_swatch,
-    _plural,
-    _side_legend,
-    _title,
-    esc,
-    natural_key,
 )
 from .fleet import FleetRows, FleetView, ServerRow
 
@@ -43,7 +45,7 @@ def rack_figure(
     fleet = FleetView(rows)
     racked = [s for s in fleet.servers.values() if s["rack"]]
     if not racked:
-        return _empty(
+        return empty_figure(
             "No server has a rack position yet: set rack and position (U) on the servers."
         )
     racks = sorted({s["rack"] for s in racked}, key=natural_key)
@@ -156,13 +158,13 @@ def _rack_detail(
                 },
                 "showlegend": False,
             },
-            *(_legend_swatch(HEALTH_NAMES.get(t, "unknown"), tone_colour(t)) for t in present),
+            *(legend_swatch(HEALTH_NAMES.get(t, "unknown"), tone_colour(t)) for t in present),
         ],
-        "layout": _layout(
+        "layout": base_layout(
             height=max(640, 14 * (top + 1) + 80),
             margin={"l": 10, "r": 10, "t": 36, "b": 10},
-            title=_title(
-                f"{_plural(len(placed), 'server')} in {_plural(len(racks), 'rack')} · "
+            title=figure_title(
+                f"{plural(len(placed), 'server')} in {plural(len(racks), 'rack')} · "
                 "height: the chassis in U · colour: worst open finding · click a server"
             ),
             barmode="overlay",
@@ -182,7 +184,7 @@ def _rack_detail(
                 "automargin": True,
             },
             showlegend=True,
-            legend=_side_legend("Health"),
+            legend=side_legend("Health"),
             meta={
                 "empty": False,
                 "aggregated": False,
@@ -213,7 +215,7 @@ def _rack_aggregate(
     x = [esc(r) for r in shown]
     y = [gpus[r] for r in shown]
     hovers = [
-        f"<b>rack {esc(r)}</b>: {_plural(servers[r], 'server')}, {_plural(gpus[r], 'GPU')}<br>"
+        f"<b>rack {esc(r)}</b>: {plural(servers[r], 'server')}, {plural(gpus[r], 'GPU')}<br>"
         + ", ".join(f"{n:,} × {esc(m or 'unknown GPU')}" for m, n in models[r].most_common(5))
         + "<br>click to list its servers"
         for r in shown
@@ -223,8 +225,8 @@ def _rack_aggregate(
         x.append(f"other racks ({len(other):,})")
         y.append(sum(gpus[r] for r in other))
         hovers.append(
-            f"<b>{_plural(len(other), 'other rack')}</b>: "
-            f"{_plural(sum(servers[r] for r in other), 'server')}, {_plural(y[-1], 'GPU')}"
+            f"<b>{plural(len(other), 'other rack')}</b>: "
+            f"{plural(sum(servers[r] for r in other), 'server')}, {plural(y[-1], 'GPU')}"
         )
         urls.append([""])
     return {
@@ -240,11 +242,11 @@ def _rack_aggregate(
                 "marker": {"color": "#2f6f9f"},
             }
         ],
-        "layout": _layout(
+        "layout": base_layout(
             height=480,
             margin={"l": 10, "r": 10, "t": 36, "b": 10},
-            title=_title(
-                f"{_plural(len(racked), 'server')} in {_plural(len(racks), 'rack')}: GPUs per "
+            title=figure_title(
+                f"{plural(len(racked), 'server')} in {plural(len(racks), 'rack')}: GPUs per "
                 "rack · click a rack to list its servers"
             ),
             xaxis={

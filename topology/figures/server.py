@@ -8,27 +8,29 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from agent.mig import mig_slices, parse_mig_profile
+from core.figures import (
+    MUTED,
+    Figure,
+    base_layout,
+    bottom_legend,
+    empty_figure,
+    esc,
+    hidden_axes,
+    legend_swatch,
+    natural_key,
+    plural,
+    side_legend,
+)
 from inventory.choices import link_rank
 
 from ..interconnect import describe_link_class, interconnect_matrix
 from .common import (
     FREE_SLICE_COLOUR,
     MIG_COLOURS,
-    MUTED,
     NUMA_COLOURS,
     NVLINK_COLOURS,
     PCIE_COLOURS,
     UNKNOWN_COLOUR,
-    Figure,
-    _bottom_legend,
-    _empty,
-    _hidden_axes,
-    _layout,
-    _legend_swatch,
-    _plural,
-    _side_legend,
-    esc,
-    natural_key,
 )
 
 
@@ -105,7 +107,7 @@ def interconnect_matrix_figure(interconnect: Mapping[str, Any]) -> Figure:
     """
     devices = list(interconnect.get("devices") or [])
     if not devices:
-        return _empty("No GPUs or NICs reported: there is no interconnect to show.")
+        return empty_figure("No GPUs or NICs reported: there is no interconnect to show.")
     matrix = interconnect.get("matrix") or interconnect_matrix(
         devices, list(interconnect.get("links") or [])
     )
@@ -165,14 +167,14 @@ def interconnect_matrix_figure(interconnect: Mapping[str, Any]) -> Figure:
         "showlegend": False,
     }
     legend_traces = [
-        _legend_swatch(f"<b>{esc(c)}</b> {esc(describe_link_class(c))}", colour)
+        legend_swatch(f"<b>{esc(c)}</b> {esc(describe_link_class(c))}", colour)
         for c, colour in palette
     ]
     size = len(devices)
     heatmap["textfont"] = {"size": matrix_cell_font_size(size)}
     return {
         "data": [heatmap, *legend_traces],
-        "layout": _layout(
+        "layout": base_layout(
             height=120 + MATRIX_MIN_CELL_PX * size + 22 * (len(palette) + 1),
             margin={"l": 10, "r": 10, "t": 10, "b": 10},
             xaxis={
@@ -195,7 +197,7 @@ def interconnect_matrix_figure(interconnect: Mapping[str, Any]) -> Figure:
                 "ticktext": numa_ticks,
             },
             showlegend=bool(palette),
-            legend=_bottom_legend("Link classes, fastest first"),
+            legend=bottom_legend("Link classes, fastest first"),
             meta={
                 "empty": False,
                 "aggregated": False,
@@ -243,7 +245,7 @@ def nvlink_graph_figure(interconnect: Mapping[str, Any], *, include_nics: bool =
         key=lambda d: (_numa_key(d.get("numa_node")), d.get("index") or 0),
     )
     if not gpus:
-        return _empty("No GPUs reported: there is no NVLink graph to show.")
+        return empty_figure("No GPUs reported: there is no NVLink graph to show.")
     groups: list[object] = []
     for gpu in gpus:
         if gpu.get("numa_node") not in groups:
@@ -290,9 +292,9 @@ def nvlink_graph_figure(interconnect: Mapping[str, Any], *, include_nics: bool =
             count = max(n for _, n in peers)
             x, y = position[key]
             hover = (
-                f"<b>{esc(key)}</b> to the NVSwitch fabric: {_plural(count, 'NVLink')}<br>"
-                f"NV{count} to {_plural(len(peers), 'GPU')} through "
-                f"{_plural(switches, 'NVSwitch', 'NVSwitches')}"
+                f"<b>{esc(key)}</b> to the NVSwitch fabric: {plural(count, 'NVLink')}<br>"
+                f"NV{count} to {plural(len(peers), 'GPU')} through "
+                f"{plural(switches, 'NVSwitch', 'NVSwitches')}"
             )
             edges[count].append((x, y, 0.0, 0.0, hover))
     else:
@@ -313,7 +315,7 @@ def nvlink_graph_figure(interconnect: Mapping[str, Any], *, include_nics: bool =
             xs += [x0, x1, None]
             ys += [y0, y1, None]
         colour = palette.get(f"NV{count}", NVLINK_COLOURS[0])
-        name = f"NV{count}: {_plural(count, 'NVLink')}" + (
+        name = f"NV{count}: {plural(count, 'NVLink')}" + (
             " per GPU to the NVSwitches" if hub else " between the pair"
         )
         group = f"nv{count}"
@@ -354,11 +356,11 @@ def nvlink_graph_figure(interconnect: Mapping[str, Any], *, include_nics: bool =
                 "mode": "markers+text",
                 "x": [0],
                 "y": [0],
-                "text": [f"{_plural(switches, 'NVSwitch', 'NVSwitches')}"],
+                "text": [f"{plural(switches, 'NVSwitch', 'NVSwitches')}"],
                 "textposition": "bottom center",
                 "marker": {"symbol": "diamond", "size": 34, "color": "#14283a"},
                 "hovertext": [
-                    f"<b>{_plural(switches, 'NVSwitch', 'NVSwitches')}</b><br>every GPU's "
+                    f"<b>{plural(switches, 'NVSwitch', 'NVSwitches')}</b><br>every GPU's "
                     "NVLinks go to the switches, so each GPU reaches every other at full "
                     "NVLink bandwidth"
                 ],
@@ -394,13 +396,13 @@ def nvlink_graph_figure(interconnect: Mapping[str, Any], *, include_nics: bool =
 
     return {
         "data": data,
-        "layout": _layout(
+        "layout": base_layout(
             height=540,
             margin={"l": 10, "r": 10, "t": 30, "b": 10},
-            xaxis=_hidden_axes(range=[-1.9, 1.9]),
-            yaxis=_hidden_axes(range=[-1.75, 1.75], scaleanchor="x", scaleratio=1),
+            xaxis=hidden_axes(range=[-1.9, 1.9]),
+            yaxis=hidden_axes(range=[-1.75, 1.75], scaleanchor="x", scaleratio=1),
             showlegend=True,
-            legend=_side_legend(),
+            legend=side_legend(),
             meta={
                 "empty": False,
                 "aggregated": False,
@@ -534,7 +536,7 @@ def mig_layout_figure(gpus: Sequence[Mapping[str, Any]]) -> Figure:
         key=lambda g: g.get("index") or 0,
     )
     if not mig_gpus:
-        return _empty("No GPU is in MIG mode.")
+        return empty_figure("No GPU is in MIG mode.")
     categories: list[str] = []
     free: dict[str, list] = {"y": [], "base": [], "hover": []}
     blocks: dict[str, dict[str, list]] = {}
@@ -655,7 +657,7 @@ def mig_layout_figure(gpus: Sequence[Mapping[str, Any]]) -> Figure:
         )
     return {
         "data": data,
-        "layout": _layout(
+        "layout": base_layout(
             height=max(110 + 56 * len(mig_gpus), 80 + 22 * (len(blocks) + 2)),
             barmode="overlay",
             bargap=0.25,
@@ -678,7 +680,7 @@ def mig_layout_figure(gpus: Sequence[Mapping[str, Any]]) -> Figure:
                 "automargin": True,
             },
             showlegend=True,
-            legend=_side_legend("GPU instance profiles"),
+            legend=side_legend("GPU instance profiles"),
             annotations=annotations,
             meta={"empty": False, "aggregated": False, "unplaced": len(unplaced)},
         ),
@@ -717,7 +719,7 @@ def highlight_gpus(
         for y in positions
         if x != y
     ]
-    marker = _legend_swatch("chosen by placement", "#1f6feb", symbol="square-open")
+    marker = legend_swatch("chosen by placement", "#1f6feb", symbol="square-open")
     layout = {**figure["layout"], "shapes": [*figure["layout"].get("shapes", []), *shapes]}
     return {**figure, "data": [*figure["data"], marker], "layout": layout}
 
@@ -858,21 +860,21 @@ def pcie_tree_figure(interconnect: Mapping[str, Any], *, include_nics: bool = Tr
         )
     return {
         "data": data,
-        "layout": _layout(
+        "layout": base_layout(
             height=360,
             margin={"l": 10, "r": 10, "t": 60, "b": 10},
             title={
-                "text": f"No NVLink between these {_plural(gpu_count, 'GPU')}: they reach each "
+                "text": f"No NVLink between these {plural(gpu_count, 'GPU')}: they reach each "
                 "other over PCIe,<br>through the switches and host bridges below (the matrix "
                 "gives each pair's path).",
                 "x": 0,
                 "xanchor": "left",
                 "font": {"size": 13, "color": MUTED},
             },
-            xaxis=_hidden_axes(range=[-0.8, max(column - 0.5, 1.0)]),
-            yaxis=_hidden_axes(range=[-0.6, 2.6]),
+            xaxis=hidden_axes(range=[-0.8, max(column - 0.5, 1.0)]),
+            yaxis=hidden_axes(range=[-0.6, 2.6]),
             showlegend=True,
-            legend=_bottom_legend(),
+            legend=bottom_legend(),
             meta={
                 "empty": False,
                 "aggregated": False,

@@ -1,24 +1,23 @@
-"""Reads for the fabric pages: the figure's facts, a switch's ports, a server's cables and
-labels, the overview's card. A fixed number of queries per fabric whatever its size; at
-switch level and above the figure reads aggregates summed by the database, never a cable
-one by one (and the page reads that figure as stored at its revision: `fabric.render`).
+"""Reads for the fabric figure: its facts and the cables the open findings call degraded.
+
+A fixed number of queries per fabric whatever its size; at switch level and above the figure
+reads aggregates summed by the database, never a cable one by one (and the page reads that
+figure as stored at its revision: `fabric.render`).
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
 
 from django.db.models import Count, F, Q, Sum
 from django.urls import reverse
 
 from findings.choices import FindingType
 from findings.models import Finding
-from inventory.models import Server
 
-from . import binding
-from .choices import LinkState
-from .figures import (
+from .. import binding
+from ..choices import LinkState
+from ..figures import (
     DEGRADED,
     DETAIL,
     DOWN,
@@ -33,9 +32,8 @@ from .figures import (
     level_for,
     merge_bundles,
 )
-from .models import Fabric, FabricLink, Switch
-from .selectors import fabric_server_labels
-from .services import host_key
+from ..graph import host_key
+from ..models import Fabric, FabricLink, Switch
 
 
 def fabrics_degraded_keys(names: list[str]) -> dict[str, set[str]]:
@@ -293,192 +291,3 @@ def _switch_level_facts(
             )
         )
     return loads, {fabric_id: merge_bundles(found) for fabric_id, found in parts.items()}
-
-
-# -- a switch ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PortRow:
-    port: int
-    port_name: str
-    peer: str
-    peer_port: int | None
-    peer_url: str
-    speed: str
-    gbps: float | None
-    state: str
-    rail: int | None
-
-
-def switch_ports(switch: Switch) -> list[PortRow]:
-    """Every live port of a switch, both ends' sides of the cable (one query)."""
-    rows = (
-        FabricLink.objects.filter(Q(a_switch=switch) | Q(b_switch=switch), gone_at__isnull=True)
-        .select_related("a_switch", "b_switch", "b_adapter__server")
-        .order_by("a_port")
-    )
-    ports = []
-    for link in rows:
-        if link.a_switch_id == switch.pk:
-            port, peer_port = link.a_port, link.b_port
-            port_name = link.a_port_name
-            if link.b_switch is not None:
-                peer = str(link.b_switch)
-                url = reverse("fabric-switch-detail", args=[link.b_switch_id])
-            elif link.b_adapter is not None:
-                server = link.b_adapter.server
-                nic = f" {link.b_adapter.nic}" if link.b_adapter.nic else ""
-                peer = (server.hostname if server else str(link.b_adapter)) + nic
-                url = reverse("server-detail", args=[server.pk]) if server else ""
-            else:
-                peer, url = "", ""
-            rail = link.b_adapter.rail if link.b_adapter else None
-        else:
-            port, peer_port = link.b_port or 0, link.a_port
-            port_name = ""
-            peer = str(link.a_switch)
-            url = reverse("fabric-switch-detail", args=[link.a_switch_id])
-            rail = None
-        ports.append(
-            PortRow(port, port_name, peer, peer_port, url, link.speed, link.gbps, link.state, rail)
-        )
-    return sorted(ports, key=lambda p: (p.port, p.port_name))
-
-
-# -- a server ---------------------------------------------------------------------------
-
-
-@dataclass
-class ServerFabric:
-    fabric: str
-    nics: list[dict] = field(default_factory=list)
-    labels: dict[str, str] = field(default_factory=dict)
-
-
-def server_fabric(server_id: int) -> list[ServerFabric]:
-    """Each NIC of a server on each fabric: switch, port, rail, speed; and the node labels a
-    Kubernetes scheduler could use for the switch tiers, as its node's page gives them
-    (`selectors.fabric_server_labels`). One query, three more per fabric."""
-    rows = (
-        FabricLink.objects.filter(
-            b_adapter__server_id=server_id,
-            b_adapter__gone_at__isnull=True,
-            gone_at__isnull=True,
-            a_switch__isnull=False,
-        )
-        .select_related("fabric", "a_switch", "b_adapter")
-        .only(
-            "fabric__name",
-            "a_switch__name",
-            "a_switch__guid",
-            "a_port",
-            "a_port_name",
-            "b_adapter__nic",
-            "b_adapter__guid",
-            "b_adapter__rail",
-            "width",
-            "lane_speed",
-            "gbps",
-            "state",
-        )
-        .order_by("fabric__name", "b_adapter__nic", "b_adapter__guid")
-    )
-    found: dict[int, ServerFabric] = {}
-    fabrics: dict[int, Fabric] = {}
-    for link in rows:
-        entry = found.setdefault(link.fabric_id, ServerFabric(link.fabric.name))
-        fabrics[link.fabric_id] = link.fabric
-        entry.nics.append(
-            {
-                "nic": link.b_adapter.nic or link.b_adapter.guid,
-                "switch": str(link.a_switch),
-                "switch_id": link.a_switch_id,
-                "port": link.a_port_name or link.a_port,
-                "rail": link.b_adapter.rail,
-                "speed": link.speed,
-                "gbps": link.gbps,
-                "state": link.state,
-            }
-        )
-    for fabric_id, entry in found.items():
-        entry.labels = fabric_server_labels(fabrics[fabric_id], server_id).get(server_id, {})
-    return list(found.values())
-
-
-# -- the overview's card ---------------------------------------------------------------
-
-
-@dataclass
-class FabricCard:
-    name: str
-    switches: int
-    cables: int
-    ports_down: int
-    by_model: list[tuple[str, int, float | None]]
-    """(server model, servers, Gb/s per GPU) for the bound servers on the fabric."""
-
-
-def fabric_cards() -> list[FabricCard]:
-    """Per fabric: switch, cable and down-port counts of its last snapshot, and network
-    bandwidth per GPU by server model, for the bound servers on it. Four queries, whatever
-    the number of fabrics."""
-    fabrics = list(
-        Fabric.objects.select_related("last_snapshot").only(
-            "name",
-            "last_snapshot__switch_count",
-            "last_snapshot__link_count",
-            "last_snapshot__ports_down",
-        )
-    )
-    host_cables = FabricLink.objects.filter(
-        gone_at__isnull=True,
-        state=LinkState.UP,
-        b_adapter__server__isnull=False,
-        b_adapter__gone_at__isnull=True,
-    )
-    gbps: dict[tuple[int, str], float] = {
-        (row["fabric_id"], row["b_adapter__server__product"]): row["gbps"] or 0.0
-        for row in host_cables.order_by()
-        .values("fabric_id", "b_adapter__server__product")
-        .annotate(gbps=Sum("gbps"))
-    }
-    members = list(
-        host_cables.order_by()
-        .values_list("fabric_id", "b_adapter__server_id", "b_adapter__server__product")
-        .distinct()
-    )
-    gpus = dict(
-        Server.objects.filter(id__in={server_id for _, server_id, _ in members})
-        .annotate(n=Count("gpus"))
-        .values_list("id", "n")
-    )
-    servers: dict[tuple[int, str], int] = defaultdict(int)
-    gpu_count: dict[tuple[int, str], int] = defaultdict(int)
-    for fabric_id, server_id, product in members:
-        servers[(fabric_id, product)] += 1
-        gpu_count[(fabric_id, product)] += gpus.get(server_id, 0)
-    cards = []
-    for fabric in fabrics:
-        snapshot = fabric.last_snapshot
-        by_model = [
-            (
-                product or "unknown model",
-                servers[(fabric_id, product)],
-                total / gpu_count[(fabric_id, product)]
-                if gpu_count[(fabric_id, product)]
-                else None,
-            )
-            for (fabric_id, product), total in sorted(gbps.items(), key=lambda i: i[0][1] or "")
-            if fabric_id == fabric.pk
-        ]
-        cards.append(
-            FabricCard(
-                fabric.name,
-                snapshot.switch_count if snapshot else 0,
-                snapshot.link_count if snapshot else 0,
-                snapshot.ports_down if snapshot else 0,
-                by_model,
-            )
-        )
-    return cards
