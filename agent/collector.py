@@ -18,9 +18,8 @@ from .counters import empty_health, health_warnings, read_health
 from .host import SysHost
 from .nvml import GpuFabricInfo, NvmlBackend, NvmlError, NvmlUnavailableError, cpu_list
 from .pcitopo import classify_pci_paths
-from .schema import SCHEMA_VERSION, normalize_pci_bus_id, synthetic_uuid
+from .schema import MAX_WARNINGS, SCHEMA_VERSION, normalize_pci_bus_id, synthetic_uuid
 
-MAX_WARNINGS = 256
 MAX_NICS = 256  # the schema's bounds
 MAX_LINKS = 8192
 

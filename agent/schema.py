@@ -18,6 +18,9 @@ SCHEMA_VERSION = "cluster-atlas/report/v1"
 # Not facts about the server: `events` are new each time (stored once each by health), so a
 # report carrying some is never a heartbeat, and the next one without them is one again.
 VOLATILE_KEYS = ("collected_at", "events")
+# The most `warnings` a report carries (the schema's maxItems): the agent cuts there, and the
+# backend, merging a partial report's warnings with the last full one's, cuts there too.
+MAX_WARNINGS = 256
 # The agent names its facts' digest in this header (`sha256:<hex>`); with an empty body the
 # backend answers 200 "unchanged" when it equals the last applied report's, else 409.
 DIGEST_HEADER = "X-Atlas-Report-Digest"

@@ -28,12 +28,11 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from functools import lru_cache
 from typing import IO, Any
 
-from ..schema import normalize_pci_bus_id
+from ..schema import MAX_WARNINGS, normalize_pci_bus_id
 
 KINDS = ("xid", "sxid", "fallen_off_bus", "probe_failure")
 MAX_EVENTS = 256  # distinct events one parse keeps
 MAX_REPORT_EVENTS = 1024  # the schema's bound on a report's events
-MAX_WARNINGS = 256
 MAX_MESSAGE = 500
 MAX_LINE = 65536  # longer lines are cut: no kernel line is this long
 UTC = timezone.utc  # noqa: UP017 - the agent runs on Python 3.10

@@ -33,8 +33,7 @@ from django.db.models import Case, F, Q, Value, When
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from agent.collector import MAX_WARNINGS
-from agent.schema import normalize_pci_bus_id, synthetic_uuid
+from agent.schema import MAX_WARNINGS, normalize_pci_bus_id, synthetic_uuid
 
 from ..choices import ChangeKind, GpuStatus, ReportStatus, ServerState
 from ..identity import normalize_machine_id, normalize_uuid

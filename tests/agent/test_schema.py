@@ -9,3 +9,9 @@ def test_pci_bus_ids_from_nvml_and_sysfs_compare_equal():
 
 def test_schema_names_its_version():
     assert load_schema()["properties"]["schema"]["const"] == "cluster-atlas/report/v1"
+
+
+def test_max_warnings_is_the_schemas_bound():
+    from agent.schema import MAX_WARNINGS, load_schema
+
+    assert load_schema()["properties"]["warnings"]["maxItems"] == MAX_WARNINGS
