@@ -11,7 +11,16 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from config.celery import app as celery_app
+from core import schedule as schedule_module
 from core.schedule import InProcessScheduler, run_schedule
+
+
+@pytest.fixture(autouse=True)
+def no_database(monkeypatch):
+    """These tests run schedules of their own tasks, none of which touch the database; the
+    connection hygiene between tasks (tested end to end in tests/integration) would open the
+    test database, which pytest-django forbids outside a db test."""
+    monkeypatch.setattr(schedule_module, "close_old_connections", lambda: None)
 
 
 def test_it_runs_the_entries_of_the_settings_beat_schedule_and_no_other_list():
