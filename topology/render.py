@@ -29,9 +29,9 @@ from .figures import (
     rack_figure,
     server_node_map_figure,
 )
-from .fleet import fleet_rows
 from .interconnect import server_interconnect
 from .models import RenderedFigure
+from .selectors import fleet_rows
 
 logger = logging.getLogger(__name__)
 

@@ -133,7 +133,7 @@ def fleet_rows(
     hostname: str = "gpu-{i:05d}",
     gpu_model: str = "",
 ) -> FleetRows:
-    """A generated fleet as plain rows, as `topology.fleet.fleet_rows` reads them.
+    """A generated fleet as plain rows, as `topology.selectors.fleet_rows` reads them.
 
     Server i is bound to one node in clusters[i % len]; every `both_every`-th also to a node
     of the next cluster; every `unscheduled_every`-th to none. The first `vm_hosts` servers

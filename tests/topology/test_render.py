@@ -24,7 +24,6 @@ from inventory.selectors import server_detail
 from tests.nodes import k8s_node, k8s_node_list, scontrol_node, scontrol_text
 from tests.reports import apply_reports, make_report
 from topology import tasks
-from topology.fleet import fleet_rows
 from topology.models import RenderedFigure
 from topology.render import (
     FLEET_FIGURES,
@@ -33,6 +32,7 @@ from topology.render import (
     fleet_revision,
     server_figures,
 )
+from topology.selectors import fleet_rows
 
 from .test_figures import EVIL_GPU, EVIL_HOST, assert_escaped, sankey_links, strings
 
