@@ -6,7 +6,6 @@ from contextlib import suppress
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.response import TemplateResponse
@@ -28,7 +27,6 @@ from .services import (
     node_bind,
 )
 from .tables import FINDING_FILTERS, NODE_FILTERS, NODE_TABLE, finding_table
-from .tasks import reconcile_soon
 
 
 @login_required
@@ -135,12 +133,10 @@ def node_detail(request: HttpRequest, pk: int) -> HttpResponse:
             raise PermissionDenied
         if request.POST.get("action") == "unbind":
             node_bind(node=node, server=None)
-            transaction.on_commit(reconcile_soon)
             return redirect("node-detail", pk=node.pk)
         bind_form = NodeBindForm(request.POST)
         if bind_form.is_valid():
             node_bind(node=node, server=bind_form.cleaned_data["server"])
-            transaction.on_commit(reconcile_soon)
             return redirect("node-detail", pk=node.pk)
     # A TemplateResponse, so that topology's node page can add what clusters/ cannot know.
     return TemplateResponse(
