@@ -7,6 +7,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -16,6 +17,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from core.safe_input import InputRejected, check_strings, decode_text, json_loads
+from core.tasks import send_or_log
 from inventory.models import Server
 from inventory.services import revision_bump
 
@@ -124,12 +126,8 @@ class SnapshotResult:
     message: str = ""
 
 
-@dataclass(frozen=True)
-class _Parsed:
-    """A parsed and validated snapshot: a node set, or a pod list."""
-
-    nodes: Snapshot | None = None
-    pods: list[PodRecord] | None = None
+_Parsed = Snapshot | list[PodRecord]
+"""A parsed and validated snapshot: a node set, or a pod list."""
 
 
 def cluster_name_valid(name: str) -> bool:
@@ -145,6 +143,7 @@ def snapshot_ingest(
     `kubectl get pods -A -o json` snapshot sets the GPUs in use per Kubernetes node. A name
     not yet known creates the cluster, its kind taken from the format. A node snapshot that
     would mark half or more of the live nodes gone, or too many, is held (see `_apply`).
+    An applied snapshot requests a reconcile once it commits (`reconcile_soon`).
     Raises SnapshotRejected, naming the fields at fault, and then stores nothing.
     """
     _check_name(cluster_name)
@@ -184,7 +183,8 @@ def snapshot_receive(
     Above ATLAS_SNAPSHOT_SYNC_MAX_BYTES the raw body is stored (after the checks that cost
     no parsing: name, UTF-8, NUL) and `enqueue` is called with its id after commit; the
     answer is `pending`, and the snapshot's status says what became of it. When the broker
-    is away it stays pending and the sweep applies it.
+    is away it stays pending and the sweep applies it. Applied, now or by the worker, it
+    requests a reconcile once it commits.
     """
     _check_name(cluster_name)
     if len(raw) <= settings.ATLAS_SNAPSHOT_SYNC_MAX_BYTES:
@@ -199,8 +199,14 @@ def snapshot_receive(
             cluster_name=cluster_name, raw=raw, size_bytes=len(raw), confirm_shrink=confirm_shrink
         )
         if enqueue is not None:
-            snapshot_id = row.pk
-            transaction.on_commit(lambda: _safe_enqueue(enqueue, snapshot_id))
+            transaction.on_commit(
+                partial(
+                    send_or_log,
+                    partial(enqueue, row.pk),
+                    what=f"snapshot {row.pk}",
+                    then="it stays pending for the sweep",
+                )
+            )
     return _result(row)
 
 
@@ -260,17 +266,6 @@ def snapshot_prune() -> int:
     return deleted
 
 
-def _safe_enqueue(enqueue: Callable[[int], None], snapshot_id: int) -> None:
-    try:
-        enqueue(snapshot_id)
-    except Exception as exc:  # the broker is away: the sweep applies pending snapshots
-        logger.warning(
-            "could not enqueue snapshot %s (%s); it stays pending for the sweep",
-            snapshot_id,
-            type(exc).__name__,
-        )
-
-
 def _check_name(cluster_name: str) -> None:
     if not cluster_name_valid(cluster_name):
         raise SnapshotRejected(
@@ -290,13 +285,13 @@ def _parse(raw: bytes) -> _Parsed:
         except InputRejected as exc:
             raise SnapshotRejected.from_input(exc) from None
         return _parse_document(document)
-    return _Parsed(nodes=_validated(_parsing(parse_snapshot, text)))
+    return _validated(_parsing(parse_snapshot, text))
 
 
 def _parse_document(document: Any) -> _Parsed:
     if isinstance(document, dict) and _is_pod_list(document):
-        return _Parsed(pods=_parsing(parse_pods, document))
-    return _Parsed(nodes=_validated(_parsing(parse_document, document)))
+        return _parsing(parse_pods, document)
+    return _validated(_parsing(parse_document, document))
 
 
 def _parsing(parse: Callable[[Any], Any], source: Any) -> Any:
@@ -337,9 +332,9 @@ def _apply(row: ClusterSnapshot, parsed: _Parsed, *, raw: bytes) -> SnapshotResu
     next snapshot shows the same node set, or one is posted with `confirm_shrink`: one bad
     capture must never empty a cluster.
     """
-    if parsed.pods is not None:
-        return _pods_apply(row, parsed.pods)
-    snapshot = parsed.nodes
+    if isinstance(parsed, list):
+        return _pods_apply(row, parsed)
+    snapshot = parsed
     now = timezone.now()
     cluster = _cluster_for(row.cluster_name, snapshot.kind)
     row.kind, row.format, row.nodes = cluster.kind, snapshot.format, len(snapshot.nodes)
@@ -376,6 +371,7 @@ def _apply(row: ClusterSnapshot, parsed: _Parsed, *, raw: bytes) -> SnapshotResu
         last_error="",
     )
     revision_bump(name="nodes")
+    _reconcile_on_commit()
     row.added, row.gone = added, gone
     return _finish(row, SnapshotStatus.APPLIED)
 
@@ -553,18 +549,29 @@ def _pods_apply(row: ClusterSnapshot, pods: list[PodRecord]) -> SnapshotResult:
         node.mig_used = dict(mig_used.get(node.name, {}))
     Node.objects.bulk_update(nodes, ["gpu_used", "mig_used"], batch_size=2000)
     revision_bump(name="nodes")
+    _reconcile_on_commit()
     row.nodes, row.added, row.gone = len(nodes), 0, 0
     return _finish(row, SnapshotStatus.APPLIED)
 
 
 def node_bind(*, node: Node, server: Server | None) -> Node:
-    """A person binds a node to a server (or unbinds it: back to automatic binding)."""
+    """A person binds a node to a server (or unbinds it: back to automatic binding); the
+    reconcile that follows (on commit) re-judges the node and both servers."""
     node.server = server
     node.binding_method = BindingMethod.MANUAL if server else BindingMethod.NONE
     node.bound_at = timezone.now() if server else None
     node.save(update_fields=["server", "binding_method", "bound_at"])
     revision_bump(name="nodes")
+    _reconcile_on_commit()
     return node
+
+
+def _reconcile_on_commit() -> None:
+    """A node set, its GPUs in use or a binding changed: once that commits, one reconcile is
+    requested (`reconcile_soon`: at most one waits in the queue, however many ask)."""
+    from .tasks import reconcile_soon  # the tasks are adapters over this module
+
+    transaction.on_commit(reconcile_soon)
 
 
 def cluster_sync(*, cluster_id: int) -> str:

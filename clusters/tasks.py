@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import logging
 from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
-from django.db import OperationalError
 from django.db.models import Q
 from django.utils import timezone
+
+from core.tasks import enqueue, retry_policy
 
 from . import selectors
 from .choices import SnapshotStatus
 from .models import ClusterSnapshot, ReconcileState
-from .reconcile import reconcile_all, reconcile_needed
+from .reconcile import reconcile_all, reconcile_needed, reconcile_servers
 from .services import cluster_sync, snapshot_apply, snapshot_prune
-
-logger = logging.getLogger(__name__)
 
 # A reconcile request older than this is taken as lost (broker restarted, worker killed).
 RECONCILE_REQUEST_TTL_S = 300
@@ -39,23 +37,13 @@ def reconcile_soon() -> bool:
         _, created = ReconcileState.objects.get_or_create(id=1, defaults={"requested_at": now})
         if not created:
             return False
-    try:
-        reconcile.apply_async(retry=False)
-    except Exception as exc:  # the broker is away: beat's reconcile tick catches up
+    if not enqueue(reconcile):  # the broker is away: beat's reconcile tick catches up
         ReconcileState.objects.filter(id=1).update(requested_at=None)
-        logger.warning("could not enqueue a reconcile (%s)", type(exc).__name__)
         return False
     return True
 
 
-@shared_task(
-    acks_late=True,
-    time_limit=900,
-    soft_time_limit=840,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    max_retries=5,
-)
+@shared_task(acks_late=True, time_limit=900, soft_time_limit=840, **retry_policy())
 def reconcile(force: bool = False) -> str:
     """Reconcile the fleet when the inventory or a node set changed since the last run.
 
@@ -68,20 +56,26 @@ def reconcile(force: bool = False) -> str:
     return str(reconcile_all())
 
 
-@shared_task(
-    acks_late=True,
-    time_limit=1800,
-    soft_time_limit=1740,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    max_retries=5,
-)
+@shared_task(acks_late=True, time_limit=120, soft_time_limit=100, **retry_policy())
+def reconcile_server(server_id: int, identity_changed: bool = False) -> str:
+    """After one server's report: its findings at once (`reconcile_servers`, milliseconds at
+    any fleet size), then the full pass requested (coalesced, `reconcile_soon`), which alone
+    binds nodes and judges what spans servers.
+
+    A new server or a changed identity can bind or unbind nodes: the full pass alone is
+    requested then, as the per-server pass would judge it against bindings about to change.
+    """
+    if not identity_changed:
+        reconcile_servers(server_ids=[server_id])
+    reconcile_soon()
+    return "reconciled" if not identity_changed else "requested"
+
+
+@shared_task(acks_late=True, time_limit=1800, soft_time_limit=1740, **retry_policy())
 def apply_snapshot(snapshot_id: int) -> str:
-    """Apply one stored snapshot (posted too large to apply in the request), then reconcile."""
-    status = snapshot_apply(snapshot_id=snapshot_id)
-    if status == SnapshotStatus.APPLIED:
-        reconcile_soon()
-    return status
+    """Apply one stored snapshot (posted too large to apply in the request); applied, it
+    requests a reconcile itself (`snapshot_apply`)."""
+    return snapshot_apply(snapshot_id=snapshot_id)
 
 
 def enqueue_snapshot(snapshot_id: int) -> None:
@@ -115,8 +109,6 @@ def sync_due_clusters() -> int:
 
 @shared_task(acks_late=True, time_limit=600, soft_time_limit=570)
 def sync_cluster(cluster_id: int) -> str:
-    """Pull one cluster's nodes (and, for Kubernetes, pods); a failure keeps the last node set."""
-    status = cluster_sync(cluster_id=cluster_id)
-    if status == "ok":
-        reconcile_soon()
-    return status
+    """Pull one cluster's nodes (and, for Kubernetes, pods); a failure keeps the last node set.
+    Each snapshot applied requests a reconcile itself (`snapshot_ingest_document`)."""
+    return cluster_sync(cluster_id=cluster_id)

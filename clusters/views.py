@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
@@ -18,7 +17,6 @@ from .forms import NodeBindForm
 from .parsers.records import gres_text
 from .services import node_bind
 from .tables import NODE_FILTERS, NODE_TABLE
-from .tasks import reconcile_soon
 
 
 @login_required
@@ -44,12 +42,10 @@ def node_detail(request: HttpRequest, pk: int) -> HttpResponse:
             raise PermissionDenied
         if request.POST.get("action") == "unbind":
             node_bind(node=node, server=None)
-            transaction.on_commit(reconcile_soon)
             return redirect("node-detail", pk=node.pk)
         bind_form = NodeBindForm(request.POST)
         if bind_form.is_valid():
             node_bind(node=node, server=bind_form.cleaned_data["server"])
-            transaction.on_commit(reconcile_soon)
             return redirect("node-detail", pk=node.pk)
     # A TemplateResponse, so that topology's node page can add what clusters/ cannot know.
     return TemplateResponse(

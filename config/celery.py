@@ -1,10 +1,48 @@
-"""The Celery app. Settings come from Django's, prefixed CELERY_.
+"""The Celery app (settings come from Django's, prefixed CELERY_), and the one place where
+"after X, do Y" is wired across layers.
 
-This module is the composition root of the task pipeline: the layers below never call
-upwards, and what runs after what is wired here.
+The layers below never call upwards: inventory does not know that clusters, health or
+fabric read what it writes. What follows a change in one layer is scheduled by that layer's
+service when it stays inside the layer, and here, by the composition root, when it crosses
+upwards. The whole list:
+
+after                           what follows                                wired by
+------------------------------  ------------------------------------------  -----------------
+a report is received            inventory.tasks.apply_report (through the   report_receive,
+                                broker's breaker; else the sweep, 60 s)     on commit
+a report is applied             clusters.tasks.reconcile_server: the        `after_task`
+                                server's findings, then one full reconcile  here
+                                requested (coalesced: `reconcile_soon`)
+a report is applied or          health.tasks.record_health: its events and  `after_task`
+superseded                      counters, then the health findings          here
+a snapshot is applied (pushed,  clusters.tasks.reconcile (coalesced)        snapshot_*, on
+pulled, imported, by a worker)                                              commit
+a person binds/unbinds a node   clusters.tasks.reconcile (coalesced)        node_bind, on
+                                                                            commit
+a fabric snapshot, name map or  fabric.tasks.sync_fabric_findings           fabric.services,
+tier changes                                                                on commit
+servers report that a fabric    fabric.tasks.rebind_fabrics                 beat (5 min)
+names
+the inventory/node revisions    topology.tasks.render_fleet_figures and     beat (30 s); a
+move                            refresh_placement_summaries                 stale page draws
+findings are raised/resolved    integrations.tasks.scan_webhook_outbox,     beat (15 s, 60 s)
+                                push_alerts
+
+Both modes run the same follow-ups: with a broker (a worker applies the report; Celery
+sends `task_success` there, and the follow-ups are queued), and in-process
+(`CELERY_TASK_ALWAYS_EAGER`, the embedded default: the follow-ups run here, at once).
+Beat's schedule (`CELERY_BEAT_SCHEDULE`; `manage.py runschedule` without a broker) runs
+each periodic pass in both modes too, as the safety net for a follow-up that was lost (a
+broker away, a worker killed): every task is idempotent and each pass judges what changed.
+
+A follow-up that fails is logged (Celery's signal dispatch, or `core.tasks.enqueue`) and
+never fails the report: its facts are committed already.
 """
 
+from __future__ import annotations
+
 import os
+from typing import Any
 
 from celery import Celery
 from celery.signals import task_success
@@ -15,22 +53,32 @@ app = Celery("cluster_atlas")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
+HEALTH_WINDOW_S = 2.0
+"""With a broker, a burst of applied reports queues one `record_health` per this window per
+worker process (each run records every report applied since the last one)."""
+
+APPLY_REPORT = "inventory.tasks.apply_report"
+
 
 @task_success.connect
-def _after_report_in_process(sender=None, result=None, **kwargs) -> None:
-    """Embedded mode: reconcile right after a report that changed something, so its findings
-    show at once (`manage.py runschedule` runs beat's ticks too, but up to an interval later).
-
-    With a broker, beat's `reconcile-if-changed` tick coalesces thousands of reports into
-    one run, so nothing is chained per report.
-    """
-    if not app.conf.task_always_eager or sender is None:
+def after_task(sender: Any = None, result: Any = None, **_: Any) -> None:
+    """What follows a task across layers; see the table above. Called by Celery after every
+    task that succeeds, in the worker that ran it (with a broker) or here (in-process)."""
+    if sender is None or sender.name != APPLY_REPORT or not isinstance(result, dict):
         return
-    if sender.name == "inventory.tasks.apply_report" and result in ("applied", "superseded"):
-        from health.tasks import record_health
+    after_report(result)
 
-        record_health.delay()  # beat's `record-health` tick does this with a broker
-    if sender.name == "inventory.tasks.apply_report" and result == "applied":
-        from clusters.tasks import reconcile
 
-        reconcile.delay()
+def after_report(result: dict[str, Any]) -> None:
+    """The follow-ups of one report, from what `apply_report` returned."""
+    from clusters.tasks import reconcile_server
+    from core.tasks import enqueue, enqueue_soon
+    from health.tasks import record_health
+    from inventory.choices import ReportStatus
+
+    status = result.get("status")
+    if status == ReportStatus.APPLIED and result.get("server_id") is not None:
+        changed = bool(result.get("created") or result.get("identity_changed"))
+        enqueue(reconcile_server, result["server_id"], identity_changed=changed)
+    if status in (ReportStatus.APPLIED, ReportStatus.SUPERSEDED):
+        enqueue_soon(record_health, window_s=HEALTH_WINDOW_S)

@@ -4,6 +4,8 @@ import logging
 
 from celery import shared_task
 
+from core.tasks import enqueue
+
 from .findings import fabric_findings_sync, fabric_findings_sync_all
 from .models import Fabric
 from .render import fabric_figures_render
@@ -44,7 +46,4 @@ def sync_all_fabric_findings() -> None:
 def findings_soon(fabric_id: int) -> None:
     """Enqueue a fabric's findings after the commit; with the broker away the periodic pass
     catches up."""
-    try:
-        sync_fabric_findings.delay(fabric_id)
-    except Exception as exc:
-        logger.warning("could not enqueue fabric findings (%s)", type(exc).__name__)
+    enqueue(sync_fabric_findings, fabric_id)

@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 from celery import shared_task
-from django.db import OperationalError
+
+from core.tasks import retry_policy
 
 from .services import health_findings_sync, health_prune, health_sweep
 
-DATABASE_RETRIES = {
-    "acks_late": True,
-    "autoretry_for": (OperationalError,),
-    "retry_backoff": True,
-    "max_retries": 5,
-    "time_limit": 120,
-    "soft_time_limit": 100,
-}
-"""A lost database connection is retried with backoff; anything else is a bug to see."""
+DATABASE_RETRIES = {"acks_late": True, "time_limit": 120, "soft_time_limit": 100, **retry_policy()}
+"""A lost database connection is retried with backoff (`core.tasks`); anything else is a bug
+to see."""
 
 
 @shared_task(**DATABASE_RETRIES)

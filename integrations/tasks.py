@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import requests
 from celery import shared_task
-from django.db import OperationalError, transaction
+from django.db import transaction
+
+from core.tasks import retry_policy
 
 from .services.alertmanager import alertmanager_push
 from .services.webhooks import (
@@ -17,9 +19,7 @@ from .services.webhooks import (
 
 @shared_task(
     acks_late=True,
-    autoretry_for=(requests.RequestException, OperationalError),
-    retry_backoff=True,
-    max_retries=3,
+    **retry_policy(requests.RequestException),
     time_limit=120,
     soft_time_limit=100,
 )
@@ -28,7 +28,7 @@ def push_alerts() -> int:
     return alertmanager_push()
 
 
-@shared_task(acks_late=True, autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
+@shared_task(acks_late=True, **retry_policy())
 def scan_webhook_outbox() -> int:
     """Beat: deliveries for findings raised or resolved since the last scan, sent at once."""
     due = webhook_outbox_scan()

@@ -1,4 +1,8 @@
-"""Celery tasks of the inventory: thin adapters over services, ids in, idempotent."""
+"""Celery tasks of the inventory: thin adapters over services, ids in, idempotent.
+
+What runs after a report is applied is not decided here (the layers that follow sit above
+this one): `config/celery.py` wires it, from what `apply_report` returns.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +11,15 @@ from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
-from django.db import OperationalError
 from django.utils import timezone
+
+from core.tasks import RETRIED, retry_policy
 
 from .broker import BrokerBreaker
 from .choices import ReportStatus
 from .models import Report
 from .services import report_apply, report_prune
-from .services.apply import ApplyResult, report_fail
-from .signals import report_applied
+from .services.apply import report_fail
 
 logger = logging.getLogger(__name__)
 
@@ -23,29 +27,31 @@ logger = logging.getLogger(__name__)
 @shared_task(
     bind=True,
     acks_late=True,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    retry_backoff_max=60,
-    max_retries=8,
+    **retry_policy(),
     time_limit=120,
     soft_time_limit=100,
 )
-def apply_report(self, report_id: int) -> str:
-    """Apply one stored report. A report that breaks the apply is marked failed, not retried."""
+def apply_report(self, report_id: int) -> dict[str, object]:
+    """Apply one stored report. A report that breaks the apply is marked failed, not retried.
+
+    Returns what the follow-ups wired in `config/celery.py` need, in JSON types: `report_id`,
+    `status` (a ReportStatus, or "missing"), `server_id`, `created` and `identity_changed`.
+    """
     try:
         result = report_apply(report_id=report_id)
-    except OperationalError:
+    except RETRIED:
         raise
     except Exception as exc:
         logger.exception("report %s could not be applied", report_id)
         report_fail(report_id=report_id, error=f"{type(exc).__name__}: {exc}")
-        return ReportStatus.FAILED
-    if result.status == ReportStatus.APPLIED:
-        # The facts are committed: a receiver failing must not fail the report.
-        for receiver, error in report_applied.send_robust(sender=ApplyResult, result=result):
-            if isinstance(error, Exception):
-                logger.error("after report %s: %s failed: %r", report_id, receiver, error)
-    return result.status
+        return {"report_id": report_id, "status": ReportStatus.FAILED}
+    return {
+        "report_id": result.report_id,
+        "status": str(result.status),
+        "server_id": result.server_id,
+        "created": result.created,
+        "identity_changed": result.identity_changed,
+    }
 
 
 broker = BrokerBreaker(settings.ATLAS_BROKER_RETRY_AFTER_S)
@@ -77,6 +83,10 @@ def sweep_pending_reports(batch: int = 2000) -> int:
         .values_list("id", flat=True)[:batch]
     )
     for report_id in ids:
-        apply_report.run(report_id)
+        # Through Celery's tracer, here and now (not enqueued: it may be queued already), so
+        # that what follows an applied report (config/celery.py) follows these too.
+        outcome = apply_report.apply((report_id,), throw=True)
+        if outcome.failed():  # the database is away: beat runs the sweep again
+            raise outcome.result
     report_prune()
     return len(ids)

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from celery import shared_task
-from django.db import OperationalError
+
+from core.tasks import retry_policy
 
 from .summaries import placement_summaries_refresh
 
@@ -14,9 +15,7 @@ from .summaries import placement_summaries_refresh
     ignore_result=True,
     time_limit=600,
     soft_time_limit=570,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    max_retries=5,
+    **retry_policy(),
 )
 def refresh_placement_summaries(limit: int = 50_000) -> int:
     """Rebuild the placement summaries that reports made stale (one query when none is)."""

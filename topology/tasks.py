@@ -6,7 +6,8 @@ import logging
 
 from celery import shared_task
 from django.core.cache import cache
-from django.db import OperationalError
+
+from core.tasks import enqueue, retry_policy
 
 from .render import fleet_render
 
@@ -20,9 +21,7 @@ RENDER_REQUEST_TTL_S = 30
     acks_late=True,
     time_limit=600,
     soft_time_limit=570,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    max_retries=5,
+    **retry_policy(),
 )
 def render_fleet_figures(names: list[str] | None = None, force: bool = False) -> str:
     """Render the fleet figures whose data moved since their last render.
@@ -48,8 +47,5 @@ def enqueue_fleet_render(names: list[str] | None = None) -> None:
         return
     if not cache.add(RENDER_REQUESTED_KEY, True, timeout=RENDER_REQUEST_TTL_S):
         return
-    try:
-        render_fleet_figures.apply_async(retry=False)
-    except Exception as exc:  # the broker is away: beat renders once it is back
+    if not enqueue(render_fleet_figures):  # the broker is away: beat renders once it is back
         cache.delete(RENDER_REQUESTED_KEY)
-        logger.warning("could not enqueue a fleet figure render: %s", exc)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.db import transaction
 from django.http.request import RawPostDataException
 from django.shortcuts import get_object_or_404
 from django_filters.rest_framework import DjangoFilterBackend
@@ -25,7 +24,7 @@ from ..services import (
     node_bind,
     snapshot_receive,
 )
-from ..tasks import enqueue_snapshot, reconcile_soon
+from ..tasks import enqueue_snapshot
 from .serializers import (
     ClusterSerializer,
     DetailSerializer,
@@ -154,8 +153,6 @@ class SnapshotView(APIView):
             )
         except SnapshotRejected as exc:
             return _snapshot_rejected(exc)
-        if result.status == SnapshotStatus.APPLIED:
-            transaction.on_commit(reconcile_soon)
         body = SnapshotResultSerializer(result, context={"request": request}).data
         applied = result.status in (SnapshotStatus.APPLIED, SnapshotStatus.SUPERSEDED)
         return Response(body, status=201 if applied else status.HTTP_202_ACCEPTED)
@@ -202,5 +199,4 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
         body = NodeBindingSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         node_bind(node=node, server=body.validated_data["server"])
-        transaction.on_commit(reconcile_soon)
         return Response(NodeSerializer(selectors.node_list(include_gone=True).get(pk=pk)).data)

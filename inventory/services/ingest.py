@@ -13,7 +13,7 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 from django.conf import settings
@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from agent.schema import DIGEST_SCHEME, VOLATILE_KEYS, report_digest
 from core.safe_input import InputRejected, json_loads
+from core.tasks import send_or_log
 
 from ..choices import ReportStatus
 from ..identity import server_identity
@@ -217,8 +218,14 @@ def report_receive(
         if unchanged and server is not None:
             Server.objects.filter(pk=server.pk).update(last_seen=now, last_report=report)
         if enqueue is not None:  # an applied report's task is a no-op that still says so
-            report_id = report.pk
-            transaction.on_commit(lambda: _safe_enqueue(enqueue, report_id))
+            transaction.on_commit(
+                partial(
+                    send_or_log,
+                    partial(enqueue, report.pk),
+                    what=f"report {report.pk}",
+                    then="it stays pending for the sweep",
+                )
+            )
     status = ReportStatus.APPLIED if unchanged else ReportStatus.PENDING
     return ReceiveResult(report_id=report.pk, status=status, server_id=token.server_id)
 
@@ -254,14 +261,3 @@ def _authorise(*, token: AgentToken, identity: str) -> None:
             403, {"host": ["this server is bound to another agent token; an admin can re-bind it"]}
         ) from None
     token.identity = identity
-
-
-def _safe_enqueue(enqueue: Callable[[int], None], report_id: int) -> None:
-    try:
-        enqueue(report_id)
-    except Exception as exc:  # the broker is away: the sweep applies pending reports
-        logger.warning(
-            "could not enqueue report %s (%s); it stays pending for the sweep",
-            report_id,
-            type(exc).__name__,
-        )

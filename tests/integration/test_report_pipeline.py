@@ -126,3 +126,30 @@ def test_the_broker_is_tried_again_off_the_request_path_once_it_is_back(
         breaker.retry_after_s = settings.ATLAS_BROKER_RETRY_AFTER_S
         server.stop()
     assert queued == 2  # the trial's report and the next; the first waits for the sweep
+
+
+def test_a_real_worker_runs_the_follow_ups_of_an_applied_report(
+    client, agent_token, redis_url, use_broker, tmp_path
+):
+    """The same follow-ups as in-process (config/celery.py), with no beat: the server's
+    findings, the full reconcile, the health record (tests/clusters/test_reconcile_after_report
+    proves what they write)."""
+    import redis
+
+    from clusters.models import ReconcileState
+    from health.models import HealthCursor
+
+    redis.Redis.from_url(redis_url).flushdb()
+    worker = start_worker(redis_url, tmp_path)
+    try:
+        use_broker(redis_url)
+        response = post(client, make_report("dgx-follow"), agent_token)
+        assert response.status_code == 202
+        done = ("reconciled ReconcileResult(", "health.tasks.record_health[")
+        assert wait_until(lambda: all(d in worker.output() for d in done), 30), worker.output()
+    finally:
+        worker.stop()
+    output = worker.output()
+    assert "reconcile_server[" in output and "clusters.tasks.reconcile[" in output
+    assert HealthCursor.objects.exists()
+    assert ReconcileState.objects.get().requested_at is None

@@ -17,7 +17,7 @@ from inventory.services import (
     revision_bump,
     revision_get,
 )
-from inventory.services.apply import _relink_vms
+from inventory.services.host_parts import _relink_vms
 from tests.reports import make_report
 
 pytestmark = pytest.mark.django_db

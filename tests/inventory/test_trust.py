@@ -21,7 +21,7 @@ from findings.models import Finding
 from inventory.choices import ChangeKind, GpuStatus, ReportStatus
 from inventory.models import ChangeEvent, Gpu, GpuClaim, Link, MigDevice, Nic, Server
 from inventory.services import agent_token_create, report_apply, report_receive
-from inventory.services.apply import GuestClaim, vm_host_for
+from inventory.services.host_parts import GuestClaim, vm_host_for
 from tests.reports import make_report
 
 pytestmark = pytest.mark.django_db

@@ -4,12 +4,15 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from clusters.reconcile import reconcile_all
+from clusters.selectors import open_findings_by_severity
 from clusters.services import SnapshotRejected, snapshot_ingest
 
 
 class Command(BaseCommand):
-    help = "Import a saved scheduler snapshot for a cluster (format detected), then reconcile."
+    help = (
+        "Import a saved scheduler snapshot for a cluster (format detected); the reconcile "
+        "follows (here without a broker, by a worker with one)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="the cluster's name; created when new")
@@ -37,8 +40,9 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         if result.status != "applied":
             raise CommandError(result.message or f"snapshot {result.status}")
-        reconciled = reconcile_all()
+        # snapshot_ingest requested the reconcile on commit: in-process it has run already.
         self.stdout.write(
             f"{result.cluster} ({result.kind}): {result.format}, {result.nodes} nodes, "
-            f"{result.added} new, {result.gone} gone; {reconciled.findings_open} open findings"
+            f"{result.added} new, {result.gone} gone; "
+            f"{sum(open_findings_by_severity().values())} open findings"
         )
