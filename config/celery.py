@@ -24,7 +24,7 @@ tier changes                                                                on c
 servers report that a fabric    fabric.tasks.rebind_fabrics                 beat (5 min)
 names
 the inventory/node revisions    topology.tasks.render_fleet_figures and     beat (30 s); a
-move                            refresh_placement_summaries                 stale page draws
+move                            placement.tasks.refresh_placement_summaries stale page draws
 findings are raised/resolved    integrations.tasks.scan_webhook_outbox,     beat (15 s, 60 s)
                                 push_alerts
 
