@@ -103,7 +103,7 @@ def sync_due_clusters() -> int:
     """Enqueue a pull for every pulled cluster whose interval has passed."""
     due = selectors.clusters_due_for_sync(now=timezone.now())
     for cluster_id in due:
-        sync_cluster.delay(cluster_id)
+        enqueue(sync_cluster, cluster_id)
     return len(due)
 
 

@@ -6,7 +6,7 @@ import requests
 from celery import shared_task
 from django.db import transaction
 
-from core.tasks import retry_policy
+from core.tasks import enqueue, retry_policy
 
 from .services.alertmanager import alertmanager_push
 from .services.webhooks import (
@@ -57,5 +57,5 @@ def prune_deliveries() -> int:
 def _enqueue_due() -> int:
     due = deliveries_due()
     for delivery_id in due:
-        send_delivery.delay(delivery_id)
+        enqueue(send_delivery, delivery_id)
     return len(due)

@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 
 from core.api.errors import ErrorSerializer
 from core.api.permissions import IsStaffOrReadOnly
+from core.tasks import enqueue
 
 from .. import selectors
 from ..choices import SnapshotStatus
@@ -76,7 +77,7 @@ class ClusterViewSet(viewsets.ModelViewSet):
         """Answer with the node counts the list shows (the saved row has no annotations)."""
         serializer.instance = selectors.cluster_list().get(pk=cluster.pk)
 
-    @extend_schema(request=None, responses={202: DetailSerializer})
+    @extend_schema(request=None, responses={202: DetailSerializer, 503: DetailSerializer})
     @action(
         detail=True,
         methods=["post"],
@@ -89,7 +90,12 @@ class ClusterViewSet(viewsets.ModelViewSet):
         cluster = self.get_object()
         if not cluster.pulls:
             return Response({"detail": "this cluster receives pushed snapshots"}, status=400)
-        sync_cluster.delay(cluster.pk)
+        if not enqueue(sync_cluster, cluster.pk):
+            return Response(
+                {"detail": "the task broker is away: the cluster's next periodic pull runs"},
+                status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                headers={"Retry-After": "30"},
+            )
         return Response({"detail": "sync queued"}, status=status.HTTP_202_ACCEPTED)
 
 

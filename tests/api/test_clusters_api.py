@@ -243,3 +243,20 @@ def test_query_count_is_the_same_for_few_and_many_nodes(admin_api, path):
     few = queries()
     fleet(30, 100)
     assert queries() == few
+
+
+def test_a_sync_asked_while_the_broker_is_away_is_a_503_not_a_500(admin_api, monkeypatch):
+    Cluster.objects.create(
+        name="hpc", kind="slurm", source="slurmrestd", slurmrestd_url="http://127.0.0.1:1/"
+    )
+
+    def broker_down(*args, **kwargs):
+        raise ConnectionRefusedError("redis://:secret@127.0.0.1:6379 refused")
+
+    from clusters import tasks
+
+    monkeypatch.setattr(tasks.sync_cluster, "apply_async", broker_down)
+    response = admin_api.post("/api/v1/clusters/hpc/sync/")
+    assert response.status_code == 503, response.content
+    assert response["Retry-After"] == "30"
+    assert "secret" not in response.content.decode()
