@@ -9,7 +9,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from .gpu_sets import GpuSet, SetRank, best_gpu_set
+from .gpu_sets import FleetGpu, GpuSet, SetRank, best_gpu_set
 from .locality import Place
 
 if TYPE_CHECKING:
@@ -17,26 +17,6 @@ if TYPE_CHECKING:
 
 Twin = tuple[int, str, "int | None", "str | None"]
 """(node id, name, server id, server hostname): a node alike to the one that stands for it."""
-
-
-@dataclass(slots=True)
-class FleetGpu:
-    """A GPU of a node's server. `problem` is its most serious `GpuProblem` (None: healthy);
-    `action` the type of its most serious open health finding (None: no action needed,
-    `health.selectors`). Placement skips a GPU with either."""
-
-    id: int
-    index: int
-    name: str
-    memory_bytes: int | None
-    numa_node: int | None
-    mig: bool
-    problem: str | None
-    action: str | None = None
-
-    @property
-    def usable(self) -> bool:
-        return self.problem is None and self.action is None
 
 
 @dataclass(slots=True)

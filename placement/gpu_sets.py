@@ -12,12 +12,9 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from inventory.choices import link_rank
-
-if TYPE_CHECKING:
-    from .facts import FleetGpu
 
 UNKNOWN_RANK = 100
 """A GPU set whose interconnect is not known ranks after every known link class."""
@@ -31,6 +28,26 @@ def worst_link_class(classes: Iterable[str]) -> str | None:
     """The slowest class among pairs: what a job spread over these GPUs is bound by."""
     ordered = sorted(set(classes), key=link_rank)
     return ordered[-1] if ordered else None
+
+
+@dataclass(slots=True)
+class FleetGpu:
+    """A GPU of a node's server. `problem` is its most serious `GpuProblem` (None: healthy);
+    `action` the type of its most serious open health finding (None: no action needed,
+    `health.selectors`). Placement skips a GPU with either."""
+
+    id: int
+    index: int
+    name: str
+    memory_bytes: int | None
+    numa_node: int | None
+    mig: bool
+    problem: str | None
+    action: str | None = None
+
+    @property
+    def usable(self) -> bool:
+        return self.problem is None and self.action is None
 
 
 class SetRank(NamedTuple):

@@ -27,17 +27,14 @@ APPS = sorted(
     if path.is_dir() and (path / "__init__.py").is_file() and path.name not in NOT_APPS
 )
 
-KNOWN_MODULE_LEVEL_CYCLES: set[frozenset[str]] = {
-    # Outside this step's part (placement/ leaves topology/ in parallel): gpu_sets names
-    # facts.FleetGpu for type checking while facts imports gpu_sets. Listed under both homes.
-    frozenset({"topology.placement.facts", "topology.placement.gpu_sets"}),
-    frozenset({"placement.facts", "placement.gpu_sets"}),
-}
+KNOWN_MODULE_LEVEL_CYCLES: set[frozenset[str]] = set()
 
 DEFERRED_CYCLES: set[frozenset[str]] = {
     # A fabric service schedules its findings pass on commit (importing tasks in its body);
     # the tasks are thin adapters over the services.
     frozenset({"fabric.services", "fabric.tasks"}),
+    # Likewise a snapshot or a bind requests its reconcile on commit (clusters.services).
+    frozenset({"clusters.services", "clusters.tasks"}),
 }
 
 
