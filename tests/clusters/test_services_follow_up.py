@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from clusters.choices import BindingMethod, FindingType
+from clusters.choices import BindingMethod
 from clusters.models import Node, ReconcileState
 from clusters.reconcile import reconcile_all
 from clusters.services import node_bind, snapshot_ingest, snapshot_receive
+from findings.choices import FindingType
 from tests.nodes import k8s_node, k8s_node_list
 from tests.reports import apply_reports, make_report
 
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 
 def open_types() -> set[tuple[str, str | None]]:
-    from clusters.models import Finding
+    from findings.models import Finding
 
     return {
         (f.type, f.server.hostname if f.server else f.subject)
