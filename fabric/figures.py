@@ -208,7 +208,9 @@ def _fold_hosts(facts: FabricFigureFacts) -> dict[str, LeafLoad]:
         gbps[cable.a] = gbps.get(cable.a, 0) + (cable.gbps or 0)
         degraded[cable.a] += cable.state == DEGRADED
     keys = set(hosts) | set(down)
-    return {k: LeafLoad(len(hosts[k]), cables[k], gbps.get(k, 0), down[k], degraded[k]) for k in keys}
+    return {
+        k: LeafLoad(len(hosts[k]), cables[k], gbps.get(k, 0), down[k], degraded[k]) for k in keys
+    }
 
 
 def _tiers(switches: Iterable[SwitchMark]) -> dict[int, list[SwitchMark]]:

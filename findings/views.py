@@ -7,7 +7,7 @@ from contextlib import suppress
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from core.tables import table_page
@@ -28,7 +28,7 @@ from .tables import FINDING_FILTERS, finding_table
 
 
 @login_required
-def finding_list(request: HttpRequest) -> HttpResponse:
+def finding_list(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     params = request.GET.copy()
     params.setdefault("open", "true")
     return table_page(

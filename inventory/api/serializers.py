@@ -261,8 +261,8 @@ class ServerDetailSerializer(ServerSerializer):
     disks = DiskSerializer(many=True, read_only=True)
     links = LinkSerializer(many=True, read_only=True)
     guests = GuestSerializer(many=True, read_only=True)
-    virtual_machines: serializers.PrimaryKeyRelatedField[Server] = serializers.PrimaryKeyRelatedField(
-        many=True, read_only=True
+    virtual_machines: serializers.PrimaryKeyRelatedField[Server] = (
+        serializers.PrimaryKeyRelatedField(many=True, read_only=True)
     )
     recent_changes = ChangeEventSerializer(many=True, read_only=True)
     physical_host_manual = serializers.BooleanField(read_only=True)
