@@ -44,12 +44,6 @@ DIGEST_META = "HTTP_X_ATLAS_REPORT_DIGEST"  # agent.schema.DIGEST_HEADER, as WSG
 SEND_REPORT = {"detail": "the report changed: send it in full", "status": "send-report"}
 
 
-def _enqueue(report_id: int) -> None:
-    """`enqueue_report` as `report_receive` takes it (no value): what became of the hand-off
-    ("sent", "skipped", ...) is for the broker breaker to log, not for this request."""
-    enqueue_report(report_id)
-
-
 class ReportView(APIView):
     """POST an agent report (JSON, `Authorization: Token <agent token>`).
 
@@ -101,7 +95,7 @@ class ReportView(APIView):
                 ReportRejected(413, {"body": [f"report larger than the limit of {limit} bytes"]})
             )
         try:
-            result = report_receive(token=request.auth, body=request.body, enqueue=_enqueue)
+            result = report_receive(token=request.auth, body=request.body, enqueue=enqueue_report)
         except ReportRejected as exc:
             return _rejected(exc)
         return Response(_accepted(result), status=status.HTTP_202_ACCEPTED)
