@@ -6,11 +6,12 @@ from __future__ import annotations
 from django.db.models import F
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema
-from rest_framework import permissions, viewsets
-from rest_framework.decorators import action
+from rest_framework import viewsets
 from rest_framework.exceptions import ValidationError
 from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
+
+from core.api.permissions import staff_post_action
 
 from .. import selectors
 from ..filters import FindingFilter
@@ -22,16 +23,6 @@ from ..services import (
     finding_unsilence,
 )
 from .serializers import FindingAcknowledgeSerializer, FindingSerializer, FindingSilenceSerializer
-
-
-def _staff_post():
-    """A POST on one object, for staff only. A fresh `action` each time: DRF keeps the
-    decorator's kwargs on the function, so one shared decorator would mix the actions' names."""
-    return action(
-        detail=True,
-        methods=["post"],
-        permission_classes=[permissions.IsAuthenticated, permissions.IsAdminUser],
-    )
 
 
 class FindingOrdering(OrderingFilter):
@@ -65,7 +56,7 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         return selectors.finding_list()
 
     @extend_schema(request=FindingAcknowledgeSerializer, responses={200: FindingSerializer})
-    @_staff_post()
+    @staff_post_action()
     def acknowledge(self, request, pk=None):
         """Say someone is on it (who, why, when); resolving the finding ends it."""
         body = FindingAcknowledgeSerializer(data=request.data)
@@ -73,7 +64,7 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         return self._act(finding_acknowledge, reason=body.validated_data["reason"])
 
     @extend_schema(request=FindingSilenceSerializer, responses={200: FindingSerializer})
-    @_staff_post()
+    @staff_post_action()
     def silence(self, request, pk=None):
         """Hide the finding from the overview's counts and from alerting until `until`."""
         body = FindingSilenceSerializer(data=request.data)
@@ -81,13 +72,13 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         return self._act(finding_silence, **body.validated_data)
 
     @extend_schema(request=None, responses={200: FindingSerializer})
-    @_staff_post()
+    @staff_post_action()
     def unacknowledge(self, request, pk=None):
         """Take the acknowledgement back (who and when are recorded); 400 when there is none."""
         return self._act(finding_unacknowledge)
 
     @extend_schema(request=None, responses={200: FindingSerializer})
-    @_staff_post()
+    @staff_post_action()
     def unsilence(self, request, pk=None):
         """End the silence now (who and when are recorded); 400 when there is none."""
         return self._act(finding_unsilence)
