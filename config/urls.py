@@ -55,6 +55,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("metrics", integrations_views.metrics, name="metrics"),
+    path("webhooks/", include("integrations.urls")),
     path("api/", include((api_patterns, "api"))),
 ]
 

@@ -15,11 +15,13 @@ class IsStaffOrReadOnly(permissions.BasePermission):
         return bool(request.user and request.user.is_staff)
 
 
-def staff_post_action():
-    """A POST action on one object, for staff only. A fresh `action` each time: DRF keeps the
-    decorator's kwargs on the function, so one shared decorator would mix the actions' names."""
+def staff_post_action(**kwargs):
+    """A POST action on one object (or, `detail=False`, on many), for staff only. A fresh
+    `action` each time: DRF keeps the decorator's kwargs on the function, so one shared
+    decorator would mix the actions' names."""
+    kwargs.setdefault("detail", True)
     return action(
-        detail=True,
         methods=["post"],
         permission_classes=[permissions.IsAuthenticated, permissions.IsAdminUser],
+        **kwargs,
     )

@@ -16,13 +16,28 @@ from core.api.permissions import staff_post_action
 from .. import selectors
 from ..filters import FindingFilter
 from ..services import (
+    BulkAction,
     FindingActionRejected,
     finding_acknowledge,
     finding_silence,
     finding_unacknowledge,
     finding_unsilence,
+    findings_act,
 )
-from .serializers import FindingAcknowledgeSerializer, FindingSerializer, FindingSilenceSerializer
+from .serializers import (
+    FindingAcknowledgeSerializer,
+    FindingBulkAcknowledgeSerializer,
+    FindingBulkOutcomeSerializer,
+    FindingBulkSilenceSerializer,
+    FindingIdsSerializer,
+    FindingSerializer,
+    FindingSilenceSerializer,
+)
+
+
+def _bulk(name: str):
+    """`POST findings/<name>/` with `ids`: the action on many findings at once."""
+    return staff_post_action(detail=False, url_path=name, url_name=f"bulk-{name}")
 
 
 class FindingOrdering(OrderingFilter):
@@ -82,6 +97,42 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
     def unsilence(self, request, pk=None):
         """End the silence now (who and when are recorded); 400 when there is none."""
         return self._act(finding_unsilence)
+
+    @extend_schema(
+        request=FindingBulkAcknowledgeSerializer, responses={200: FindingBulkOutcomeSerializer}
+    )
+    @_bulk("acknowledge")
+    def bulk_acknowledge(self, request):
+        """Acknowledge many findings at once (`ids`, one `reason`), each recorded as one alone;
+        those it does not fit (resolved, unknown) are listed in `skipped` with why."""
+        return self._act_on_many(FindingBulkAcknowledgeSerializer, BulkAction.ACKNOWLEDGE)
+
+    @extend_schema(
+        request=FindingBulkSilenceSerializer, responses={200: FindingBulkOutcomeSerializer}
+    )
+    @_bulk("silence")
+    def bulk_silence(self, request):
+        """Silence many findings at once until `until` (`ids`, one `reason`)."""
+        return self._act_on_many(FindingBulkSilenceSerializer, BulkAction.SILENCE)
+
+    @extend_schema(request=FindingIdsSerializer, responses={200: FindingBulkOutcomeSerializer})
+    @_bulk("unacknowledge")
+    def bulk_unacknowledge(self, request):
+        """Take many acknowledgements back at once (`ids`); the unacknowledged are skipped."""
+        return self._act_on_many(FindingIdsSerializer, BulkAction.UNACKNOWLEDGE)
+
+    def _act_on_many(self, serializer, bulk_action: str) -> Response:
+        body = serializer(data=self.request.data)
+        body.is_valid(raise_exception=True)
+        data = dict(body.validated_data)
+        try:
+            outcome = findings_act(
+                finding_ids=data.pop("ids"), user=self.request.user, action=bulk_action, **data
+            )
+        except FindingActionRejected as exc:
+            raise ValidationError(exc.errors) from exc
+        skipped = [{"id": i, "reason": why} for i, why in sorted(outcome.skipped.items())]
+        return Response({"done": outcome.done, "skipped": skipped})
 
     def _act(self, service, **kwargs) -> Response:
         finding = self.get_object()
