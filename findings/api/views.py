@@ -99,7 +99,9 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         return self._act(finding_unsilence)
 
     @extend_schema(
-        request=FindingBulkAcknowledgeSerializer, responses={200: FindingBulkOutcomeSerializer}
+        operation_id="v1_findings_bulk_acknowledge",
+        request=FindingBulkAcknowledgeSerializer,
+        responses={200: FindingBulkOutcomeSerializer},
     )
     @_bulk("acknowledge")
     def bulk_acknowledge(self, request):
@@ -108,14 +110,20 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         return self._act_on_many(FindingBulkAcknowledgeSerializer, BulkAction.ACKNOWLEDGE)
 
     @extend_schema(
-        request=FindingBulkSilenceSerializer, responses={200: FindingBulkOutcomeSerializer}
+        operation_id="v1_findings_bulk_silence",
+        request=FindingBulkSilenceSerializer,
+        responses={200: FindingBulkOutcomeSerializer},
     )
     @_bulk("silence")
     def bulk_silence(self, request):
         """Silence many findings at once until `until` (`ids`, one `reason`)."""
         return self._act_on_many(FindingBulkSilenceSerializer, BulkAction.SILENCE)
 
-    @extend_schema(request=FindingIdsSerializer, responses={200: FindingBulkOutcomeSerializer})
+    @extend_schema(
+        operation_id="v1_findings_bulk_unacknowledge",
+        request=FindingIdsSerializer,
+        responses={200: FindingBulkOutcomeSerializer},
+    )
     @_bulk("unacknowledge")
     def bulk_unacknowledge(self, request):
         """Take many acknowledgements back at once (`ids`); the unacknowledged are skipped."""
