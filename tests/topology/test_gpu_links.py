@@ -47,7 +47,10 @@ def test_every_gpu_row_links_its_gpu_page(client, fleet):
     node = Node.objects.get()
     assert linked(get(client, f"/servers/{fleet.pk}/")) >= gpus
     assert linked(get(client, "/gpus/")) >= gpus
-    assert linked(get(client, f"/nodes/{node.pk}/")) >= gpus
+    node_page = get(client, f"/nodes/{node.pk}/")
+    assert linked(node_page) >= gpus
+    assert '<code class="command-text">kubectl cordon dgx-01</code>' in node_page
+    assert '<code class="command-text">kubectl uncordon dgx-01</code>' in node_page
     placement = get(client, "/placement/?tab=placement&gpus=4")
     answer = placement[placement.index('id="placement-nodes"') :]
     assert linked(answer[: answer.index("</table>")]) == gpus

@@ -184,3 +184,23 @@ def test_the_server_page_costs_the_same_queries_for_5_and_100_servers(signed_in)
     apply_reports(*(make_report(f"big-{i:03d}", gpus=1, nics=1) for i in range(95)))
     assert Server.objects.count() == 100
     assert count() == small
+
+
+def test_the_node_page_offers_its_commands_and_its_servers_gpus(signed_in):
+    from clusters.models import Node
+
+    server = server_with_a_lost_gpu()
+    node = Node.objects.get(server=server)
+    lost = Gpu.objects.get(server=server, status=GpuStatus.LOST)
+    response = signed_in.get(f"/nodes/{node.pk}/")
+    page = response.content.decode()
+    box = page[page.index('id="commands"') :]
+    codes = [html.unescape(c) for c in re.findall(r'<code class="command-text">(.*?)</code>', box)]
+    # the worst open finding of the node or its server gives the reason
+    assert shlex.split(codes[0])[-1] == "reason=atlas: " + (
+        Finding.objects.get(server=server, type="gpu_not_in_nvml").message
+    )
+    assert codes[1] == f"scontrol update nodename={node.name} state=resume"
+    gpus = page[page.index('id="node-gpu-table"') :]
+    assert f'href="/gpus/{lost.pk}/"' in gpus and "5 (lost)" in gpus and lost.serial in gpus
+    assert "js/copy.js" in page
