@@ -150,6 +150,11 @@ def server_detail() -> QuerySet[Server]:
     )
 
 
+def server_gpus(server_id: int) -> QuerySet[Gpu]:
+    """One server's GPUs, lost ones included, by index (one query): a node page's GPU rows."""
+    return Gpu.objects.filter(server_id=server_id).order_by("index", "pci_bus_id")
+
+
 def gpu_list() -> QuerySet[Gpu]:
     return Gpu.objects.select_related("server").annotate(
         mig_device_count=_count(MigDevice.objects.all(), "gpu")
