@@ -177,3 +177,9 @@ def test_the_failure_tab_picks_a_leaf_and_says_what_it_takes(client, user):
     table = page.split('id="failure-degraded"')[1].split("</table>")[0]
     assert "mlx5_2" in table and "GPU 2" in table and "12.5%" in table and "400" in table
     assert "slot(s) of a multi-node job" in page
+    spine = Switch.objects.get(name="spine-p001-02")
+    page = client.get(f"/placement/?tab=failure&switch={spine.pk}").content.decode()
+    assert "If spine ib/spine-p001-02 fails" in page
+    assert "Servers that lose part of their way up" in page and "beyond its leaf" in page
+    table = page.split('id="failure-degraded"')[1].split("</table>")[0]
+    assert table.count("<tr>") == 3 and "50%" in table and "NIC lost" not in table
