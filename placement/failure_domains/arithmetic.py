@@ -300,6 +300,24 @@ def server_shares(
     return found
 
 
+def behind_shares(losses: Iterable[tuple[float, float]]) -> dict[float, int]:
+    """Each share lost (0..1) of (Gb/s lost, Gb/s before) pairs, and how many servers lose it."""
+    found: dict[float, int] = defaultdict(int)
+    for lost, total in losses:
+        found[share_of(lost, total)] += 1
+    return dict(found)
+
+
+def cabled_alike(cables: ServerCables) -> dict[tuple[tuple[int, float], ...], list[int]]:
+    """Servers by their cables (the switches and Gb/s, rails aside): what a switch above the
+    leaves takes is the same for every server of a group, so a fabric's spines are judged
+    per group (a leaf group's servers are one), not per server."""
+    groups: dict[tuple[tuple[int, float], ...], list[int]] = defaultdict(list)
+    for server_id, ends in cables.items():
+        groups[tuple(sorted((switch, gbps or 0.0) for switch, gbps, _ in ends))].append(server_id)
+    return dict(groups)
+
+
 GpuNicLinks = dict[int, list[tuple[str, str]]]
 """GPU id -> its links to the server's NICs: (NIC name, link class as `nvidia-smi topo -m`)."""
 
@@ -375,11 +393,11 @@ def fabric_loss_words(
     leaf: LeafLoss | None,
     spine: SpineLoss | None,
     *,
-    behind: Mapping[int, tuple[float, float]] | None = None,
+    behind: Mapping[float, int] | None = None,
 ) -> str:
     """The answer in a sentence or two, the same in the ranking and in the failure domain: a
     leaf's rails, a spine's share of the bandwidth below it and what the servers `behind` it
-    (`server_shares`) lose."""
+    lose (`behind_shares`: each share lost, 0..1, and how many servers lose it)."""
     if leaf is not None:
         if not leaf.degraded and leaf.cut:
             return (
@@ -404,10 +422,9 @@ def fabric_loss_words(
             f"bandwidth: {spine.gbps_lost:,.0f} of {spine.tier_gbps:,.0f} Gb/s"
         )
         if behind:
-            shares = [lost / total for lost, total in behind.values() if total]
             words += (
-                f"; {len(behind):,} server(s) lose {share_range(shares)} of theirs beyond "
-                f"their leaf"
+                f"; {sum(behind.values()):,} server(s) lose {share_range(behind)} of theirs "
+                f"beyond their leaf"
             )
         words += "; no server goes down."
         if spine.isolated_switches:

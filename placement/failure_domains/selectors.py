@@ -32,6 +32,8 @@ from .arithmetic import (
     ServerCables,
     ServerCounts,
     SpineLoss,
+    behind_shares,
+    cabled_alike,
     capacity_after,
     fabric_loss_words,
     gpus_losing_nic,
@@ -455,7 +457,9 @@ def _fabric_switch_servers(
         "job_gpus_per_node": JOB_GPUS_PER_NODE,
         "job_slots_degraded": job_slots(gpu_counts, losses),
         "isolated_switches": spine.isolated_switches if spine else [],
-        "message": fabric_loss_words(name, tier, leaf, spine, behind=losses if spine else None),
+        "message": fabric_loss_words(
+            name, tier, leaf, spine, behind=behind_shares(losses.values()) if spine else None
+        ),
         "per_job": per_job_words(job_slots(gpu_counts, losses), server_share),
     }
     return rows, degraded, gpu_list, fabric
@@ -543,7 +547,8 @@ def fabric_switch_ranking(limit: int = 50, counts: ServerCounts | None = None) -
     failure takes (six queries, three with `counts` given; the fleet's GPUs are their sum): first
     the GPUs of servers they cut off (every fabric cable on them), then the Gb/s lost. A
     leaf takes rail k of each server under it (`leaf_loss`: bandwidth lost, nodes still up),
-    a spine its share of the bisection (`spine_loss`)."""
+    a spine its share of the bisection (`spine_loss`) and of each server's way up
+    (`uplink_shares`), judged once per group of servers cabled alike (`cabled_alike`)."""
     from fabric.models import FabricLink, Switch
 
     switches = list(
@@ -571,6 +576,13 @@ def fabric_switch_ranking(limit: int = 50, counts: ServerCounts | None = None) -
     for fabric_id, fabric_tiers in tiers.items():
         spines.update(spine_losses(trunks[fabric_id], fabric_tiers))
     gpus, migs, nodes = counts or server_counts()
+    # a spine is judged per group of servers cabled alike, each group by its first server
+    groups: dict[int, dict[int, list[int]]] = {}
+    group_gpus: dict[int, dict[int, int]] = {}
+    for fabric_id, fabric_cables in cables.items():
+        alike = {found[0]: found for found in cabled_alike(fabric_cables).values()}
+        groups[fabric_id] = alike
+        group_gpus[fabric_id] = {k: sum(gpus.get(s, 0) for s in v) for k, v in alike.items()}
     items: list[dict[str, Any]] = []
     for sid, name, guid, fabric_id, fabric, override, inferred in switches:
         tier = override or inferred
@@ -578,19 +590,27 @@ def fabric_switch_ranking(limit: int = 50, counts: ServerCounts | None = None) -
         leaf = spine = None
         cut: set[int] = set()
         degraded: dict[int, tuple[float, float, list[int]]] = {}
-        behind: dict[int, tuple[float, float]] | None = None
+        behind: dict[float, int] | None = None
         gbps_lost = 0.0
+        servers_degraded = gpus_degraded = 0
         if sid in spines:
             spine = spines[sid]
             gbps_lost = spine.gbps_lost
             shares = uplink_shares(trunks[fabric_id], tiers[fabric_id], sid)
-            behind = server_shares(cables[fabric_id], shares)
-            degraded = {s: (lost, total, []) for s, (lost, total) in behind.items()}
+            alike = groups[fabric_id]
+            lost = server_shares({first: cables[fabric_id][first] for first in alike}, shares)
+            behind = defaultdict(int)
+            for key, (gbps, total) in lost.items():
+                behind[share_of(gbps, total)] += len(alike[key])
+                servers_degraded += len(alike[key])
+                gpus_degraded += group_gpus[fabric_id][key]
         else:
             mine = {s: cables[fabric_id][s] for s in under[sid]}
             leaf = leaf_loss(mine, sid)
             cut, degraded = leaf.cut, leaf.degraded
             gbps_lost = leaf.gbps_lost + sum(g or 0.0 for s in cut for _, g, _ in mine[s])
+            servers_degraded = len(degraded)
+            gpus_degraded = sum(gpus.get(s, 0) for s in degraded)
         items.append(
             {
                 "name": f"{fabric}/{label}",
@@ -601,8 +621,8 @@ def fabric_switch_ranking(limit: int = 50, counts: ServerCounts | None = None) -
                 "nodes": sum(nodes.get(s, 0) for s in cut),
                 "gpus": sum(gpus.get(s, 0) for s in cut),
                 "mig_devices": sum(migs.get(s, 0) for s in cut),
-                "servers_degraded": len(degraded),
-                "gpus_degraded": sum(gpus.get(s, 0) for s in degraded),
+                "servers_degraded": servers_degraded,
+                "gpus_degraded": gpus_degraded,
                 "rails_lost": sorted({r for _, _, rails in degraded.values() for r in rails}),
                 "gbps_lost": gbps_lost,
                 "bisection_share_lost": spine.share if spine else None,

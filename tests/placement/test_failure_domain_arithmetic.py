@@ -139,7 +139,9 @@ def test_the_gpu_whose_nic_is_on_the_leaf_loses_it_and_a_gpu_with_an_equal_nic_l
 
 
 def test_a_spine_takes_its_share_of_each_leafs_way_up_and_so_of_each_servers():
-    from placement.failure_domains import (
+    from placement.failure_domains.arithmetic import (
+        behind_shares,
+        cabled_alike,
         fabric_loss_words,
         server_shares,
         spine_loss,
@@ -150,6 +152,9 @@ def test_a_spine_takes_its_share_of_each_leafs_way_up_and_so_of_each_servers():
     assert shares == {1: 0.75, 2: 0.75, 3: 0.75, 4: 0.75}
     behind = server_shares(TOY_CABLES, shares)
     assert behind == {100: (1200.0, 1600.0), 101: (1200.0, 1600.0), 102: (1200.0, 1600.0)}
+    # servers cabled alike lose alike: the ranking judges one of each group
+    assert sorted(cabled_alike(TOY_CABLES).values()) == [[100, 101], [102]]
+    assert behind_shares(behind.values()) == {0.75: 3}
     spine = spine_loss(TOY_TRUNKS, TOY_TIERS, 11)
     assert spine.share == 0.25 and spine.gbps_lost == 1600.0
     words = fabric_loss_words(
@@ -157,7 +162,9 @@ def test_a_spine_takes_its_share_of_each_leafs_way_up_and_so_of_each_servers():
         2,
         None,
         spine,
-        behind=server_shares(TOY_CABLES, uplink_shares(TOY_TRUNKS, TOY_TIERS, 11)),
+        behind=behind_shares(
+            server_shares(TOY_CABLES, uplink_shares(TOY_TRUNKS, TOY_TIERS, 11)).values()
+        ),
     )
     assert words.startswith("spine-2 carries 25% of the leaf-to-spine (bisection) bandwidth")
     assert "3 server(s) lose 25% of theirs beyond their leaf" in words
