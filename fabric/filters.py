@@ -9,6 +9,7 @@ from core.filters import IdFilter, WholeNumberFilter
 
 from .choices import AdapterRole, LinkState, SnapshotStatus
 from .models import Adapter, FabricLink, FabricSnapshot, Switch
+from .selectors.search import switch_search_q
 
 
 class SwitchFilter(django_filters.FilterSet):
@@ -27,9 +28,7 @@ class SwitchFilter(django_filters.FilterSet):
         )
 
     def filter_search(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        return queryset.filter(
-            Q(name__icontains=value) | Q(description__icontains=value) | Q(guid__icontains=value)
-        )
+        return queryset.filter(switch_search_q(value))  # as the global search finds them
 
 
 class AdapterFilter(django_filters.FilterSet):

@@ -28,7 +28,7 @@ from core.palette import CRITICAL, INFO, OK, WARNING
 
 from .choices import GpuStatus, ServerState
 from .health import problem_q
-from .models import ChangeEvent, Disk, Gpu, HardwareProfile, Link, MigDevice, Server
+from .models import ChangeEvent, Disk, Gpu, HardwareProfile, Link, MigDevice, Nic, Server
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
@@ -355,4 +355,53 @@ def gpu_search(value: str, *, limit: int) -> tuple[list[Gpu], int]:
 
 def mig_device_search(value: str, *, limit: int) -> tuple[list[MigDevice], int]:
     found = mig_device_list().filter(mig_device_search_q(value)).order_by("uuid", "pk")
+    return list(found[:limit]), found.count()
+
+
+def nic_search_q(value: str) -> Q:
+    """NICs whose MAC or InfiniBand GUID (node GUID, a port's GUID; `0x` and colons as people
+    type them) contains `value`, or whose name or netdev is `value`; `host nic` (`dgx-07
+    mlx5_0`) names one server's NIC. A bare name such as `mlx5_0` finds that NIC on every
+    server."""
+    value = value.strip()
+    lowered = value.lower()
+    q = Q(name__iexact=value) | Q(netdev__iexact=value)
+    mac = lowered.replace("-", ":")
+    if len(mac) >= 2:
+        q |= Q(mac__icontains=mac)
+    guid = lowered.removeprefix("0x").replace(":", "")
+    if len(guid) >= 4 and all(c in "0123456789abcdef" for c in guid):
+        q |= (
+            Q(node_guid__icontains=guid)
+            | Q(port_guid__icontains=guid)
+            | Q(port_guids__icontains=guid)
+        )
+    host, _, nic = value.partition(" ")
+    if nic.strip():
+        q |= Q(server__hostname__iexact=host) & (
+            Q(name__iexact=nic.strip()) | Q(netdev__iexact=nic.strip())
+        )
+    return q
+
+
+def nic_search(value: str, *, limit: int) -> tuple[list[Nic], int]:
+    """The first `limit` NICs `nic_search_q` matches, by server and name, with their server,
+    and how many match (two queries)."""
+    found = (
+        Nic.objects.select_related("server")
+        .filter(nic_search_q(value))
+        .only(
+            "id",
+            "name",
+            "netdev",
+            "kind",
+            "mac",
+            "node_guid",
+            "port_guid",
+            "speed_mbps",
+            "server__id",
+            "server__hostname",
+        )
+        .order_by("server__hostname", "name", "pk")
+    )
     return list(found[:limit]), found.count()

@@ -19,11 +19,13 @@ from .api.serializers import CapacityQuerySerializer, PlacementQuerySerializer
 from .capacity import CapacityRequestError
 from .failure_domains import (
     FailureDomainError,
+    fabric_switch_choices,
     failure_domain,
     failure_domain_choices,
     failure_domain_rankings,
     server_resolve,
 )
+from .failure_domains.arithmetic import percent
 from .selectors import placement_choices
 from .service import capacity_plan, placement_find
 from .types import PlacementRequestError, reason_text
@@ -117,6 +119,7 @@ def _failure(request: HttpRequest) -> dict[str, Any]:
     rankings = failure_domain_rankings(limit=10)
     context: dict[str, Any] = {
         "choices": failure_domain_choices(),
+        "fabric_switches": fabric_switch_choices(),
         "rack_ranking": rankings["rack"],
         "server_ranking": rankings["server"],
         "switch_ranking": rankings["switch"],
@@ -130,9 +133,13 @@ def _failure(request: HttpRequest) -> dict[str, Any]:
         return context
     try:
         server = server_resolve(server_text) if server_text else None
-        context["domain"] = failure_domain(server=server, rack=rack or None, switch=switch or None)
+        domain = failure_domain(server=server, rack=rack or None, switch=switch or None)
     except FailureDomainError as exc:
         context["errors"] = [_error(exc.field, exc)]
+        return context
+    for row in domain["degraded_servers"]:  # 12.5%, as the words above the table say it
+        row["share_words"] = percent(row["share_lost"] or 0.0)
+    context["domain"] = domain
     return context
 
 

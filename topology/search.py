@@ -1,9 +1,11 @@
 """The global search: one query over every kind of thing, its results grouped by kind.
 
-NetBox's global search is the model. It composes the apps (servers, GPUs and MIG devices from
-inventory, nodes from clusters), so it lives here, in the layer above both. Each kind's
+NetBox's global search is the model. It composes the apps (servers, GPUs, MIG devices and NICs
+from inventory, nodes from clusters, switches from fabric), so it lives here, in the layer
+above them. Each kind's
 matching rule is its owning app's (`inventory.selectors.server_search_q`, ...), the same one
-the lists' `?search=` applies, so a kind's "+N more" link opens a list of exactly those rows.
+the lists' `?search=` applies, so a kind's "+N more" link opens a list of exactly those rows
+(NICs have no list: their "+N more" asks for a narrower search).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from urllib.parse import urlencode
 from django.urls import reverse
 
 from clusters import selectors as cluster_selectors
+from fabric import selectors as fabric_selectors
 from inventory import selectors as inventory_selectors
 
 PER_KIND = 10
@@ -30,7 +33,7 @@ class SearchGroup:
     kind: str
     rows: Sequence[Any]
     total: int
-    more_url: str
+    more_url: str | None
 
     @property
     def more(self) -> int:
@@ -41,7 +44,7 @@ class SearchGroup:
 class _Kind:
     name: str
     search: Callable[..., tuple[list[Any], int]]
-    list_url: Callable[[str], str]
+    list_url: Callable[[str], str | None]
 
 
 def _filtered(url_name: str) -> Callable[[str], str]:
@@ -53,6 +56,8 @@ KINDS: tuple[_Kind, ...] = (
     _Kind("nodes", cluster_selectors.node_search, _filtered("node-list")),
     _Kind("GPUs", inventory_selectors.gpu_search, _filtered("gpu-list")),
     _Kind("MIG devices", inventory_selectors.mig_device_search, _filtered("gpu-list")),
+    _Kind("switches", fabric_selectors.switch_search, _filtered("fabric")),
+    _Kind("NICs", inventory_selectors.nic_search, lambda q: None),
 )
 
 

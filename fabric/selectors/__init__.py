@@ -3,8 +3,8 @@ the plain facts the pure functions take, what the pages and the figure show. A f
 of queries whatever the fabric's size.
 
 `cabling`: switches, adapters, cables, the tree, labels, bandwidth, the rules' facts, one
-switch's ports, one server's cables, each fabric's card. `figure`: the figure's facts and the
-cables the open findings call degraded.
+switch's ports, one server's cables, each fabric's card. `search`: a switch by name or GUID.
+`figure`: the figure's facts and the cables the open findings call degraded.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from .figure import (
     fabric_figures_facts,
     fabrics_degraded_keys,
 )
+from .search import switch_search, switch_search_q
 
 __all__ = [
     "LINK_FACT_FIELDS",
@@ -64,5 +65,7 @@ __all__ = [
     "snapshot_list",
     "switch_list",
     "switch_ports",
+    "switch_search",
+    "switch_search_q",
     "switch_tree_facts",
 ]

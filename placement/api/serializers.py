@@ -283,9 +283,110 @@ class LostMigDeviceSerializer(serializers.Serializer):
 class DegradedServerSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     hostname = serializers.CharField()
-    other_switches = serializers.ListField(child=serializers.CharField())
-    gbps_lost = serializers.FloatField(required=False, help_text="fabric switch: Gb/s lost")
-    rails_lost = serializers.ListField(child=serializers.IntegerField(), required=False)
+    other_switches = serializers.ListField(
+        child=serializers.CharField(), help_text="switch=NAME: the switches it keeps a path through"
+    )
+    loss = serializers.CharField(
+        required=False,
+        help_text="rail (a fabric leaf takes NICs of it), uplink (a spine or core takes part of "
+        "its way up beyond its leaf) or nic (a switch by name takes NICs of it)",
+    )
+    gbps_lost = serializers.FloatField(
+        required=False, help_text="Gb/s lost: its NICs on the switch; uplink: beyond its leaf"
+    )
+    gbps_before = serializers.FloatField(
+        required=False, help_text="Gb/s of its fabric NICs before (switch=NAME: of its NICs)"
+    )
+    share_lost = serializers.FloatField(
+        required=False, help_text="0..1: gbps_lost of gbps_before, its network bandwidth lost"
+    )
+    rails_lost = serializers.ListField(
+        child=serializers.IntegerField(), required=False, help_text="the rails of its NICs lost"
+    )
+    nics_lost = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="its NICs on the switch"
+    )
+    gpus = serializers.IntegerField(required=False, help_text="its GPUs (not lost)")
+    gpus_nic_lost = serializers.ListField(
+        child=serializers.IntegerField(),
+        required=False,
+        help_text="indexes of its GPUs whose nearest fabric NIC (PIX on a rail-optimised "
+        "server) is on the switch: their GPUDirect RDMA path is gone",
+    )
+    nodes = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="its scheduler nodes, still up"
+    )
+
+
+class DegradedNodeSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    cluster = serializers.CharField()
+    kind = serializers.CharField()
+    server = serializers.IntegerField(allow_null=True)
+    server_hostname = serializers.CharField()
+    gpu_capacity = serializers.IntegerField()
+    gbps_lost = serializers.FloatField(allow_null=True, help_text="its server's Gb/s lost")
+    share_lost = serializers.FloatField(allow_null=True, help_text="its server's share lost")
+    rails_lost = serializers.ListField(child=serializers.IntegerField())
+
+
+class DegradedGpuSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    uuid = serializers.CharField()
+    index = serializers.IntegerField()
+    server = serializers.IntegerField()
+    server_hostname = serializers.CharField()
+    nics = serializers.ListField(
+        child=serializers.CharField(), help_text="its nearest NICs, every one on the switch"
+    )
+
+
+class FabricLossSerializer(serializers.Serializer):
+    fabric = serializers.CharField()
+    switch = serializers.CharField()
+    switch_id = serializers.IntegerField()
+    tier = serializers.IntegerField(allow_null=True, help_text="1 leaf, 2 spine, 3 core")
+    role = serializers.CharField(help_text="leaf, spine, core, tier N or switch (unknown)")
+    rail = serializers.IntegerField(allow_null=True, help_text="a rail-optimised leaf's rail")
+    gbps_lost = serializers.FloatField(
+        help_text="a leaf: its cables to servers; a spine: its cables to the tier below"
+    )
+    bisection_share_lost = serializers.FloatField(
+        allow_null=True, help_text="a spine: 0..1 of its tier's bandwidth downwards"
+    )
+    bandwidth_between = serializers.CharField(
+        allow_null=True, help_text="a spine: the bandwidth that share is of (leaf-to-spine)"
+    )
+    servers_cut = serializers.IntegerField(help_text="servers whose every fabric cable is on it")
+    servers_degraded = serializers.IntegerField(help_text="servers that lose bandwidth, still up")
+    gpus_degraded = serializers.IntegerField(help_text="the GPUs of those servers")
+    gpus_nic_lost = serializers.IntegerField(help_text="GPUs whose nearest NIC is on it")
+    server_share_lost_min = serializers.FloatField(allow_null=True)
+    server_share_lost_max = serializers.FloatField(
+        allow_null=True, help_text="0..1: the most a degraded server loses of its bandwidth"
+    )
+    job_gpus_per_node = serializers.IntegerField(
+        help_text="the multi-node job judged: this many GPUs on each node (8)"
+    )
+    job_slots_degraded = serializers.IntegerField(
+        help_text="slots of such a job on the degraded servers (GPUs // 8 each): each one a "
+        "job would run slower on"
+    )
+    isolated_switches = serializers.ListField(
+        child=serializers.IntegerField(), help_text="switches below left without an uplink"
+    )
+    message = serializers.CharField(help_text="the loss in words, as the ranking says it")
+    per_job = serializers.CharField(help_text="what a multi-node job loses per node, in words")
+
+
+class FailureWorkloadSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    scheduler_id = serializers.CharField()
+    user = serializers.CharField()
+    gpus = serializers.IntegerField(help_text="GPUs it holds in the domain")
+    stops = serializers.BooleanField()
+    loses_bandwidth = serializers.BooleanField()
 
 
 class ClusterCapacitySerializer(serializers.Serializer):
@@ -330,12 +431,25 @@ class FailureDomainSerializer(serializers.Serializer):
     gpu_list = LostGpuSerializer(many=True)
     mig_device_list = LostMigDeviceSerializer(many=True)
     degraded_servers = DegradedServerSerializer(
-        many=True, help_text="switch only: servers that keep a path through another switch"
+        many=True,
+        help_text="switch only: servers that stay up and lose bandwidth (a rail, a NIC, part of "
+        "their way up), by hostname",
+    )
+    degraded_nodes = DegradedNodeSerializer(
+        many=True, help_text="switch only: the scheduler nodes of the degraded servers"
+    )
+    degraded_gpus = DegradedGpuSerializer(
+        many=True, help_text="switch only: GPUs of degraded servers whose nearest NIC is on it"
     )
     clusters = ClusterCapacitySerializer(many=True)
     partitions = PartitionCapacitySerializer(many=True)
-    fabric = serializers.DictField(
+    fabric = FabricLossSerializer(
         allow_null=True, help_text="a fabric switch (switch=ID): bandwidth lost, in words too"
+    )
+    workloads = FailureWorkloadSerializer(
+        many=True,
+        help_text="what runs in the domain and stops or loses bandwidth; empty until workloads "
+        "are recorded",
     )
 
 

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from inventory.choices import link_rank
+
 from ..facts import Fleet
 from ..planner import node_free_gpus
 
@@ -94,7 +96,7 @@ def capacity_after(fleet: Fleet, lost_node_ids: set[int]) -> dict[str, Any]:
     }
 
 
-def share_of(part: int, whole: int) -> float:
+def share_of(part: float, whole: float) -> float:
     return round(part / whole, 4) if whole else 0.0
 
 
@@ -253,27 +255,178 @@ def spine_losses(
     }
 
 
+def uplink_shares(
+    trunks: Iterable[tuple[int, int, float | None]], tiers: Mapping[int, int | None], switch_id: int
+) -> dict[int, float]:
+    """Lower switch id -> the share of its bandwidth towards the top of the fabric that
+    `switch_id` takes, for every switch below it that loses some.
+
+    The switch itself loses all; a switch below loses the Gb/s-weighted mean of what its
+    uplinks' far ends lose (a leaf with 8 equal uplinks, one to the failed spine: 1/8). A
+    core's share reaches the leaves through the spines the same way.
+    """
+    tiers = {**tiers, switch_id: tiers.get(switch_id) or 2}
+    top = tiers[switch_id] or 2
+    ups: dict[int, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    for a, b, gbps in trunks:
+        ta, tb = tiers.get(a) or 0, tiers.get(b) or 0
+        if ta == tb:
+            continue
+        upper, lower = (a, b) if ta > tb else (b, a)
+        ups[lower][upper] += gbps or 0.0
+    lost: dict[int, float] = {switch_id: 1.0}
+    for tier in range(top - 1, 0, -1):
+        for lower, uplinks in ups.items():
+            if (tiers.get(lower) or 0) != tier:
+                continue
+            total = sum(uplinks.values())
+            share = sum(g * lost.get(u, 0.0) for u, g in uplinks.items())
+            if total and share:
+                lost[lower] = round(share / total, 4)
+    del lost[switch_id]
+    return lost
+
+
+def server_shares(
+    cables: ServerCables, shares: Mapping[int, float]
+) -> dict[int, tuple[float, float]]:
+    """Server id -> (Gb/s lost beyond its leaves, Gb/s it had) when each leaf loses `shares`
+    of its uplinks (`uplink_shares`): each NIC keeps the rest of its leaf's way up."""
+    found: dict[int, tuple[float, float]] = {}
+    for server_id, ends in cables.items():
+        lost = sum((gbps or 0.0) * shares.get(switch, 0.0) for switch, gbps, _rail in ends)
+        if lost:
+            found[server_id] = (round(lost, 3), sum(gbps or 0.0 for _, gbps, _ in ends))
+    return found
+
+
+def behind_shares(losses: Iterable[tuple[float, float]]) -> dict[float, int]:
+    """Each share lost (0..1) of (Gb/s lost, Gb/s before) pairs, and how many servers lose it."""
+    found: dict[float, int] = defaultdict(int)
+    for lost, total in losses:
+        found[share_of(lost, total)] += 1
+    return dict(found)
+
+
+def cabled_alike(cables: ServerCables) -> dict[tuple[tuple[int, float], ...], list[int]]:
+    """Servers by their cables (the switches and Gb/s, rails aside): what a switch above the
+    leaves takes is the same for every server of a group, so a fabric's spines are judged
+    per group (a leaf group's servers are one), not per server."""
+    groups: dict[tuple[tuple[int, float], ...], list[int]] = defaultdict(list)
+    for server_id, ends in cables.items():
+        groups[tuple(sorted((switch, gbps or 0.0) for switch, gbps, _ in ends))].append(server_id)
+    return dict(groups)
+
+
+GpuNicLinks = dict[int, list[tuple[str, str]]]
+"""GPU id -> its links to the server's NICs: (NIC name, link class as `nvidia-smi topo -m`)."""
+
+
+def gpus_losing_nic(
+    links: GpuNicLinks, fabric_nics: set[str], lost: set[str]
+) -> dict[int, list[str]]:
+    """GPU id -> the NICs nearest it that fail, for the GPUs of one server whose every
+    nearest fabric NIC (the best link class among the NICs cabled on the fabric: PIX on a
+    rail-optimised server) is among `lost`. A GPU with an equally near NIC left keeps it."""
+    found: dict[int, list[str]] = {}
+    for gpu, ends in links.items():
+        mine = [(link_rank(cls), nic) for nic, cls in ends if nic in fabric_nics]
+        if not mine:
+            continue
+        best = min(rank for rank, _ in mine)
+        nearest = sorted({nic for rank, nic in mine if rank == best})
+        if all(nic in lost for nic in nearest):
+            found[gpu] = nearest
+    return found
+
+
+JOB_GPUS_PER_NODE = 8
+"""The multi-node job a switch failure is judged for: 8 GPUs on each node it spans."""
+
+
+def job_slots(gpus: Mapping[int, int], servers: Iterable[int]) -> int:
+    """Slots of a multi-node job with `JOB_GPUS_PER_NODE` GPUs a node on these servers."""
+    return sum(gpus.get(s, 0) // JOB_GPUS_PER_NODE for s in set(servers))
+
+
+def percent(share: float) -> str:
+    """0.125 -> "12.5%", 0.5 -> "50%"."""
+    return f"{share * 100:.1f}".removesuffix(".0") + "%"
+
+
+def share_range(shares: Iterable[float]) -> str:
+    """ "12.5%" when every share is the same, else "12.5% to 25%"."""
+    found = sorted({round(s, 4) for s in shares})
+    if not found:
+        return "0%"
+    if len(found) == 1:
+        return percent(found[0])
+    return f"{percent(found[0])} to {percent(found[-1])}"
+
+
+def tier_role(tier: int | None) -> str:
+    """A switch's place in the tree, in a word."""
+    return {None: "switch", 1: "leaf", 2: "spine", 3: "core"}.get(tier, f"tier {tier}")
+
+
+def per_job_words(slots: int, shares: Sequence[float]) -> str:
+    """What a multi-node job placed on the degraded servers loses, per node."""
+    if not slots:
+        return f"No slot of a {JOB_GPUS_PER_NODE}-GPU-a-node job loses bandwidth."
+    return (
+        f"{slots:,} slot(s) of a multi-node job with {JOB_GPUS_PER_NODE} GPUs a node lose "
+        f"{share_range(shares)} of their network per node: a job on any of them runs at its "
+        f"slowest node's pace."
+    )
+
+
+def tier_span(tier: int | None) -> str:
+    """The bandwidth a switch of `tier` carries downwards, in words."""
+    return {2: "leaf-to-spine", 3: "spine-to-core"}.get(
+        tier or 2, f"tier {(tier or 2) - 1}-to-{tier}"
+    )
+
+
 def fabric_loss_words(
-    name: str, tier: int | None, leaf: LeafLoss | None, spine: SpineLoss | None
+    name: str,
+    tier: int | None,
+    leaf: LeafLoss | None,
+    spine: SpineLoss | None,
+    *,
+    behind: Mapping[float, int] | None = None,
 ) -> str:
-    """The answer in a sentence or two."""
+    """The answer in a sentence or two, the same in the ranking and in the failure domain: a
+    leaf's rails, a spine's share of the bandwidth below it and what the servers `behind` it
+    lose (`behind_shares`: each share lost, 0..1, and how many servers lose it)."""
     if leaf is not None:
+        if not leaf.degraded and leaf.cut:
+            return (
+                f"{name} holds the only fabric cables of {len(leaf.cut):,} server(s): they are "
+                f"cut off, their nodes and GPUs with them."
+            )
         rails = sorted({r for _, _, rs in leaf.degraded.values() for r in rs})
         rail_words = f"rail {', '.join(map(str, rails))}" if rails else "one NIC"
+        before = sum(total for _lost, total, _rails in leaf.degraded.values())
+        share = f" ({percent(leaf.gbps_lost / before)} of theirs)" if before else ""
         words = (
             f"{name} takes {rail_words} of {len(leaf.degraded):,} server(s) under it: "
-            f"{leaf.gbps_lost:,.0f} Gb/s of network lost; those servers and their nodes stay up "
-            f"on their other NICs."
+            f"{leaf.gbps_lost:,.0f} Gb/s of network lost{share}"
         )
+        words += "; those servers and their nodes stay up on their other NICs."
         if leaf.cut:
             words += f" {len(leaf.cut):,} server(s) have no other fabric cable and are cut off."
         return words
     if spine is not None:
         words = (
-            f"{name} carries {spine.gbps_lost:,.0f} of the {spine.tier_gbps:,.0f} Gb/s its tier "
-            f"carries downwards: {spine.share:.1%} of the bisection bandwidth is lost; no server "
-            f"goes down."
+            f"{name} carries {percent(spine.share)} of the {tier_span(tier)} (bisection) "
+            f"bandwidth: {spine.gbps_lost:,.0f} of {spine.tier_gbps:,.0f} Gb/s"
         )
+        if behind:
+            words += (
+                f"; {sum(behind.values()):,} server(s) lose {share_range(behind)} of theirs "
+                f"beyond their leaf"
+            )
+        words += "; no server goes down."
         if spine.isolated_switches:
             words += (
                 f" {len(spine.isolated_switches):,} switch(es) below have no other uplink and "

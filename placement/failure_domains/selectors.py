@@ -20,23 +20,36 @@ from django.db.models import Count, Q, QuerySet
 from clusters.models import Node
 from health.selectors import gpu_needs_action
 from inventory.choices import GpuStatus
-from inventory.models import Gpu, MigDevice, Nic, Server
+from inventory.models import Gpu, Link, MigDevice, Nic, Server
 
+from ..facts import Fleet
 from ..selectors import fleet_counts
 from ..service import gc_paused
 from .arithmetic import (
+    JOB_GPUS_PER_NODE,
     FailureDomainError,
+    GpuNicLinks,
     ServerCables,
     ServerCounts,
     SpineLoss,
+    behind_shares,
+    cabled_alike,
     capacity_after,
     fabric_loss_words,
+    gpus_losing_nic,
+    job_slots,
     leaf_loss,
+    per_job_words,
     rank_domains,
     ranking_answer,
+    server_shares,
+    share_of,
     spine_loss,
     spine_losses,
     switch_split,
+    tier_role,
+    tier_span,
+    uplink_shares,
 )
 
 SERVER_FIELDS = ("id", "hostname", "rack", "rack_position", "is_virtual", "physical_host_id")
@@ -56,6 +69,7 @@ def failure_domain(
         raise FailureDomainError("server", "give exactly one of server, rack or switch")
     kind, name = given[0]
     degraded: list[dict[str, Any]] = []
+    degraded_gpus: list[dict[str, Any]] = []
     fabric: dict[str, Any] | None = None
     if kind == "server":
         rows = list(
@@ -66,9 +80,9 @@ def failure_domain(
             Server.objects.filter(Q(rack=rack) | Q(physical_host__rack=rack)).values(*SERVER_FIELDS)
         )
     elif str(switch).strip().isdigit():  # a discovered fabric switch, by id
-        rows, degraded, fabric = _fabric_switch_servers(int(str(switch).strip()))
+        rows, degraded, degraded_gpus, fabric = _fabric_switch_servers(int(str(switch).strip()))
     else:  # a switch by the name agents' LLDP and people's locations give
-        rows, degraded = _switch_servers(str(switch))
+        rows, degraded, degraded_gpus = _switch_servers(str(switch))
     lost_ids = {r["id"] for r in rows}
     gpus = list(
         Gpu.objects.filter(server_id__in=lost_ids)
@@ -89,6 +103,7 @@ def failure_domain(
     for gpu in gpus:
         gpus_by_server[gpu["server_id"]] += 1
     hostnames = {r["id"]: r["hostname"] for r in rows}
+    degraded_nodes = _degraded_nodes(fleet, degraded)
     target: dict[str, Any] = {"kind": kind, "name": str(name), "id": None}
     if kind == "server":
         target.update(id=server, name=hostnames.get(int(server or 0), f"server {server}"))
@@ -151,21 +166,62 @@ def failure_domain(
             for m in migs
         ],
         "degraded_servers": degraded,
+        "degraded_nodes": degraded_nodes,
+        "degraded_gpus": degraded_gpus,
         "fabric": fabric,
+        # what runs on the GPUs arrives with workloads (DESIGN: `failure-domains/` adds
+        # `workloads`, each with `stops` or `loses_bandwidth`); none is known yet
+        "workloads": [],
         **capacity_after(fleet, {twin[0] for _, twin in lost_nodes}),
     }
 
 
-def _switch_servers(switch: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Servers cut off by the switch (all switched NICs on it) and VMs on them; the degraded."""
+def _degraded_nodes(fleet: Fleet, degraded: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The scheduler nodes of the degraded servers, each with its server's loss; fills each
+    degraded server's `nodes` (names) on the way. No query: the fleet is read already."""
+    by_server = {d["id"]: d for d in degraded}
+    found = []
+    for node in fleet.nodes:
+        for node_id, node_name, server_id, _hostname in node.identities:
+            server = by_server.get(server_id or 0)
+            if server is None:
+                continue
+            server["nodes"].append(node_name)
+            found.append(
+                {
+                    "id": node_id,
+                    "name": node_name,
+                    "cluster": node.cluster,
+                    "kind": node.kind,
+                    "server": server_id,
+                    "server_hostname": server["hostname"],
+                    "gpu_capacity": node.gpu_capacity,
+                    "gbps_lost": server.get("gbps_lost"),
+                    "share_lost": server.get("share_lost"),
+                    "rails_lost": server.get("rails_lost", []),
+                }
+            )
+    for server in degraded:
+        server["nodes"].sort()
+    return sorted(found, key=lambda n: (n["cluster"], n["name"]))
+
+
+def _switch_servers(
+    switch: str,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Servers cut off by the switch (all switched NICs on it) and VMs on them; the degraded,
+    with the NICs (their speed) they lose on it; the GPUs whose nearest NIC that is. Five
+    queries: the NICs, the servers, and `_degraded`'s."""
     on_switch = Nic.objects.filter(switch=switch).values("server_id")
     switches: dict[int, set[str]] = defaultdict(set)
-    for server_id, name in (
+    speeds: dict[int, list[tuple[str, float, bool]]] = defaultdict(list)
+    for server_id, name, nic, mbps in (
         Nic.objects.filter(server_id__in=on_switch)
         .exclude(switch="")
-        .values_list("server_id", "switch")
+        .values_list("server_id", "switch", "name", "speed_mbps")
     ):
         switches[server_id].add(name)
+        speeds[server_id].append((nic, (mbps or 0) / 1000, name == switch))
     cut, partial = switch_split(switches, switch)
     rows = list(
         Server.objects.filter(Q(pk__in=switches) | Q(physical_host_id__in=cut)).values(
@@ -173,16 +229,21 @@ def _switch_servers(switch: str) -> tuple[list[dict[str, Any]], list[dict[str, A
         )
     )
     lost = [r for r in rows if r["id"] in cut or r["physical_host_id"] in cut]
-    degraded = [
-        {
-            "id": r["id"],
-            "hostname": r["hostname"],
-            "other_switches": sorted(switches[r["id"]] - {switch}),
-        }
-        for r in rows
-        if r["id"] in partial and r["physical_host_id"] not in cut
-    ]
-    return lost, sorted(degraded, key=lambda d: d["hostname"])
+    servers = {r["id"]: r for r in rows if r["id"] in partial and r["physical_host_id"] not in cut}
+    losses = {
+        sid: (
+            sum(g for _n, g, on in speeds[sid] if on),
+            sum(g for _n, g, _on in speeds[sid]),
+        )
+        for sid in servers
+    }
+    lost_nics = {sid: {n for n, _g, on in speeds[sid] if on} for sid in servers}
+    names = {sid: {n: n for n, _g, _on in speeds[sid]} for sid in servers}
+    other = {sid: sorted(switches[sid] - {switch}) for sid in servers}
+    degraded, gpu_list, _counts = _degraded(
+        servers, losses, {}, lost_nics, names, loss="nic", other_switches=other
+    )
+    return lost, degraded, gpu_list
 
 
 def failure_domain_ranking(*, by: str = "rack", limit: int = 50) -> dict[str, Any]:
@@ -231,6 +292,38 @@ def failure_domain_choices() -> dict[str, list[str]]:
     return {"racks": list(racks.distinct()), "switches": list(switches.distinct())}
 
 
+TIER_GROUPS = {1: "leaves", 2: "spines", 3: "cores"}
+
+
+def fabric_switch_choices() -> list[dict[str, Any]]:
+    """The discovered fabrics' switches for the failure-domain picker, grouped by fabric and
+    tier (leaves, spines, cores; a switch of no known tier last), by name: one query."""
+    from fabric.models import Switch
+
+    groups: dict[tuple[str, int | None], list[dict[str, Any]]] = defaultdict(list)
+    for sid, name, guid, rail, override, inferred, fabric in Switch.objects.filter(
+        gone_at__isnull=True
+    ).values_list("id", "name", "guid", "rail", "tier_override", "tier_inferred", "fabric__name"):
+        groups[(fabric, override or inferred)].append(
+            {"id": sid, "name": name or guid, "rail": rail}
+        )
+    return [
+        {
+            "fabric": fabric,
+            "tier": tier,
+            "label": f"{fabric}: {TIER_GROUPS.get(tier or 0) or _tier_words(tier)}",
+            "switches": sorted(found, key=lambda s: (s["rail"] is None, s["name"])),
+        }
+        for (fabric, tier), found in sorted(
+            groups.items(), key=lambda g: (g[0][0], g[0][1] is None, g[0][1] or 0)
+        )
+    ]
+
+
+def _tier_words(tier: int | None) -> str:
+    return f"tier {tier}" if tier else "tier unknown"
+
+
 def server_resolve(text: str) -> int:
     """A server id from an id or a hostname (case-insensitive); raises FailureDomainError."""
     text = text.strip()
@@ -255,15 +348,22 @@ def _count_by_server(queryset: QuerySet, field: str) -> dict[int, int]:
 
 def _fabric_switch_servers(
     switch_id: int,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
     """The servers a discovered fabric switch cuts off and degrades, and what it takes, in
-    words and numbers (four queries at most)."""
+    words and numbers: five queries for a leaf (the switch, the cables of the servers under
+    it, their servers, their GPUs, their GPU-NIC links), six above the leaves (the switch,
+    the tiers, the trunks, the cables of the servers below, their servers, their GPUs).
+
+    A leaf degrades the servers it takes a NIC of (`rails_lost`, `nics_lost`, the GPUs whose
+    nearest NIC that is); a spine the servers under the leaves it serves, by the share of
+    their way up it carries (`uplink_shares`).
+    """
     from fabric.models import FabricLink, Switch
 
     switch = (
         Switch.objects.filter(pk=switch_id, gone_at__isnull=True)
         .select_related("fabric")
-        .only("id", "name", "guid", "tier_override", "tier_inferred", "fabric__name")
+        .only("id", "name", "guid", "rail", "tier_override", "tier_inferred", "fabric__name")
         .first()
     )
     if switch is None:
@@ -273,17 +373,31 @@ def _fabric_switch_servers(
     tier = switch.tier
     leaf = spine = None
     rows: list[dict[str, Any]] = []
-    degraded: list[dict[str, Any]] = []
+    cables: ServerCables = defaultdict(list)
+    nic_names: dict[int, dict[str, str]] = defaultdict(dict)  # server -> NIC name/GUID -> key
+    lost_nics: dict[int, set[str]] = defaultdict(set)
     if tier is None or tier == 1:
         under = live.filter(a_switch_id=switch_id, b_adapter__server__isnull=False).values(
             "b_adapter__server_id"
         )
-        cables: ServerCables = defaultdict(list)
-        for server_id, a_switch, gbps, rail in live.filter(
+        for server_id, a_switch, gbps, rail, nic, guid in live.filter(
             b_adapter__server_id__in=under, a_switch__isnull=False
-        ).values_list("b_adapter__server_id", "a_switch_id", "gbps", "b_adapter__rail"):
+        ).values_list(
+            "b_adapter__server_id",
+            "a_switch_id",
+            "gbps",
+            "b_adapter__rail",
+            "b_adapter__nic",
+            "b_adapter__guid",
+        ):
             cables[server_id].append((a_switch, gbps, rail))
+            key = nic or guid
+            nic_names[server_id].update({key: key, guid: key})
+            if a_switch == switch_id:
+                lost_nics[server_id].add(key)
         leaf = leaf_loss(cables, switch_id)
+        losses = {sid: (lost, total) for sid, (lost, total, _r) in leaf.degraded.items()}
+        rails = {sid: r for sid, (_l, _t, r) in leaf.degraded.items()}
         servers = {
             r["id"]: r
             for r in Server.objects.filter(
@@ -293,21 +407,7 @@ def _fabric_switch_servers(
         rows = [
             r for r in servers.values() if r["id"] in leaf.cut or r["physical_host_id"] in leaf.cut
         ]
-        degraded = sorted(
-            (
-                {
-                    "id": sid,
-                    "hostname": servers[sid]["hostname"],
-                    "other_switches": [],
-                    "gbps_lost": lost,
-                    "gbps_before": total,
-                    "rails_lost": rails,
-                }
-                for sid, (lost, total, rails) in leaf.degraded.items()
-                if sid in servers
-            ),
-            key=lambda d: d["hostname"],
-        )
+        gbps_lost = leaf.gbps_lost + sum(g or 0.0 for s in leaf.cut for _, g, _ in cables[s])
     else:
         tiers = {
             sid: override or inferred
@@ -315,22 +415,131 @@ def _fabric_switch_servers(
                 fabric_id=switch.fabric_id, gone_at__isnull=True
             ).values_list("id", "tier_override", "tier_inferred")
         }
-        trunks = live.filter(a_switch__isnull=False, b_switch__isnull=False).values_list(
-            "a_switch_id", "b_switch_id", "gbps"
+        trunks = list(
+            live.filter(a_switch__isnull=False, b_switch__isnull=False).values_list(
+                "a_switch_id", "b_switch_id", "gbps"
+            )
         )
         spine = spine_loss(trunks, tiers, switch_id)
+        shares = uplink_shares(trunks, tiers, switch_id)
+        below = live.filter(a_switch_id__in=list(shares), b_adapter__server__isnull=False).values(
+            "b_adapter__server_id"
+        )
+        for server_id, a_switch, gbps, rail in live.filter(
+            b_adapter__server_id__in=below, a_switch__isnull=False
+        ).values_list("b_adapter__server_id", "a_switch_id", "gbps", "b_adapter__rail"):
+            cables[server_id].append((a_switch, gbps, rail))
+        losses = server_shares(cables, shares)
+        rails = {}
+        servers = {r["id"]: r for r in Server.objects.filter(pk__in=losses).values(*SERVER_FIELDS)}
+        gbps_lost = spine.gbps_lost
+    losses = {sid: loss for sid, loss in losses.items() if sid in servers}
+    degraded, gpu_list, gpu_counts = _degraded(
+        servers, losses, rails, lost_nics, nic_names, loss="rail" if leaf else "uplink"
+    )
+    server_share = [d["share_lost"] for d in degraded]
     fabric = {
         "fabric": switch.fabric.name,
         "switch": name,
         "switch_id": switch_id,
         "tier": tier,
-        "gbps_lost": leaf.gbps_lost if leaf else spine.gbps_lost if spine else 0.0,
+        "role": tier_role(tier),
+        "rail": switch.rail,
+        "gbps_lost": gbps_lost,
         "bisection_share_lost": spine.share if spine else None,
+        "bandwidth_between": tier_span(tier) if spine else None,
+        "servers_cut": len(leaf.cut) if leaf else 0,
         "servers_degraded": len(degraded),
+        "gpus_degraded": sum(d["gpus"] for d in degraded),
+        "gpus_nic_lost": len(gpu_list),
+        "server_share_lost_min": min(server_share, default=None),
+        "server_share_lost_max": max(server_share, default=None),
+        "job_gpus_per_node": JOB_GPUS_PER_NODE,
+        "job_slots_degraded": job_slots(gpu_counts, losses),
         "isolated_switches": spine.isolated_switches if spine else [],
-        "message": fabric_loss_words(name, tier, leaf, spine),
+        "message": fabric_loss_words(
+            name, tier, leaf, spine, behind=behind_shares(losses.values()) if spine else None
+        ),
+        "per_job": per_job_words(job_slots(gpu_counts, losses), server_share),
     }
-    return rows, degraded, fabric
+    return rows, degraded, gpu_list, fabric
+
+
+def _degraded(
+    servers: dict[int, dict[str, Any]],
+    losses: dict[int, tuple[float, float]],
+    rails: dict[int, list[int]],
+    lost_nics: dict[int, set[str]],
+    nic_names: dict[int, dict[str, str]],
+    *,
+    loss: str,
+    other_switches: dict[int, list[str]] | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[int, int]]:
+    """The degraded servers' rows, the GPUs whose nearest NIC is lost, and GPU counts per
+    server: two queries (their GPUs; their GPU-NIC links, when a NIC is lost)."""
+    gpus: dict[int, list[tuple[int, int, str]]] = defaultdict(list)
+    for gpu_id, server_id, index, uuid in (
+        Gpu.objects.filter(server_id__in=losses)
+        .exclude(status=GpuStatus.LOST)
+        .order_by("server_id", "index")
+        .values_list("id", "server_id", "index", "uuid")
+    ):
+        gpus[server_id].append((gpu_id, index, uuid))
+    wanted = [sid for sid in losses if lost_nics.get(sid)]
+    nearest = _gpus_losing_nic(wanted, nic_names, lost_nics) if wanted else {}
+    degraded: list[dict[str, Any]] = []
+    gpu_list: list[dict[str, Any]] = []
+    for sid, (lost, total) in sorted(losses.items(), key=lambda x: servers[x[0]]["hostname"]):
+        hostname = servers[sid]["hostname"]
+        losing = nearest.get(sid, {})
+        degraded.append(
+            {
+                "id": sid,
+                "hostname": hostname,
+                "other_switches": (other_switches or {}).get(sid, []),
+                "loss": loss,
+                "gbps_lost": lost,
+                "gbps_before": total,
+                "share_lost": share_of(lost, total),
+                "rails_lost": rails.get(sid, []),
+                "nics_lost": sorted(lost_nics.get(sid, ())),
+                "gpus": len(gpus[sid]),
+                "gpus_nic_lost": sorted(index for g, index, _ in gpus[sid] if g in losing),
+                "nodes": [],
+            }
+        )
+        gpu_list += [
+            {
+                "id": g,
+                "uuid": uuid,
+                "index": index,
+                "server": sid,
+                "server_hostname": hostname,
+                "nics": losing[g],
+            }
+            for g, index, uuid in gpus[sid]
+            if g in losing
+        ]
+    return degraded, gpu_list, {sid: len(found) for sid, found in gpus.items()}
+
+
+def _gpus_losing_nic(
+    server_ids: list[int], nic_names: dict[int, dict[str, str]], lost: dict[int, set[str]]
+) -> dict[int, dict[int, list[str]]]:
+    """Server id -> GPU id -> the lost NICs nearest it (`gpus_losing_nic`), from the GPU-NIC
+    links the agents report (one query). A link's NIC is the fabric's adapter by its GUID,
+    else by its name."""
+    links: dict[int, GpuNicLinks] = defaultdict(lambda: defaultdict(list))
+    for server_id, gpu_id, nic, guid, link_class in Link.objects.filter(
+        server_id__in=server_ids, gpu_a__isnull=False, nic__isnull=False
+    ).values_list("server_id", "gpu_a_id", "nic__name", "nic__node_guid", "link_class"):
+        names = nic_names[server_id]
+        key = names.get(guid) if guid else None
+        links[server_id][gpu_id].append((key or names.get(nic) or f"~{nic}", link_class))
+    return {
+        sid: gpus_losing_nic(links[sid], set(nic_names[sid].values()), lost[sid])
+        for sid in server_ids
+    }
 
 
 def fabric_switch_ranking(limit: int = 50, counts: ServerCounts | None = None) -> dict[str, Any]:
@@ -338,7 +547,8 @@ def fabric_switch_ranking(limit: int = 50, counts: ServerCounts | None = None) -
     failure takes (six queries, three with `counts` given; the fleet's GPUs are their sum): first
     the GPUs of servers they cut off (every fabric cable on them), then the Gb/s lost. A
     leaf takes rail k of each server under it (`leaf_loss`: bandwidth lost, nodes still up),
-    a spine its share of the bisection (`spine_loss`)."""
+    a spine its share of the bisection (`spine_loss`) and of each server's way up
+    (`uplink_shares`), judged once per group of servers cabled alike (`cabled_alike`)."""
     from fabric.models import FabricLink, Switch
 
     switches = list(
@@ -366,6 +576,13 @@ def fabric_switch_ranking(limit: int = 50, counts: ServerCounts | None = None) -
     for fabric_id, fabric_tiers in tiers.items():
         spines.update(spine_losses(trunks[fabric_id], fabric_tiers))
     gpus, migs, nodes = counts or server_counts()
+    # a spine is judged per group of servers cabled alike, each group by its first server
+    groups: dict[int, dict[int, list[int]]] = {}
+    group_gpus: dict[int, dict[int, int]] = {}
+    for fabric_id, fabric_cables in cables.items():
+        alike = {found[0]: found for found in cabled_alike(fabric_cables).values()}
+        groups[fabric_id] = alike
+        group_gpus[fabric_id] = {k: sum(gpus.get(s, 0) for s in v) for k, v in alike.items()}
     items: list[dict[str, Any]] = []
     for sid, name, guid, fabric_id, fabric, override, inferred in switches:
         tier = override or inferred
@@ -373,15 +590,27 @@ def fabric_switch_ranking(limit: int = 50, counts: ServerCounts | None = None) -
         leaf = spine = None
         cut: set[int] = set()
         degraded: dict[int, tuple[float, float, list[int]]] = {}
+        behind: dict[float, int] | None = None
         gbps_lost = 0.0
+        servers_degraded = gpus_degraded = 0
         if sid in spines:
             spine = spines[sid]
             gbps_lost = spine.gbps_lost
+            shares = uplink_shares(trunks[fabric_id], tiers[fabric_id], sid)
+            alike = groups[fabric_id]
+            lost = server_shares({first: cables[fabric_id][first] for first in alike}, shares)
+            behind = defaultdict(int)
+            for key, (gbps, total) in lost.items():
+                behind[share_of(gbps, total)] += len(alike[key])
+                servers_degraded += len(alike[key])
+                gpus_degraded += group_gpus[fabric_id][key]
         else:
             mine = {s: cables[fabric_id][s] for s in under[sid]}
             leaf = leaf_loss(mine, sid)
             cut, degraded = leaf.cut, leaf.degraded
             gbps_lost = leaf.gbps_lost + sum(g or 0.0 for s in cut for _, g, _ in mine[s])
+            servers_degraded = len(degraded)
+            gpus_degraded = sum(gpus.get(s, 0) for s in degraded)
         items.append(
             {
                 "name": f"{fabric}/{label}",
@@ -392,13 +621,13 @@ def fabric_switch_ranking(limit: int = 50, counts: ServerCounts | None = None) -
                 "nodes": sum(nodes.get(s, 0) for s in cut),
                 "gpus": sum(gpus.get(s, 0) for s in cut),
                 "mig_devices": sum(migs.get(s, 0) for s in cut),
-                "servers_degraded": len(degraded),
-                "gpus_degraded": sum(gpus.get(s, 0) for s in degraded),
+                "servers_degraded": servers_degraded,
+                "gpus_degraded": gpus_degraded,
                 "rails_lost": sorted({r for _, _, rails in degraded.values() for r in rails}),
                 "gbps_lost": gbps_lost,
                 "bisection_share_lost": spine.share if spine else None,
                 "isolated_switches": len(spine.isolated_switches) if spine else 0,
-                "message": fabric_loss_words(label, tier, leaf, spine),
+                "message": fabric_loss_words(label, tier, leaf, spine, behind=behind),
             }
         )
     items.sort(key=lambda i: (-i["gpus"], -i["gbps_lost"], i["name"]))

@@ -245,7 +245,10 @@ def test_a_spine_takes_its_share_of_the_bisection_and_cuts_off_leaves_it_alone_s
     assert loss.share == pytest.approx(0.3333)
     assert loss.isolated_switches == [3]
     words = fabric_loss_words("spine-1", 2, None, loss)
-    assert "33.3% of the bisection bandwidth" in words and "no server goes down" in words
+    assert (
+        "33.3% of the leaf-to-spine (bisection) bandwidth" in words
+        and "no server goes down" in words
+    )
     assert "1 switch(es) below have no other uplink" in words
     assert spine_loss(trunks, tiers, 11).isolated_switches == []
 
