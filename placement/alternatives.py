@@ -5,7 +5,8 @@ request named one) and asks here only when the request does not fit. An alternat
 query parameters and the answer they get: planned as `placement_find` plans them (one GPU
 model per job unless mixing is asked), so following it gives the nodes it names; and never on
 a node the answer it stands beside excluded (drained, not ready, a lost or unhealthy GPU, GPUs
-needing action): an alternative whose answer takes one is not offered.
+needing action): an alternative whose answer takes one is not offered. Like the planner, the
+alternatives keep off nodes with a critical finding while another try of the same kind fits.
 """
 
 from __future__ import annotations
@@ -104,7 +105,10 @@ def placement_alternatives(
 def _first_fit(
     planner: Planner, tries: list[tuple[str, PlacementRequest]], excluded: AbstractSet[int]
 ) -> Alternative | None:
-    """The first try that fits without an excluded node, in the cluster that answers it best."""
+    """The first try that fits without an excluded node, in the cluster that answers it best;
+    one whose answer takes a node with a critical finding (a lost GPU: the job may be lost)
+    only when no other try of the group fits, and saying so."""
+    fallback: Alternative | None = None
     for description, attempt in tries:
         fitting = sorted(
             (
@@ -112,13 +116,15 @@ def _first_fit(
                 for p in plan_request(planner, attempt)
                 if p.fits and not any(o.node.id in excluded for o in p.chosen)
             ),
-            key=lambda p: p.rank(),
+            key=lambda p: (any(o.node.critical_findings for o in p.chosen), p.rank()),
         )
         if not fitting:
             continue
         plan = fitting[0]
-        return Alternative(
-            description=f"{description} ({plan.cluster}, {plan.kind})",
+        troubled = any(o.node.critical_findings for o in plan.chosen)
+        alternative = Alternative(
+            description=f"{description} ({plan.cluster}, {plan.kind}"
+            + ("; on a node with a critical finding)" if troubled else ")"),
             cluster=plan.cluster,
             kind=plan.kind,
             total_gpus=plan.total,
@@ -127,7 +133,10 @@ def _first_fit(
             nodes=[o.node.name for o in plan.chosen],
             params={**attempt.as_params(), "cluster": plan.cluster},
         )
-    return None
+        if not troubled:
+            return alternative
+        fallback = fallback or alternative
+    return fallback
 
 
 def fleet_models(fleet: Fleet) -> list[str]:

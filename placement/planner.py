@@ -726,7 +726,7 @@ def plan_one_model(
         f"no one GPU model holds {shape.describe(kind, filters.mig_profile)}"
         + (f" (free {unit}: {counts})" if counts else "")
         + f"; it fits only by mixing GPU models ({', '.join(plan.models)}), and a mixed job "
-        "runs at the slowest GPU's pace: allow mixing (mix_models) to place it"
+        "runs at the slowest GPU's pace: allow mixing GPU models (mix_models) to place it"
         + _blocked_summary(plan.blocked)
     )
     return ClusterPlan(

@@ -74,7 +74,8 @@ def test_an_alternative_never_takes_the_node_with_the_lost_gpu_the_answer_blocks
     assert all("dgx-h100-10" not in a.nodes for a in alternatives)
     fewer = [a for a in alternatives if "fewer per node" in a.description]
     assert fewer and fewer[0].gpus_per_node == 4  # 7, 6 and 5 only fit on dgx-h100-10
-    # without the rule the nearest would have been the excluded node: the test means it
+    # without the rule (and its critical finding) the nearest would be the excluded node
+    fleet.nodes[1].critical_findings = 0
     request = PlacementRequest(cluster="hpc", nodes=1, gpus_per_node=8)
     unguarded = placement_alternatives(Planner(fleet), request)
     assert any("dgx-h100-10" in a.nodes for a in unguarded)
@@ -107,6 +108,21 @@ def test_gpus_needing_action_exclude_their_node_from_the_alternatives():
     _, blocked, alternatives = answer(fleet, cluster="hpc", nodes=1, gpus_per_node=8)
     assert ("gpu-01", "needs_action") in {(b.node, b.reason) for b in blocked}
     assert alternatives and all(a.nodes == ["gpu-02"] for a in alternatives)
+
+
+def test_alternatives_keep_off_a_node_with_a_critical_finding_while_another_fits():
+    fleet = demo_slurm()
+    _, _, alternatives = answer(fleet, cluster="hpc", gpus=16)
+    (fewer,) = [a for a in alternatives if "fewer per node" in a.description]
+    # 7 would fit only on dgx-h100-10 (its lost GPU is a critical finding): 4 on a calm node
+    assert fewer.gpus_per_node == 4 and "dgx-h100-10" not in fewer.nodes
+    alone = nvlink_fleet(
+        slurm("gpu-01", 1, used=1, busy_indexes={0}, critical_findings=1),
+        slurm("gpu-02", 2, used=8, busy_indexes=set(range(8))),
+    )
+    _, _, (only,) = answer(alone, cluster="hpc", nodes=1, gpus_per_node=8)
+    assert only.nodes == ["gpu-01"] and only.gpus_per_node == 7
+    assert only.description.endswith("(hpc, slurm; on a node with a critical finding)")
 
 
 # One GPU model per job ------------------------------------------------------------------
