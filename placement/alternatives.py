@@ -1,26 +1,38 @@
 """What would fit instead: nearby requests planned on the same fleet, the closest of each kind.
 
 Pure, like the planner: the service reads the fleet once (with the other clusters when the
-request named one) and asks here only when the request does not fit.
+request named one) and asks here only when the request does not fit. An alternative is its
+query parameters and the answer they get: planned as `placement_find` plans them (one GPU
+model per job unless mixing is asked), so following it gives the nodes it names; and never on
+a node the answer it stands beside excluded (drained, not ready, a lost or unhealthy GPU, GPUs
+needing action): an alternative whose answer takes one is not offered. Like the planner, the
+alternatives keep off nodes with a critical finding while another try of the same kind fits.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 
 from clusters.choices import ClusterKind
 from inventory.gpu_models import gpu_model_matches, model_key
 
 from .facts import Fleet
-from .planner import Planner, plan_request
-from .types import Alternative, PlacementRequest, request_shape
+from .planner import Offer, Planner, fleet_mig_profiles, plan_request
+from .types import Alternative, Filters, MigElsewhere, PlacementRequest, request_shape
 
 ALTERNATIVE_LIMIT = 6
+MIG_ELSEWHERE_NODES = 5
+"""Nodes a MIG answer names where the profile is free outside the clusters asked."""
 
 
-def placement_alternatives(planner: Planner, request: PlacementRequest) -> list[Alternative]:
+def placement_alternatives(
+    planner: Planner, request: PlacementRequest, excluded: AbstractSet[int] = frozenset()
+) -> list[Alternative]:
     """Nearby requests that fit now, the closest of each kind: the same GPUs on more nodes,
-    fewer GPUs per node, another model, another cluster, fewer constraints."""
+    fewer GPUs per node, mixing GPU models, another model, another cluster, fewer
+    constraints; none whose answer takes a node of `excluded` (node ids)."""
     clusters = planner.clusters()
     kinds = {k for c, k in clusters.items() if not request.cluster or c == request.cluster}
     shapes = [request_shape(request, k) for k in kinds or {ClusterKind.KUBERNETES}]
@@ -46,6 +58,8 @@ def placement_alternatives(planner: Planner, request: PlacementRequest) -> list[
             for m in range(per_node - 1, 0, -1)
         ],
     ]
+    if not request.mix_models:
+        groups.append([("the same request mixing GPU models", replace(request, mix_models=True))])
     if request.model:
         groups += [
             [(f"the same request on {model}", replace(request, model=model))]
@@ -76,7 +90,7 @@ def placement_alternatives(planner: Planner, request: PlacementRequest) -> list[
     found: list[Alternative] = []
     seen: set[tuple] = set()
     for group in groups:
-        alternative = _first_fit(planner, group)
+        alternative = _first_fit(planner, group, excluded)
         if alternative is None:
             continue
         signature = (alternative.cluster, alternative.total_gpus, *alternative.nodes)
@@ -88,16 +102,29 @@ def placement_alternatives(planner: Planner, request: PlacementRequest) -> list[
     return found
 
 
-def _first_fit(planner: Planner, tries: list[tuple[str, PlacementRequest]]) -> Alternative | None:
+def _first_fit(
+    planner: Planner, tries: list[tuple[str, PlacementRequest]], excluded: AbstractSet[int]
+) -> Alternative | None:
+    """The first try that fits without an excluded node, in the cluster that answers it best;
+    one whose answer takes a node with a critical finding (a lost GPU: the job may be lost)
+    only when no other try of the group fits, and saying so."""
+    fallback: Alternative | None = None
     for description, attempt in tries:
         fitting = sorted(
-            (p for p in plan_request(planner, attempt) if p.fits), key=lambda p: p.rank()
+            (
+                p
+                for p in plan_request(planner, attempt)
+                if p.fits and not any(o.node.id in excluded for o in p.chosen)
+            ),
+            key=lambda p: (any(o.node.critical_findings for o in p.chosen), p.rank()),
         )
         if not fitting:
             continue
         plan = fitting[0]
-        return Alternative(
-            description=f"{description} ({plan.cluster}, {plan.kind})",
+        troubled = any(o.node.critical_findings for o in plan.chosen)
+        alternative = Alternative(
+            description=f"{description} ({plan.cluster}, {plan.kind}"
+            + ("; on a node with a critical finding)" if troubled else ")"),
             cluster=plan.cluster,
             kind=plan.kind,
             total_gpus=plan.total,
@@ -106,7 +133,10 @@ def _first_fit(planner: Planner, tries: list[tuple[str, PlacementRequest]]) -> A
             nodes=[o.node.name for o in plan.chosen],
             params={**attempt.as_params(), "cluster": plan.cluster},
         )
-    return None
+        if not troubled:
+            return alternative
+        fallback = fallback or alternative
+    return fallback
 
 
 def fleet_models(fleet: Fleet) -> list[str]:
@@ -122,3 +152,38 @@ def fleet_models(fleet: Fleet) -> list[str]:
             if not any(gpu_model_matches(product, n) for n in names.values()):
                 names.setdefault(model_key(product), product)
     return sorted(names.values())
+
+
+def mig_elsewhere(
+    fleet: Fleet, request: PlacementRequest, in_scope: set[str]
+) -> list[MigElsewhere]:
+    """Where MIG devices answering the request's profile (and its model and memory) are free
+    in the clusters of `fleet` outside `in_scope`, the most first: schedulable nodes, their
+    devices' GPUs healthy, not in use. Partitions are a cluster's own: not asked here."""
+    planner = Planner(replace(fleet, nodes=[n for n in fleet.nodes if n.cluster not in in_scope]))
+    filters = replace(Filters.of(request), partition=None)
+    found: dict[str, tuple[str, Counter[str], set[str]]] = {}
+    for profile in fleet_mig_profiles(planner.fleet, request.mig_profile or ""):
+        for offer in planner.offers(replace(filters, mig_profile=profile)):
+            if not isinstance(offer, Offer) or not offer.free:
+                continue
+            node = offer.node
+            kind, per_node, profiles = found.setdefault(node.cluster, (node.kind, Counter(), set()))
+            profiles.add(profile)
+            for _node_id, name, _server, _host in node.identities:
+                per_node[name] += offer.free
+    rows = []
+    for name, (kind, per_node, profiles) in found.items():
+        ranked = sorted(per_node, key=lambda n: (-per_node[n], n))
+        rows.append(
+            MigElsewhere(
+                cluster=name,
+                kind=kind,
+                free=sum(per_node.values()),
+                profiles=sorted(profiles),
+                nodes=ranked[:MIG_ELSEWHERE_NODES],
+                more_nodes=max(len(ranked) - MIG_ELSEWHERE_NODES, 0),
+            )
+        )
+    rows.sort(key=lambda r: (-r.free, r.cluster))
+    return rows

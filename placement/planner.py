@@ -40,6 +40,8 @@ from .types import (
     PlanRank,
     Ranking,
     Shape,
+    mig_profile_is_prefix,
+    mig_profile_matches,
     request_shape,
 )
 
@@ -69,6 +71,11 @@ BLOCK_TEXT = {
     "memory": "with too little GPU memory",
     "model": "of another GPU model",
 }
+
+EXCLUDING = frozenset({"not_ready", "not_schedulable", "unhealthy_gpu", "needs_action"})
+"""Why a node is out whatever is asked of it: its state, or the health of its GPUs (the other
+reasons are about the request: too small for it, busy, another layout). A node an answer
+blocks for one of these is in none of its alternatives (`excluded_nodes`)."""
 
 
 BLOCKED_RANK = Ranking(UNKNOWN_RANK + 1, 0, 0, 0, False, "", "")
@@ -339,6 +346,8 @@ class ClusterPlan:
     reason: str | None
     locality: Locality | None = None
     """How close the nodes chosen are on the network, and why they were chosen."""
+    mig_profile: str | None = None
+    """The MIG profile planned: the request's, or for `1g` the cluster's profile chosen."""
 
     @property
     def models(self) -> list[str]:
@@ -657,6 +666,17 @@ def blocked_counts(blocked: Iterable[BlockedNode]) -> Counter[str]:
     return counts
 
 
+def excluded_nodes(blocked: Iterable[BlockedNode]) -> set[int]:
+    """The ids of the nodes blocked for their state or their GPUs' health (`EXCLUDING`),
+    twins included."""
+    return {
+        node_id
+        for b in blocked
+        if b.reason in EXCLUDING
+        for node_id in (b.node_id, *(twin[0] for twin in b.twins))
+    }
+
+
 def _blocked_summary(blocked: Iterable[BlockedNode]) -> str:
     counts = blocked_counts(blocked)
     if not counts:
@@ -678,13 +698,13 @@ def chosen_models(options: Iterable[Option]) -> list[str]:
 def plan_one_model(
     planner: Planner, cluster: str, kind: str, shape: Shape, filters: Filters, *, mix: bool
 ) -> ClusterPlan:
-    """The plan that keeps one GPU model per job where one fits (a mixed job runs at the
-    slowest GPU's pace); a plan that mixes models (`mixes_models`) only when none does, or when
-    the request allows mixing (`mix`) or already names a model or a MIG profile."""
+    """The plan that keeps one GPU model per job (a mixed job runs at the slowest GPU's pace):
+    the best plan of a single model, or none that fits, saying that mixing would. A plan that
+    mixes models (`mixes_models`) fits only when the request allows mixing (`mix`)."""
     plan = planner.plan(cluster, kind, shape, filters)
-    if mix or filters.model or filters.mig_profile or not plan.fits or not plan.mixes_models:
+    if mix or not plan.fits or not plan.mixes_models:
         return plan
-    offered = (o for o in planner.offers(filters) if isinstance(o, Offer))
+    offered = [o for o in planner.offers(filters) if isinstance(o, Offer)]
     models = sorted({m for o in offered if o.node.cluster == cluster for m in node_models(o.node)})
     single = [
         p
@@ -695,7 +715,87 @@ def plan_one_model(
         best = min(single, key=lambda p: p.rank())
         best.blocked = plan.blocked  # what blocks it, not the other models' nodes
         return best
-    return plan
+    free: Counter[str] = Counter()
+    for offer in offered:
+        names = node_models(offer.node)
+        if offer.node.cluster == cluster and len(names) == 1:
+            free[names[0]] += offer.free * offer.node.weight
+    counts = ", ".join(f"{n} {m}" for m, n in sorted(free.items(), key=lambda mn: (-mn[1], mn[0])))
+    unit = f"MIG {filters.mig_profile} devices" if filters.mig_profile else "GPUs"
+    reason = (
+        f"no one GPU model holds {shape.describe(kind, filters.mig_profile)}"
+        + (f" (free {unit}: {counts})" if counts else "")
+        + f"; it fits only by mixing GPU models ({', '.join(plan.models)}), and a mixed job "
+        "runs at the slowest GPU's pace: allow mixing GPU models (mix_models) to place it"
+        + _blocked_summary(plan.blocked)
+    )
+    return ClusterPlan(
+        cluster, kind, shape, [], plan.chosen + plan.spare, plan.blocked, reason, None
+    )
+
+
+def fleet_mig_profiles(fleet: Fleet, asked: str, cluster: str | None = None) -> list[str]:
+    """The MIG profiles of the fleet (of one cluster) that answer `asked` (every one for ""):
+    what its schedulers offer and its agents report, by name."""
+    found = {
+        profile
+        for node in fleet.nodes
+        if cluster is None or node.cluster == cluster
+        for profile in [
+            *(p for p, n in node.mig_allocatable.items() if n),
+            *(d.profile for d in node.migs),
+        ]
+        if not asked or mig_profile_matches(asked, profile)
+    }
+    return sorted(found)
+
+
+def plan_cluster(
+    planner: Planner, cluster: str, kind: str, request: PlacementRequest
+) -> ClusterPlan:
+    """The request planned in one cluster: one GPU model per job unless it allows mixing, and
+    for a MIG request by slices (`1g`) the best of the cluster's profiles that answer it (a
+    job asks one profile: a pod's `nvidia.com/mig-1g.10gb`), else the one most free."""
+    shape = request_shape(request, kind)
+    filters = Filters.of(request)
+    asked = request.mig_profile
+    if not asked or not mig_profile_is_prefix(asked):
+        plan = plan_one_model(planner, cluster, kind, shape, filters, mix=request.mix_models)
+        plan.mig_profile = asked
+        return plan
+    profiles = fleet_mig_profiles(planner.fleet, asked, cluster)
+    if not profiles:
+        plan = plan_one_model(planner, cluster, kind, shape, filters, mix=request.mix_models)
+        plan.reason = f"no MIG {asked} profile offered in {cluster}" + _blocked_summary(
+            plan.blocked
+        )
+        plan.chosen, plan.spare, plan.mig_profile = [], [], asked
+        return plan
+    plans = []
+    for profile in profiles:
+        plan = plan_one_model(
+            planner,
+            cluster,
+            kind,
+            shape,
+            replace(filters, mig_profile=profile),
+            mix=request.mix_models,
+        )
+        plan.mig_profile = profile
+        plans.append(plan)
+    fitting = [p for p in plans if p.fits]
+    if fitting:
+        return min(fitting, key=lambda p: p.rank())
+
+    def free(plan: ClusterPlan) -> int:
+        offers = planner.offers(replace(filters, mig_profile=plan.mig_profile))
+        return sum(
+            o.free * o.node.weight
+            for o in offers
+            if isinstance(o, Offer) and o.node.cluster == cluster
+        )
+
+    return max(plans, key=lambda p: (free(p), p.mig_profile or ""))
 
 
 def plan_request(planner: Planner, request: PlacementRequest) -> list[ClusterPlan]:
@@ -703,11 +803,8 @@ def plan_request(planner: Planner, request: PlacementRequest) -> list[ClusterPla
 
     Raises PlacementRequestError for a request its clusters' schedulers cannot read.
     """
-    filters = Filters.of(request)
     return [
-        plan_one_model(
-            planner, name, kind, request_shape(request, kind), filters, mix=request.mix_models
-        )
+        plan_cluster(planner, name, kind, request)
         for name, kind in sorted(planner.clusters().items())
         if not request.cluster or name == request.cluster
     ]

@@ -18,15 +18,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any, ParamSpec, TypeVar
 
-from agent.mig import normalize_mig_profile
 from clusters.choices import ClusterKind
 from clusters.selectors import cluster_kind
 from health.selectors import needing_action_share
 
-from .alternatives import placement_alternatives
+from .alternatives import mig_elsewhere, placement_alternatives
 from .capacity import capacity_compare
 from .facts import Fleet, fleet_merge
-from .locality import Locality
+from .locality import Locality, Place
 from .planner import (
     BLOCK_ORDER,
     BLOCKED_LIMIT,
@@ -36,6 +35,8 @@ from .planner import (
     Option,
     Planner,
     blocked_counts,
+    excluded_nodes,
+    fleet_mig_profiles,
     needing_action_words,
     node_choice,
     node_offer,
@@ -49,9 +50,11 @@ from .types import (
     BlockedNode,
     ClusterAnswer,
     Filters,
+    MigElsewhere,
     PlacementRequest,
     PlacementRequestError,
     PlacementResult,
+    mig_profile_text,
     request_shape,
 )
 
@@ -104,11 +107,7 @@ def placement_find(
     """
     if scheduler and scheduler not in ClusterKind.values:
         raise PlacementRequestError("scheduler", "kubernetes or slurm")
-    profile = None
-    if mig_profile:
-        profile = normalize_mig_profile(mig_profile)
-        if not profile:
-            raise PlacementRequestError("mig_profile", "a MIG profile such as 1g.10gb or 3g.40gb")
+    profile = mig_profile_text(mig_profile) if mig_profile else None
     request = PlacementRequest(
         cluster=cluster or None,
         gpus=gpus,
@@ -129,28 +128,37 @@ def placement_find(
     fleet = fleet_load(cluster=request.cluster, with_mig=bool(profile), places=places)
     fleet.places = places or {}
     _check_scheduler(request, fleet.clusters())
-    filters = Filters.of(request)
     planner = Planner(fleet.of_kind(request.scheduler))
     plans = plan_request(planner, request)
     fitting = sorted((p for p in plans if p.fits), key=lambda p: p.rank())
     best = fitting[0] if fitting else None
     blocked = [b for p in plans for b in p.blocked]
+    filters = replace(Filters.of(request), mig_profile=best.mig_profile if best else profile)
+    alternatives: list[Alternative] = []
+    elsewhere: list[MigElsewhere] = []
     if best:
         reason = None
         chosen = best.chosen
-        spare = _candidates(best, fitting[1:])
+        spare = _candidates(best, [p for p in fitting[1:] if p.mig_profile == best.mig_profile])
     else:
-        reason = _reason(request, plans)
-        chosen = []
-        spare = []
-    alternatives: list[Alternative] = []
-    if not best:
-        # other clusters are alternatives too: read them (a fixed number of queries more)
-        whole = planner
-        if request.cluster:
-            others = fleet_load(other_than=request.cluster, with_mig=bool(profile))
-            whole = Planner(fleet_merge(fleet, others, request.cluster).of_kind(request.scheduler))
-        alternatives = placement_alternatives(whole, request)
+        chosen, spare = [], []
+        # the alternatives are planned as asking them would plan them: in every cluster (other
+        # clusters are alternatives too), and a multi-node one on the fabric
+        excluded = excluded_nodes(blocked)
+        whole = _alternatives_fleet(request, fleet, places)
+        alternatives = placement_alternatives(
+            Planner(whole.of_kind(request.scheduler)), request, excluded
+        )
+        if places is None and any(a.node_count > 1 for a in alternatives):
+            places = fleet_places()
+            on_fabric = fleet_load(cluster=request.cluster, with_mig=bool(profile), places=places)
+            whole = _alternatives_fleet(request, on_fabric, places)
+            alternatives = placement_alternatives(
+                Planner(whole.of_kind(request.scheduler)), request, excluded
+            )
+        if profile:
+            elsewhere = mig_elsewhere(whole, request, {p.cluster for p in plans})
+        reason = _reason(request, plans, planner, whole, elsewhere)
     in_scope = {p.cluster for p in plans}
     needing = nodes_needing_action(n for n in fleet.nodes if n.cluster in in_scope)
     chosen, spare = _own_facts(chosen, spare, fleet, filters)
@@ -174,12 +182,13 @@ def placement_find(
                 cluster=p.cluster,
                 kind=p.kind,
                 fits=p.fits,
-                request=p.shape.describe(p.kind, request.mig_profile),
+                request=p.shape.describe(p.kind, p.mig_profile),
                 total_gpus=p.total if p.fits else 0,
                 node_count=len(p.chosen) if p.fits else 0,
                 reason=p.reason,
                 models=p.models if p.fits else [],
-                mixes_models=p.mixes_models,
+                mixes_models=p.fits and p.mixes_models,
+                mig_profile=p.mig_profile,
             )
             for p in plans
         ],
@@ -192,7 +201,23 @@ def placement_find(
         needing_action=needing[:BLOCKED_LIMIT],
         gpus_needing_action=sum(n.gpus for n in needing),
         health=needing_action_words(needing),
+        mig_profile=best.mig_profile if best else None,
+        mig_elsewhere=elsewhere,
     )
+
+
+def _alternatives_fleet(
+    request: PlacementRequest, fleet: Fleet, places: dict[int, Place] | None
+) -> Fleet:
+    """The fleet the alternatives are planned on: the request's, merged with every other
+    cluster's (read here, a fixed number of queries) when it named one."""
+    if request.cluster:
+        others = fleet_load(
+            other_than=request.cluster, with_mig=bool(request.mig_profile), places=places
+        )
+        fleet = fleet_merge(fleet, others, request.cluster)
+    fleet.places = places or {}
+    return fleet
 
 
 def _kind_label(kind: str) -> str:
@@ -258,16 +283,65 @@ def _requested_total(request: PlacementRequest) -> int:
     return request_shape(request, ClusterKind.KUBERNETES).total
 
 
-def _reason(request: PlacementRequest, plans: list[ClusterPlan]) -> str:
+def _reason(
+    request: PlacementRequest,
+    plans: list[ClusterPlan],
+    planner: Planner,
+    whole: Fleet,
+    elsewhere: list[MigElsewhere],
+) -> str:
+    """Why the request does not fit; a MIG request says where its profile is free instead
+    (`elsewhere`), or which profiles the fleet (`whole`) has."""
+    none_free = False
     if not plans:
         if request.scheduler and not request.cluster:
-            return f"no {_kind_label(request.scheduler)} cluster with nodes"
-        if request.cluster:
-            return f"no cluster {request.cluster!r} with nodes (post a snapshot of it first)"
-        return "no scheduler nodes known (post a Kubernetes or Slurm snapshot first)"
-    if len(plans) == 1:
-        return plans[0].reason or ""
-    return "fits in no cluster: " + "; ".join(f"{p.cluster}: {p.reason}" for p in plans)
+            text = f"no {_kind_label(request.scheduler)} cluster with nodes"
+        elif request.cluster:
+            text = f"no cluster {request.cluster!r} with nodes (post a snapshot of it first)"
+        else:
+            text = "no scheduler nodes known (post a Kubernetes or Slurm snapshot first)"
+    elif request.mig_profile and not _mig_devices(planner, request, free=True):
+        none_free = True
+        free = "" if not _mig_devices(planner, request, free=False) else "free "
+        text = f"no {free}{request.mig_profile} in {_scope_words(request, plans)}"
+    elif len(plans) == 1:
+        text = plans[0].reason or ""
+    else:
+        text = "fits in no cluster: " + "; ".join(f"{p.cluster}: {p.reason}" for p in plans)
+    notes = [e.text for e in elsewhere]
+    if none_free and not elsewhere:
+        offered = fleet_mig_profiles(whole, "")
+        notes.append(
+            "MIG profiles of the fleet: " + ", ".join(offered) if offered else "no MIG anywhere"
+        )
+    return "; ".join([text, *notes])
+
+
+def _mig_devices(planner: Planner, request: PlacementRequest, *, free: bool) -> int:
+    """MIG devices answering the request in the clusters it asked (the planner's): free now,
+    or offered by their schedulers at all."""
+    filters = Filters.of(request)
+    count = 0
+    for profile in fleet_mig_profiles(planner.fleet, request.mig_profile or ""):
+        for offer in planner.offers(replace(filters, mig_profile=profile)):
+            if not isinstance(offer, Offer):
+                continue
+            node = offer.node
+            if not request.cluster or node.cluster == request.cluster:
+                count += (
+                    offer.free if free else node.mig_allocatable.get(profile, 0)
+                ) * node.weight
+    return count
+
+
+def _scope_words(request: PlacementRequest, plans: list[ClusterPlan]) -> str:
+    """`cluster hpc`, `Slurm clusters (hpc)`, `any cluster`: where a request looked."""
+    if request.cluster:
+        return f"cluster {request.cluster}"
+    names = ", ".join(p.cluster for p in plans)
+    if request.scheduler:
+        return f"{_kind_label(request.scheduler)} clusters ({names})"
+    return f"any cluster ({names})"
 
 
 def _candidates(best: ClusterPlan, others: list[ClusterPlan]) -> list[Option]:

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
 
+from agent.mig import normalize_mig_profile
 from clusters.choices import ClusterKind
 
 
@@ -118,6 +119,49 @@ def request_shape(request: PlacementRequest, kind: str) -> Shape:
     if kind == ClusterKind.SLURM and not request.mig_profile:
         return Shape(total=gpus, spread=True)
     return Shape(total=gpus, count=1, per_node=gpus)
+
+
+MIG_SLICES_RE = re.compile(r"\s*(?:mig[-_ ]?)?((?:\d+c\.)?\d+g)\.?\s*", re.IGNORECASE)
+"""A MIG request by compute slices alone (`1g`, `MIG 1g`, `1c.3g`): any profile of that shape."""
+
+
+def mig_profile_text(value: str) -> str:
+    """What a request's `mig_profile` asks: one profile (`1G.10GB`, `mig-1g.10gb` ->
+    `1g.10gb`) or every profile of some compute slices (`1g` -> `1g`, which takes `1g.5gb`,
+    `1g.10gb`, `1g.20gb`...: `mig_profile_matches`); raises PlacementRequestError."""
+    exact = normalize_mig_profile(value)
+    if exact:
+        return exact
+    slices = MIG_SLICES_RE.fullmatch(value or "")
+    if slices:
+        return slices.group(1).lower()
+    raise PlacementRequestError(
+        "mig_profile", "a MIG profile such as 1g.10gb or 3g.40gb, or its slices alone: 1g"
+    )
+
+
+def mig_profile_is_prefix(asked: str | None) -> bool:
+    """`1g` (any 1g profile), not `1g.10gb`."""
+    return bool(asked) and not (asked or "").endswith("gb")
+
+
+def mig_slices(profiles: list[str]) -> list[str]:
+    """The compute slices of profiles (`1g.10gb`, `1g.20gb`, `1c.3g.40gb` -> `1c.3g`, `1g`):
+    what a form offers beside the profiles themselves, by slices."""
+    found = {m.group(0).rsplit(".", 1)[0] for p in profiles if (m := _SLICES_OF.match(p))}
+    return sorted(found, key=lambda s: (len(s), s))
+
+
+_SLICES_OF = re.compile(r"(?:\d+c\.)?\d+g\.\d+gb")
+
+
+def mig_profile_matches(asked: str, profile: str) -> bool:
+    """Whether a profile of the fleet (`1g.10gb`, `1g.10gb+me`) answers a request's `asked`
+    (`mig_profile_text`): the same profile, or one of the compute slices asked (`1g`)."""
+    profile = profile.lower()
+    if mig_profile_is_prefix(asked):
+        return profile.startswith(f"{asked}.")
+    return profile == asked
 
 
 def gpu_memory_text(value: str) -> int:
@@ -282,6 +326,28 @@ class Alternative:
 
 
 @dataclass
+class MigElsewhere:
+    """Free MIG devices of the profile asked in a cluster the request did not consider."""
+
+    cluster: str
+    kind: str
+    free: int
+    profiles: list[str]
+    nodes: list[str]
+    """The nodes with free devices, the most first (at most `MIG_ELSEWHERE_NODES`)."""
+    more_nodes: int = 0
+    """Nodes with free devices beyond those named."""
+
+    @property
+    def text(self) -> str:
+        """`14 free on Kubernetes cluster prod: gpu-a07, gpu-a08`."""
+        kind = ClusterKind(self.kind).label
+        names = ", ".join(self.nodes) + (f" and {self.more_nodes} more" if self.more_nodes else "")
+        shown = f" ({', '.join(self.profiles)})" if len(self.profiles) > 1 else ""
+        return f"{self.free} free on {kind} cluster {self.cluster}{shown}: {names}"
+
+
+@dataclass
 class ClusterAnswer:
     cluster: str
     kind: str
@@ -292,6 +358,8 @@ class ClusterAnswer:
     reason: str | None
     models: list[str] = field(default_factory=list)
     mixes_models: bool = False
+    mig_profile: str | None = None
+    """The MIG profile planned (a request for `1g` takes one of the cluster's 1g profiles)."""
 
 
 @dataclass
@@ -326,3 +394,9 @@ class PlacementResult:
     gpus_needing_action: int = 0
     health: str | None = None
     """The GPUs skipped for health, in words (None: none)."""
+    mig_profile: str | None = None
+    """The MIG profile placed: the one asked, or for `1g` the profile chosen (None: whole
+    GPUs, or no fit)."""
+    mig_elsewhere: list[MigElsewhere] = field(default_factory=list)
+    """A MIG request that does not fit: where that capacity is free outside the clusters
+    asked (other clusters, the other scheduler), the most first."""

@@ -28,7 +28,7 @@ from .failure_domains import (
 from .failure_domains.arithmetic import percent
 from .selectors import placement_choices
 from .service import capacity_plan, placement_find
-from .types import PlacementRequestError, reason_text
+from .types import PlacementRequestError, mig_slices, reason_text
 
 TABS = (
     ("placement", "Where a job fits"),
@@ -36,6 +36,9 @@ TABS = (
     ("capacity", "Capacity planner"),
 )
 PLACEMENT_KEYS = ("gpus", "nodes", "gpus_per_node", "mig_profile")
+PLACEMENT_BOXES = ("nvlink_only", "same_numa", "mix_models")
+"""The form's checkboxes: ticked as the request reads them (`mix_models=false` is unticked)."""
+TRUE = {"true", "1", "on", "yes", "y", "t"}
 FIELD_LABELS = {
     "scheduler": "Scheduler",
     "cluster": "Cluster",
@@ -89,9 +92,12 @@ def _error(field: str, message: object) -> str:
 
 
 def _placement(request: HttpRequest) -> dict[str, Any]:
+    choices = placement_choices()
     context: dict[str, Any] = {
-        "choices": placement_choices(),
+        "choices": choices,
+        "mig_slices": mig_slices(choices["mig_profiles"]),
         "schedulers": SCHEDULER_CHOICES,
+        "checked": {k: request.GET.get(k, "").strip().lower() in TRUE for k in PLACEMENT_BOXES},
         "result": None,
         "errors": [],
     }

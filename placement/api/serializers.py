@@ -35,7 +35,11 @@ class PlacementQuerySerializer(serializers.Serializer):
         required=False, allow_blank=True, help_text="GPU model words, e.g. H100 or A100 80GB"
     )
     mig_profile = serializers.CharField(
-        required=False, allow_blank=True, help_text="a MIG profile such as 1g.10gb"
+        required=False,
+        allow_blank=True,
+        help_text="a MIG profile such as 1g.10gb (any spelling: 1G.10GB, mig-1g.10gb), or its "
+        "compute slices alone: 1g takes whichever of the fleet's 1g profiles (1g.5gb, 1g.10gb, "
+        "1g.20gb...) fits best, one profile per job",
     )
     nvlink_only = serializers.BooleanField(
         default=False, help_text="only GPU sets all connected by NVLink within a node"
@@ -49,7 +53,9 @@ class PlacementQuerySerializer(serializers.Serializer):
     )
     mix_models = serializers.BooleanField(
         default=False,
-        help_text="allow several GPU models in one job (off: one model where one fits)",
+        help_text="allow several GPU models in one job; off (the default), a job keeps to one "
+        "GPU model and a request only several models hold does not fit (a mixed job runs at "
+        "the slowest GPU's pace)",
     )
     scheduler = serializers.ChoiceField(
         choices=ClusterKind.choices,
@@ -158,8 +164,26 @@ class ClusterAnswerSerializer(serializers.Serializer):
     reason = serializers.CharField(allow_null=True)
     models = serializers.ListField(child=serializers.CharField())
     mixes_models = serializers.BooleanField(
-        help_text="fits only by mixing GPU models: the job runs at the slowest GPU's pace"
+        help_text="fits by mixing GPU models (asked with mix_models): the job runs at the "
+        "slowest GPU's pace"
     )
+    mig_profile = serializers.CharField(
+        allow_null=True, help_text="the MIG profile planned here (1g: the profile chosen)"
+    )
+
+
+class MigElsewhereSerializer(serializers.Serializer):
+    cluster = serializers.CharField()
+    kind = serializers.CharField()
+    free = serializers.IntegerField(help_text="free MIG devices of the profile asked")
+    profiles = serializers.ListField(
+        child=serializers.CharField(), help_text="the profiles among them (1g: several)"
+    )
+    nodes = serializers.ListField(
+        child=serializers.CharField(), help_text="nodes with free devices, the most first (5)"
+    )
+    more_nodes = serializers.IntegerField(help_text="nodes with free devices beyond those named")
+    text = serializers.CharField(help_text="in words: 14 free on Kubernetes cluster prod: ...")
 
 
 class PlacementFabricSerializer(serializers.Serializer):
@@ -213,6 +237,15 @@ class PlacementResultSerializer(serializers.Serializer):
         help_text="GPUs skipped in the clusters asked: open health findings (drain, reset, RMA)"
     )
     health = serializers.CharField(allow_null=True, help_text="the GPUs skipped, in words")
+    mig_profile = serializers.CharField(
+        allow_null=True,
+        help_text="the MIG profile placed: the one asked, or for 1g the profile chosen",
+    )
+    mig_elsewhere = MigElsewhereSerializer(
+        many=True,
+        help_text="a MIG request that does not fit: where the profile is free in clusters it "
+        "did not consider (another cluster, the other scheduler), the most first",
+    )
 
 
 # Failure domains ------------------------------------------------------------------------

@@ -151,11 +151,21 @@ def test_fields_are_in_the_openapi_schema(api):
         "min_gpu_memory",
         "partition",
         "scheduler",
+        "mix_models",
     } <= parameters
+    described = {
+        p["name"]: p.get("description", "")
+        for p in paths["/api/v1/placement/"]["get"]["parameters"]
+    }
+    assert "one GPU model" in described["mix_models"]
+    assert "1g" in described["mig_profile"]
     components = schema["components"]["schemas"]
     result = components["PlacementResult"]["properties"]
     assert {"fits", "total_gpus", "nodes", "reason", "alternatives", "blocked"} <= set(result)
-    assert {"scheduler", "scope"} <= set(result)
+    assert {"scheduler", "scope", "mig_profile", "mig_elsewhere"} <= set(result)
+    assert {"cluster", "kind", "free", "nodes", "text"} <= set(
+        components["MigElsewhere"]["properties"]
+    )
     assert set(components["PlacementNode"]["properties"]) >= NODE_FIELDS
     domain = components["FailureDomain"]["properties"]
     assert {"servers", "nodes", "gpus", "mig_devices", "server_list", "node_list"} <= set(domain)
@@ -171,6 +181,43 @@ def test_placement_api_queries_do_not_grow_with_the_fleet(api):
         return len(queries)
 
     assert count(2, "few") == count(12, "many")
+
+
+def test_an_answer_with_alternatives_costs_the_same_queries_at_any_size(api):
+    """A pod that does not fit reads the other clusters and, for a multi-node alternative, the
+    fabric: a fixed number of queries more, whatever the fleet."""
+    for n, prefix in ((2, "few"), (12, "many")):
+        k8s_fleet([make_report(f"{prefix}{i:02d}") for i in range(n)], cluster=prefix)
+
+    def count(prefix: str) -> int:
+        with CaptureQueriesContext(connection) as queries:
+            body = api.get(f"/api/v1/placement/?cluster={prefix}&gpus=16").json()
+        assert not body["fits"] and {a["node_count"] for a in body["alternatives"]} >= {2}
+        return len(queries)
+
+    assert count("few") == count("many")
+
+
+def test_mix_models_is_asked_by_the_api_and_one_model_is_the_default(api):
+    h100 = make_report("h100-01")
+    a100 = make_report("a100-01", model="NVIDIA A100-SXM4-80GB")
+    slurm_fleet(["h100-01", "a100-01"], reports=[h100, a100])
+    body = api.get("/api/v1/placement/", {"cluster": "hpc", "gpus": 16}).json()
+    assert body["fits"] is False and "fits only by mixing GPU models" in body["reason"]
+    (mixing,) = [a for a in body["alternatives"] if a["params"].get("mix_models")]
+    mixed = api.get("/api/v1/placement/", mixing["params"]).json()
+    assert mixed["fits"] and len(mixed["models"]) == 2 and "slowest" in mixed["cost"]
+    assert [n["node"] for n in mixed["nodes"]] == mixing["nodes"]
+    assert mixed["clusters"][0]["mixes_models"] is True
+
+
+def test_a_mig_request_by_slices_is_read_and_names_the_profile_placed(api):
+    report = make_report("a100-01", model="NVIDIA A100-SXM4-80GB", mig_gpus={0: ["1g.20gb"] * 4})
+    slurm_fleet(["a100-01"], reports=[report], gres="gpu:1g.20gb:4")
+    body = api.get("/api/v1/placement/", {"gpus": 2, "mig_profile": "1g"}).json()
+    assert body["fits"] and body["mig_profile"] == "1g.20gb"
+    assert body["request"]["mig_profile"] == "1g"
+    assert {g["mig_profile"] for g in body["nodes"][0]["gpus"]} == {"1g.20gb"}
 
 
 def test_placement_page_renders_the_answer_escaped(client, user):

@@ -34,6 +34,8 @@ REQUESTS = [
     {"cluster": "prod", "nodes": 3, "gpus_per_node": 8},
     {"cluster": "prod", "nodes": 30, "gpus_per_node": 1},
     {"cluster": "prod", "nodes": 12, "gpus_per_node": 8},
+    {"cluster": "prod", "nodes": 12, "gpus_per_node": 8, "mix_models": True},
+    {"cluster": "prod", "gpus": 4, "mig_profile": "1g"},
     {"cluster": "hpc", "nodes": 2, "gpus_per_node": 8},
     {"cluster": "hpc", "gpus": 12, "nvlink_only": True},
     {"gpus": 2, "same_numa": True},
@@ -112,8 +114,12 @@ def test_nodes_alike_give_the_answers_planned_node_by_node(fleet, monkeypatch):
     assert len(fleet_load().nodes) == nodes
     assert _answers() == twins
     assert not twins[json.dumps({"cluster": "prod", "nodes": 30, "gpus_per_node": 1})]["fits"]
+    # 11 H100 nodes have 8 free: the twelfth would be an L40S, only when mixing is asked
     twelve = twins[json.dumps({"cluster": "prod", "nodes": 12, "gpus_per_node": 8})]
-    assert twelve["fits"] and len({n["node"] for n in twelve["nodes"]}) == 12
+    assert not twelve["fits"] and "fits only by mixing GPU models" in twelve["reason"]
+    mixed = {"cluster": "prod", "nodes": 12, "gpus_per_node": 8, "mix_models": True}
+    assert twins[json.dumps(mixed)]["fits"] and len(twins[json.dumps(mixed)]["models"]) == 2
+    assert len({n["node"] for n in twins[json.dumps(mixed)]["nodes"]}) == 12
     assert twins[json.dumps({"gpus": 16})]["fits"]
 
 

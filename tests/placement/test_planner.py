@@ -211,9 +211,11 @@ def test_a_job_keeps_to_one_gpu_model_where_one_fits():
     assert sorted(o.node.name for o in best.chosen) == ["a1", "a2"]
 
 
-def test_a_job_that_fits_only_by_mixing_says_so():
+def test_a_job_only_mixing_holds_does_not_fit_unless_mixing_is_asked():
     fleet = nvlink_fleet(slurm("h1", 1), _a100(slurm("a1", 2)))
-    (best,), _ = plan(fleet, cluster="hpc", gpus=16)
+    fitting, (unmixed,) = plan(fleet, cluster="hpc", gpus=16)
+    assert fitting == [] and "fits only by mixing GPU models" in unmixed.reason
+    (best,), _ = plan(fleet, cluster="hpc", gpus=16, mix_models=True)
     assert best.mixes_models and len(best.models) == 2
 
 
