@@ -26,7 +26,8 @@ from typing import Any, NamedTuple
 from django.conf import settings
 from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
-from django.db.models import Count, Exists, F, JSONField, Min, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, F, JSONField, Min, OuterRef, Q, QuerySet, Window
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from agent.mig import normalize_mig_profile
@@ -54,7 +55,7 @@ from .judged import (
 )
 from .models import Cluster, Node, ReconcileState
 from .parsers.records import GresRecord
-from .rules.cluster import skew_findings
+from .rules.cluster import SKEW_NAMES_MOST, skew_findings
 from .rules.counts import SHARED_GPU_RESOURCE
 from .rules.registry import (
     NODE_FINDING_TYPES,
@@ -280,7 +281,39 @@ def _driver_skew(clusters: dict[int, str]) -> list[FindingFact]:
     for table, cluster_id, version in sorted(firsts, key=firsts.__getitem__):
         versions = tables[table].setdefault(cluster_id, Counter())
         versions[version] = counts[table, cluster_id, version]
-    return skew_findings(tables["driver"], tables["cuda"], clusters)
+    skewed = {
+        (t, c) for t, by_cluster in tables.items() for c, v in by_cluster.items() if len(v) > 1
+    }
+    names = _skew_names(skewed) if skewed else {}
+    return skew_findings(tables["driver"], tables["cuda"], clusters, names)
+
+
+def _skew_names(skewed: set[tuple[str, int]]) -> dict[tuple[str, int, str], list[str]]:
+    """The first `SKEW_NAMES_MOST` hostnames (then node ids) on each version of the skewed
+    (table, cluster) pairs, as `driver_skew` names them: one windowed query per table, at most
+    that many rows per version whatever the fleet."""
+    gpus = Gpu.objects.filter(server_id=OuterRef("server_id")).exclude(status=GpuStatus.LOST)
+    names: dict[tuple[str, int, str], list[str]] = defaultdict(list)
+    for table in sorted({t for t, _ in skewed}):
+        column = f"server__{table}_version"
+        rows = (
+            Node.objects.filter(gone_at__isnull=True, server__isnull=False)
+            .filter(Exists(gpus), cluster_id__in=sorted(c for t, c in skewed if t == table))
+            .exclude(**{column: ""})
+            .annotate(
+                rank=Window(
+                    RowNumber(),
+                    partition_by=[F("cluster_id"), F(column)],
+                    order_by=[F("server__hostname").asc(), F("id").asc()],
+                )
+            )
+            .filter(rank__lte=SKEW_NAMES_MOST)
+            .order_by("server__hostname", "id")
+            .values_list("cluster_id", column, "server__hostname")
+        )
+        for cluster_id, version, hostname in rows:
+            names[table, cluster_id, version].append(hostname)
+    return names
 
 
 def reconcile_servers(*, server_ids: Collection[int], now=None) -> ReconcileResult:

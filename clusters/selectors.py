@@ -19,7 +19,8 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.functions import Coalesce
+from django.db.models.fields.json import KT
+from django.db.models.functions import Coalesce, NullIf
 
 from findings.choices import SEVERITY_ORDER
 from findings.models import Finding
@@ -51,8 +52,10 @@ def _node_findings() -> QuerySet[Finding]:
 
 
 def node_list(*, include_gone: bool = False) -> QuerySet[Node]:
-    """Nodes with their cluster and bound server, the agent's GPU count beside them, and the
-    open findings about the node or its server (`open_findings`, `worst_severity`)."""
+    """Nodes with their cluster and bound server, the agent's GPU count beside them, the
+    driver version (`driver_version`: the bound server's, as its agent reports it, else the
+    node's own label), and the open findings about the node or its server (`open_findings`,
+    `worst_severity`)."""
     open_findings = (
         _node_findings().annotate(one=Value(1)).values("one").annotate(n=Count("*")).values("n")
     )
@@ -66,6 +69,12 @@ def node_list(*, include_gone: bool = False) -> QuerySet[Node]:
         agent_gpu_count=_agent_gpu_count(),
         open_findings=Coalesce(Subquery(open_findings, output_field=IntegerField()), 0),
         worst_severity=worst,
+        driver_version=Coalesce(
+            NullIf("server__driver_version", Value("")),
+            NullIf(KT("versions__driver_version"), Value("")),
+            Value(""),
+            output_field=CharField(),
+        ),
     )
     return nodes if include_gone else nodes.filter(gone_at__isnull=True)
 

@@ -97,6 +97,17 @@ NODE_TABLE = Table(
             cell=_node_server,
         ),
         Column(
+            "Driver",
+            lambda n: n.driver_version,
+            "driver_version",
+            title=lambda n: (
+                "the bound server's agent"
+                if n.server is not None and n.server.driver_version
+                else ("the node's label" if n.driver_version else None)
+            ),
+            mono=True,
+        ),
+        Column(
             "Bound by",
             lambda n: n.binding_method,
             "binding_method",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 
@@ -20,7 +20,7 @@ from .tables import NODE_FILTERS, NODE_TABLE
 
 
 @login_required
-def node_list(request: HttpRequest) -> HttpResponse:
+def node_list(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     return table_page(
         request,
         table=NODE_TABLE,

@@ -8,7 +8,7 @@ the API is reversed as `api:server-list`. tests/pages/test_urls.py holds both ru
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import URLPattern, URLResolver, include, path
 
 from clusters import views as cluster_views
 from core.api.schema_views import SchemaView, api_docs
@@ -21,7 +21,7 @@ from inventory import views as inventory_views
 from placement import views as placement_views
 from topology import views as topology_views
 
-api_patterns = [
+api_patterns: list[URLPattern | URLResolver] = [
     path("schema/", SchemaView.as_view(), name="schema"),
     path("docs/", api_docs, name="docs"),
     path("v1/", include("inventory.api.urls")),
@@ -55,6 +55,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("metrics", integrations_views.metrics, name="metrics"),
+    path("webhooks/", include("integrations.urls")),
     path("api/", include((api_patterns, "api"))),
 ]
 

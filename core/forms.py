@@ -72,7 +72,12 @@ def _page_field(
     elif isinstance(field, forms.NullBooleanField):
         field.widget = forms.Select(choices=[ANY, ("true", "yes"), ("false", "no")])
     elif isinstance(field, forms.ChoiceField):
-        field.widget = forms.Select(choices=[ANY, *((v, t) for v, t in field.choices if v != "")])
+        # django-stubs types the getter as whatever the setter takes (a callable, a Choices
+        # class); Django normalises on set, so what it returns is an iterable of pairs.
+        pairs = field.choices
+        field.widget = forms.Select(
+            choices=[ANY, *((v, t) for v, t in pairs if v != "")]  # type: ignore[misc, union-attr]
+        )
     elif isinstance(field.widget, forms.TextInput):
         field.widget = forms.TextInput(attrs={"type": "search", "placeholder": placeholder or ""})
     return field

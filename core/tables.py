@@ -192,7 +192,7 @@ def table_page(
     known: Callable[[], dict[str, Sequence[Any]]] | None = None,
     context: Callable[[], dict[str, Any]] | None = None,
     prepare: Callable[[list], list] | None = None,
-) -> HttpResponse:
+) -> HttpResponse | StreamingHttpResponse:
     """A list page: `?sort=`, then `?format=csv` of the whole set, or one page rendered.
 
     `filterset` (a bound django-filter FilterSet) gives the rows, and with `filters` the
@@ -238,7 +238,7 @@ def tables_page(
     tables: Mapping[str, tuple[Table, Callable[[], Iterable[Row]]]],
     template: str,
     context: Callable[[], dict[str, Any]] | None = None,
-) -> HttpResponse:
+) -> HttpResponse | StreamingHttpResponse:
     """A page of several tables in a fixed order (rankings, summaries), neither sorted nor
     paginated: each rendered under its name (`tables.<name>` in the template, drawn by
     `core/table.html` with `static=True`), or `?format=csv&table=<id>` streams that one table's

@@ -18,6 +18,7 @@ from enum import Enum
 from typing import Any
 
 from django.db import connection, models
+from django.db.models.options import Options
 
 VALUES_BATCH = 5000
 FALLBACK_BATCH = 200
@@ -31,18 +32,36 @@ def insert_rows(model: type[models.Model], rows: Sequence[dict[str, Any]]) -> No
     if not rows:
         return
     if connection.vendor != "postgresql":
-        model.objects.bulk_create([model(**row) for row in rows], batch_size=FALLBACK_BATCH)
+        model._default_manager.bulk_create(
+            [model(**row) for row in rows], batch_size=FALLBACK_BATCH
+        )
         return
     meta = model._meta
     fields = [f for f in meta.concrete_fields if not f.primary_key]
     quote = connection.ops.quote_name
-    names = ", ".join(quote(f.column) for f in fields)
+    names = ", ".join(quote(_column_name(f)) for f in fields)
     arrays = ", ".join(f"%s::{f.cast_db_type(connection)}[]" for f in fields)
     sql = f"INSERT INTO {quote(meta.db_table)} ({names}) SELECT * FROM unnest({arrays})"  # noqa: S608
     with connection.cursor() as cursor:
         for start in range(0, len(rows), INSERT_BATCH):
             chunk = rows[start : start + INSERT_BATCH]
             cursor.execute(sql, [_column(field, chunk) for field in fields])
+
+
+def _column_name(field: models.Field) -> str:
+    """A concrete field's column (django-stubs types `column` as optional: a field that is
+    not a column has none)."""
+    if field.column is None:
+        raise ValueError(f"{field} has no column")
+    return field.column
+
+
+def _field(meta: Options[Any], name: str) -> models.Field:
+    """The model field `name` (a field, not a reverse relation)."""
+    field = meta.get_field(name)
+    if not isinstance(field, models.Field):
+        raise ValueError(f"{meta.label}.{name} is not a field")
+    return field
 
 
 def _column(field: models.Field, rows: Sequence[dict[str, Any]]) -> list[Any]:
@@ -60,10 +79,10 @@ def update_rows(model: type[models.Model], rows: Sequence[models.Model], fields:
     if not rows:
         return
     if connection.vendor != "postgresql":
-        model.objects.bulk_update(rows, fields, batch_size=FALLBACK_BATCH)
+        model._default_manager.bulk_update(rows, fields, batch_size=FALLBACK_BATCH)
         return
     meta = model._meta
-    columns = [meta.get_field(name) for name in fields]
+    columns = [_field(meta, name) for name in fields]
     pk = meta.pk
     table = connection.ops.quote_name(meta.db_table)
     quote = connection.ops.quote_name
@@ -71,8 +90,9 @@ def update_rows(model: type[models.Model], rows: Sequence[models.Model], fields:
         f"%s::{column.cast_db_type(connection)}" for column in columns
     ]
     row_sql = "(" + ", ".join(casts) + ")"
-    names = ", ".join(quote(c) for c in ["__id", *(col.column for col in columns)])
-    assignments = ", ".join(f"{quote(col.column)} = v.{quote(col.column)}" for col in columns)
+    column_names = [_column_name(col) for col in columns]
+    names = ", ".join(quote(c) for c in ["__id", *column_names])
+    assignments = ", ".join(f"{quote(c)} = v.{quote(c)}" for c in column_names)
     with connection.cursor() as cursor:
         for start in range(0, len(rows), VALUES_BATCH):
             chunk = rows[start : start + VALUES_BATCH]
@@ -86,6 +106,6 @@ def update_rows(model: type[models.Model], rows: Sequence[models.Model], fields:
             values = ", ".join([row_sql] * len(chunk))
             sql = (
                 f"UPDATE {table} SET {assignments} FROM (VALUES {values}) AS v({names}) "  # noqa: S608
-                f"WHERE {table}.{quote(pk.column)} = v.{quote('__id')}"
+                f"WHERE {table}.{quote(_column_name(pk))} = v.{quote('__id')}"
             )
             cursor.execute(sql, params)

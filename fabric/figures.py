@@ -194,7 +194,7 @@ def _fold_hosts(facts: FabricFigureFacts) -> dict[str, LeafLoad]:
     switches = _switch_keys(facts)
     hosts: dict[str, set[str]] = defaultdict(set)
     cables: Counter[str] = Counter()
-    gbps: Counter[str] = Counter()
+    gbps: dict[str, float] = {}
     down: Counter[str] = Counter()
     degraded: Counter[str] = Counter()
     for cable in facts.cables:
@@ -205,10 +205,12 @@ def _fold_hosts(facts: FabricFigureFacts) -> dict[str, LeafLoad]:
             continue
         hosts[cable.a].add(cable.b)
         cables[cable.a] += 1
-        gbps[cable.a] += cable.gbps or 0
+        gbps[cable.a] = gbps.get(cable.a, 0) + (cable.gbps or 0)
         degraded[cable.a] += cable.state == DEGRADED
     keys = set(hosts) | set(down)
-    return {k: LeafLoad(len(hosts[k]), cables[k], gbps[k], down[k], degraded[k]) for k in keys}
+    return {
+        k: LeafLoad(len(hosts[k]), cables[k], gbps.get(k, 0), down[k], degraded[k]) for k in keys
+    }
 
 
 def _tiers(switches: Iterable[SwitchMark]) -> dict[int, list[SwitchMark]]:

@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict, deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 TIER_NAMES = {1: "leaf", 2: "spine", 3: "core"}
+
+# A switch's key: its name in the pure tests, its row id where the service applies a snapshot.
+K = TypeVar("K", bound=Hashable)
 
 
 def tier_name(tier: int | None) -> str:
@@ -48,11 +52,11 @@ class HostPort:
 
 
 def infer_tiers(
-    switches: Iterable[str],
-    switch_links: Iterable[tuple[str, str]],
-    hosts_per_switch: Mapping[str, int],
-    overrides: Mapping[str, int] | None = None,
-) -> dict[str, int | None]:
+    switches: Iterable[K],
+    switch_links: Iterable[tuple[K, K]],
+    hosts_per_switch: Mapping[K, int],
+    overrides: Mapping[K, int] | None = None,
+) -> dict[K, int | None]:
     """Tier of each switch: 1 for leaves, then one more per hop away from the nearest leaf.
 
     A leaf is a switch with host adapters, unless it looks like a spine that carries a
@@ -63,13 +67,13 @@ def infer_tiers(
     """
     overrides = dict(overrides or {})
     names = list(switches)
-    neighbours: dict[str, set[str]] = {name: set() for name in names}
+    neighbours: dict[K, set[K]] = {name: set() for name in names}
     for a, b in switch_links:
         if a != b and a in neighbours and b in neighbours:
             neighbours[a].add(b)
             neighbours[b].add(a)
     candidates = {name for name in names if hosts_per_switch.get(name, 0) > 0}
-    leaves = set()
+    leaves: set[K] = set()
     for name in candidates:
         near = [n for n in neighbours[name] if n in candidates]
         if near and len(near) * 2 >= len(neighbours[name]):
@@ -81,17 +85,19 @@ def infer_tiers(
     leaves = {n for n in leaves if overrides.get(n, 1) == 1}
     leaves |= {n for n, tier in overrides.items() if tier == 1 and n in neighbours}
 
-    tiers: dict[str, int | None] = dict.fromkeys(names)
-    queue = deque()
+    tiers: dict[K, int | None] = dict.fromkeys(names)
+    # Each queued switch with the tier it was given (a tier, once given, never changes here).
+    queue: deque[tuple[K, int]] = deque()
     for name in leaves:
         tiers[name] = 1
-        queue.append(name)
+        queue.append((name, 1))
     while queue:
-        name = queue.popleft()
-        for near in neighbours[name]:
-            if tiers[near] is None:
-                tiers[near] = overrides.get(near) or tiers[name] + 1  # type: ignore[operator]
-                queue.append(near)
+        name, tier = queue.popleft()
+        for other in neighbours[name]:
+            if tiers[other] is None:
+                given = overrides.get(other) or tier + 1
+                tiers[other] = given
+                queue.append((other, given))
     for name, tier in overrides.items():
         if name in tiers:
             tiers[name] = tier
@@ -296,10 +302,10 @@ def host_bandwidth(ports: Iterable[HostPort], gpus: Mapping[str, int]) -> list[H
 
 
 @dataclass(frozen=True, slots=True)
-class LeafLoad:
+class LeafLoad(Generic[K]):
     """A leaf's bandwidth down to hosts and up to higher tiers; `ratio` > 1 is oversubscribed."""
 
-    switch: str
+    switch: K
     down_gbps: float
     up_gbps: float
 
@@ -309,13 +315,13 @@ class LeafLoad:
 
 
 def switch_loads(
-    tiers: Mapping[str, int | None],
-    switch_links: Iterable[tuple[str, str, float | None]],
-    adapter_links: Iterable[tuple[str, float | None]],
-) -> dict[str, LeafLoad]:
+    tiers: Mapping[K, int | None],
+    switch_links: Iterable[tuple[K, K, float | None]],
+    adapter_links: Iterable[tuple[K, float | None]],
+) -> dict[K, LeafLoad[K]]:
     """Down (to adapters and lower tiers) and up (to higher tiers) Gb/s of every switch."""
-    down: dict[str, float] = defaultdict(float)
-    up: dict[str, float] = defaultdict(float)
+    down: dict[K, float] = defaultdict(float)
+    up: dict[K, float] = defaultdict(float)
     for switch, gbps in adapter_links:
         down[switch] += gbps or 0.0
     for a, b, gbps in switch_links:

@@ -526,9 +526,9 @@ def _derive(fabric: Fabric, **more: Any) -> None:
         ["tier_inferred", "rail", "leaf_group", "ports_used", "down_gbps", "up_gbps"],
     )
     rails_changed = []
-    for aid, row in adapters.items():
+    for aid, adapter in adapters.items():
         rails = (layout.adapter_rail.get(str(aid)), layout.nic_rail.get(str(aid)))
-        if row[5:7] != rails:
+        if adapter[5:7] != rails:
             rails_changed.append(Adapter(id=aid, rail=rails[0], nic_rail=rails[1]))
     update_rows(Adapter, rails_changed, ["rail", "nic_rail"])
     Fabric.objects.filter(pk=fabric.pk).update(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from core.tables import table_page
@@ -27,7 +27,7 @@ def _figures() -> list[dict]:
 
 
 @login_required
-def fabric_page(request: HttpRequest) -> HttpResponse:
+def fabric_page(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     """Every fabric's figure, and the switch list (sortable, filterable, CSV)."""
     return table_page(
         request,

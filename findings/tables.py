@@ -6,6 +6,7 @@ Each column serves the page and the CSV export alike (core.tables); rows come fr
 
 from __future__ import annotations
 
+from dataclasses import replace
 from urllib.parse import urlencode
 
 from django.contrib.humanize.templatetags.humanize import naturaltime
@@ -122,9 +123,31 @@ RESOLVED_FINDING_TABLE = Table(
 )
 
 
-def finding_table(*, open_only: bool) -> Table:
-    """Open findings have no Resolved column; the resolved list (and its CSV) has one."""
-    return OPEN_FINDING_TABLE if open_only else RESOLVED_FINDING_TABLE
+def _select(f) -> SafeString:
+    # Outside the table's markup, the checkboxes belong to the bulk bar's form by its id.
+    return format_html(
+        '<input type="checkbox" class="bulk-select" name="ids" value="{}" form="bulk-form" '
+        'aria-label="Select {} {}">',
+        f.pk,
+        f.get_type_display(),
+        f.subject,
+    )
+
+
+SELECT_COLUMN = Column("Select", lambda f: f.pk, cell=_select)
+"""A checkbox per finding, for staff's bulk actions (the page only, never the CSV)."""
+
+SELECTABLE_FINDING_TABLE = replace(
+    OPEN_FINDING_TABLE, columns=(SELECT_COLUMN, *OPEN_FINDING_TABLE.columns)
+)
+
+
+def finding_table(*, open_only: bool, selectable: bool = False) -> Table:
+    """Open findings have no Resolved column; the resolved list (and its CSV) has one. Staff
+    get a checkbox per open finding (`selectable`), for the bulk actions."""
+    if not open_only:
+        return RESOLVED_FINDING_TABLE
+    return SELECTABLE_FINDING_TABLE if selectable else OPEN_FINDING_TABLE
 
 
 FINDING_FILTERS = FilterForm(

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from datetime import datetime, timedelta
 from itertools import pairwise
-from typing import Any
+from typing import Any, TypedDict
 
 from django.db.models import Count, Exists, F, Max, OuterRef, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
@@ -121,7 +121,8 @@ def _placements(
     first_server: dict[int, tuple[int, str]] = {}
     for change in changes:
         if change.kind == ChangeKind.GPU_MOVED_OUT:
-            first_server.setdefault(change.gpu_id, (change.server_id, change.server.hostname))
+            if change.gpu_id is not None:  # always: these are the family's own changes
+                first_server.setdefault(change.gpu_id, (change.server_id, change.server.hostname))
             sightings.append(
                 (change.created_at - tiny, change.server_id, change.server.hostname, "")
             )
@@ -142,7 +143,7 @@ def _placements(
         )
         sightings.append((row.last_seen, row.server_id, row.server.hostname, row.pci_bus_id))
     for sample in samples:
-        if sample.server_id:
+        if sample.server_id and sample.server is not None:
             sightings.append(
                 (sample.taken_at, sample.server_id, sample.server.hostname, sample.pci_bus_id)
             )
@@ -398,10 +399,9 @@ def action_label(finding_type: str | None) -> str:
     """A health finding type in words (`Fatal Xid on a GPU`)."""
     if not finding_type:
         return ""
-    try:
-        return str(FindingType(finding_type).label)
-    except ValueError:
-        return finding_type.replace("_", " ")
+    # By the choices, not `FindingType(value)`: mypy reads that as the two-argument __new__.
+    label = dict(FindingType.choices).get(finding_type)
+    return str(label) if label is not None else finding_type.replace("_", " ")
 
 
 def gpus_needing_action_by_type() -> list[dict[str, object]]:
@@ -500,7 +500,13 @@ def repeat_offenders(*, since: datetime, by: str) -> list[dict[str, Any]]:
     return _ranked(recent, *OFFENDER_KEYS[by])
 
 
-def events_by(*, since: datetime, key: str) -> list[dict[str, Any]]:
+class EventGroup(TypedDict):
+    group: str | None  # the GPU model or the rack
+    events: int
+    episodes: int
+
+
+def events_by(*, since: datetime, key: str) -> list[EventGroup]:
     """Events grouped by a GPU model or a rack (one query)."""
     return list(
         HealthEvent.objects.filter(last_seen__gte=since)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 
 from core.tables import tables_page
@@ -15,7 +15,7 @@ from .rules import Policy
 
 
 @login_required
-def health_page(request: HttpRequest) -> HttpResponse:
+def health_page(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     """`/health/`: its tables (each also a CSV, `?format=csv&table=<id>`) and the events figure."""
     window = Policy().server_window
     since = timezone.now() - window
@@ -49,7 +49,7 @@ def health_page(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def gpu_page(request: HttpRequest, pk: int) -> HttpResponse:
+def gpu_page(request: HttpRequest, pk: int) -> HttpResponse | StreamingHttpResponse:
     """`/gpus/<id>/`: one GPU's lifecycle, its tables each also a CSV (`?format=csv&table=`)."""
     history = selectors.gpu_history(gpu_id=pk)
     if history is None:

@@ -10,7 +10,19 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Count, DurationField, ExpressionWrapper, F, Min, Q, Sum, Value
+from django.db.models import (
+    Count,
+    DurationField,
+    ExpressionWrapper,
+    F,
+    Min,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+)
 
 from clusters.models import Cluster, Node
 from findings.models import Finding
@@ -19,7 +31,8 @@ from inventory.health import gpu_problem_code, problem_of_code
 from inventory.models import Gpu, MigDevice, Report, Server
 from inventory.selectors import server_state_expression
 
-from .models import Delivery, ReportOutcomeCount
+from .choices import DeliveryStatus
+from .models import Delivery, ReportOutcomeCount, Webhook
 
 REPORT_AGE_BUCKETS_S = (30, 60, 120, 300, 600, 1800, 3600, 6 * 3600, 24 * 3600, 7 * 24 * 3600)
 """Upper bounds of `atlas_server_report_age_seconds`; the stale/offline thresholds fall inside."""
@@ -153,3 +166,22 @@ def cluster_syncs() -> list[tuple[str, str, datetime | None]]:
 
 def deliveries_by_status() -> dict[str, int]:
     return dict(Delivery.objects.order_by().values_list("status").annotate(n=Count("id")))
+
+
+def webhook_list() -> QuerySet[Webhook]:
+    """Every webhook with its last delivery (status, when, answer) and its deliveries per
+    status: one query, whatever the number of webhooks and deliveries."""
+    last = Delivery.objects.filter(webhook=OuterRef("pk")).order_by("-id")
+    mine = Q(deliveries__status=DeliveryStatus.PENDING)
+    return Webhook.objects.order_by("id").annotate(
+        last_status=Subquery(last.values("status")[:1]),
+        last_at=Subquery(last.values("created_at")[:1]),
+        last_response=Subquery(last.values("response_status")[:1]),
+        pending=Count("deliveries", filter=mine),
+        failed=Count("deliveries", filter=Q(deliveries__status=DeliveryStatus.FAILED)),
+    )
+
+
+def webhook_deliveries(*, webhook: Webhook) -> QuerySet[Delivery]:
+    """A webhook's deliveries, newest first, without their bodies."""
+    return Delivery.objects.filter(webhook=webhook).order_by("-id").defer("payload")

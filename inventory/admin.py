@@ -28,11 +28,14 @@ def _show_key_once(request, what: str, key: str) -> None:
     messages.warning(request, f"{what} (shown once, store it now): {key}")
 
 
+GPU_INLINE_FIELDS = ("index", "name", "uuid", "serial", "pci_bus_id", "status", "mig_mode_current")
+
+
 class GpuInline(admin.TabularInline):
     model = Gpu
     extra = 0
-    fields = ["index", "name", "uuid", "serial", "pci_bus_id", "status", "mig_mode_current"]
-    readonly_fields = fields
+    fields = GPU_INLINE_FIELDS
+    readonly_fields = GPU_INLINE_FIELDS
     can_delete = False
     show_change_link = True
 

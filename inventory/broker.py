@@ -23,7 +23,7 @@ from collections.abc import Callable
 logger = logging.getLogger(__name__)
 
 
-def _in_a_thread(work: Callable[[], None]) -> None:
+def _in_a_thread(work: Callable[[], object]) -> None:
     threading.Thread(target=work, name="broker-trial", daemon=True).start()
 
 
@@ -35,7 +35,7 @@ class BrokerBreaker:
         retry_after_s: float,
         *,
         clock: Callable[[], float] = time.monotonic,
-        background: Callable[[Callable[[], None]], None] = _in_a_thread,
+        background: Callable[[Callable[[], object]], None] = _in_a_thread,
     ) -> None:
         self.retry_after_s = retry_after_s
         self._clock = clock

@@ -8,7 +8,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from core.filters import IdFilter
 
 from .choices import GpuStatus, ServerState
-from .models import Disk, Gpu, MigDevice, Server
+from .models import Disk, Gpu, GpuQuerySet, MigDevice, Server
 from .selectors import (
     SERVER_HEALTH_CHOICES,
     gpu_search_q,
@@ -118,7 +118,7 @@ class GpuFilter(django_filters.FilterSet):
             "fabric_cluster_uuid",
         ]
 
-    def filter_health(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+    def filter_health(self, queryset: GpuQuerySet, name: str, value: str) -> GpuQuerySet:
         return queryset.healthy() if value == "healthy" else queryset.unhealthy()
 
     def filter_search(self, queryset: QuerySet, name: str, value: str) -> QuerySet:

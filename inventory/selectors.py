@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import TYPE_CHECKING, TypedDict
 
 from django.conf import settings
 from django.db.models import (
@@ -28,6 +29,9 @@ from core.palette import CRITICAL, INFO, OK, WARNING
 from .choices import GpuStatus, ServerState
 from .health import problem_q
 from .models import ChangeEvent, Disk, Gpu, HardwareProfile, Link, MigDevice, Server
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
 
 def _count(queryset: QuerySet, outer: str = "server") -> Coalesce:
@@ -97,7 +101,18 @@ def lost_gpu_count_expression() -> Greatest:
     return Greatest(lost_rows, off_nvml, Value(0))
 
 
-def server_list() -> QuerySet[Server]:
+class ServerListAnnotations(TypedDict):
+    """What `server_list` annotates each server with (its columns, filters and sorts)."""
+
+    state_value: str
+    health: str
+    gpu_count: int
+    lost_gpu_count: int
+    mig_device_count: int
+    mig_enabled: bool
+
+
+def server_list() -> QuerySet[WithAnnotations[Server, ServerListAnnotations]]:
     """Servers with state, health (worst open finding), GPU count (lost GPUs excluded), lost
     GPU count, MIG device count and MIG flag; their nodes prefetched (one query)."""
     live_gpus = Gpu.objects.exclude(status=GpuStatus.LOST)
@@ -133,6 +148,11 @@ def server_detail() -> QuerySet[Server]:
             to_attr="recent_changes",
         ),
     )
+
+
+def server_gpus(server_id: int) -> QuerySet[Gpu]:
+    """One server's GPUs, lost ones included, by index (one query): a node page's GPU rows."""
+    return Gpu.objects.filter(server_id=server_id).order_by("index", "pci_bus_id")
 
 
 def gpu_list() -> QuerySet[Gpu]:

@@ -22,6 +22,11 @@ def _server_url(server) -> str:
     return reverse("server-detail", args=[server.pk])
 
 
+def _gpu_url(g) -> str:
+    """A GPU's own page: its servers and slots over time, events and replacements."""
+    return reverse("gpu-detail", args=[g.pk])
+
+
 def _server_gpus(s) -> SafeString:
     if s.pci_gpu_count is not None and s.pci_gpu_count > s.gpu_count:
         return format_html(
@@ -155,7 +160,7 @@ GPU_TABLE = Table(
             "server__hostname",
             link=lambda g: reverse("server-detail", args=[g.server_id]),
         ),
-        Column("Index", lambda g: g.index, "index", numeric=True),
+        Column("Index", lambda g: g.index, "index", numeric=True, link=_gpu_url),
         Column("Model", lambda g: g.name, "name"),
         Column(
             "Memory",
@@ -169,7 +174,7 @@ GPU_TABLE = Table(
         Column("Status", lambda g: g.status, "status", cell=_gpu_status),
         Column("PCI bus", lambda g: g.pci_bus_id, "pci_bus_id", mono=True),
         Column("Serial", lambda g: g.serial, "serial", mono=True),
-        Column("UUID", lambda g: g.uuid, "uuid", mono=True),
+        Column("UUID", lambda g: g.uuid, "uuid", mono=True, link=_gpu_url),
     ),
 )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 
 from core.tables import table_page
 
@@ -13,7 +13,7 @@ from .tables import GPU_FILTERS, GPU_TABLE, SERVER_FILTERS, SERVER_TABLE
 
 
 @login_required
-def server_list(request: HttpRequest) -> HttpResponse:
+def server_list(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     return table_page(
         request,
         table=SERVER_TABLE,
@@ -29,7 +29,7 @@ def server_list(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def gpu_list(request: HttpRequest) -> HttpResponse:
+def gpu_list(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     return table_page(
         request,
         table=GPU_TABLE,

@@ -741,10 +741,13 @@ def node_choice(option: Option, fleet: Fleet, filters: Filters) -> NodeChoice:
                     numa_node=parent.numa_node,
                     mig_uuid=device.uuid,
                     mig_profile=device.profile,
+                    gpu_id=parent.id,
                 )
             )
     elif gpu_set is not None:
-        gpus = [GpuChoice(g.index, uuids.get(g.id, ""), g.numa_node) for g in gpu_set.gpus]
+        gpus = [
+            GpuChoice(g.index, uuids.get(g.id, ""), g.numa_node, gpu_id=g.id) for g in gpu_set.gpus
+        ]
     members = gpu_set.gpus if gpu_set else ()
     nics = sorted({n for g in members for n in fleet.nic_pix.get(g.id, [])})
     return NodeChoice(

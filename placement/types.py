@@ -167,6 +167,8 @@ class GpuChoice:
     numa_node: int | None
     mig_uuid: str | None = None
     mig_profile: str | None = None
+    gpu_id: int | None = None
+    """The GPU's row id, for its page (`gpu-detail`)."""
 
 
 @dataclass

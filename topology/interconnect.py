@@ -67,20 +67,24 @@ def server_interconnect(server: Server) -> dict[str, Any]:
     ]
     links = []
     for link in server.links.all():
+        # Which ends a row has is the row's check constraint (see Link); the asserts say it
+        # to mypy.
         if link.gpu_a_id is None:  # two NICs (PIX: behind one PCIe switch)
+            assert link.nic_a is not None and link.nic_b is not None
             links.append(
                 {"a": link.nic_a.name, "b": link.nic_b.name, "link_class": link.link_class}
             )
             continue
         if link.gpu_a_id not in gpu_ids or (link.gpu_b_id and link.gpu_b_id not in gpu_ids):
             continue
-        links.append(
-            {
-                "a": f"GPU{link.gpu_a.index}",
-                "b": f"GPU{link.gpu_b.index}" if link.gpu_b_id else link.nic.name,
-                "link_class": link.link_class,
-            }
-        )
+        assert link.gpu_a is not None
+        if link.gpu_b_id:
+            assert link.gpu_b is not None
+            b = f"GPU{link.gpu_b.index}"
+        else:
+            assert link.nic is not None
+            b = link.nic.name
+        links.append({"a": f"GPU{link.gpu_a.index}", "b": b, "link_class": link.link_class})
     return {
         "server": {"id": server.pk, "hostname": server.hostname},
         "devices": devices,

@@ -8,6 +8,9 @@ rows' shapes are `topology.figures.FleetRows`.
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import TypedDict
+
 from django.db.models import Count, F, Q
 
 from clusters.models import Node
@@ -117,7 +120,14 @@ def fleet_rows() -> FleetRows:
     return {"servers": servers, "gpus": gpus, "mig_devices": mig_devices, "nodes": nodes}
 
 
-def rendered_figure_index() -> dict[str, dict]:
+class RenderedFigureRow(TypedDict):
+    name: str
+    revision: str
+    rendered_at: datetime
+    duration_ms: int
+
+
+def rendered_figure_index() -> dict[str, RenderedFigureRow]:
     """Each rendered fleet figure's name, revision, render time and duration, without the
     figure itself (large): one query."""
     rows = RenderedFigure.objects.values("name", "revision", "rendered_at", "duration_ms")

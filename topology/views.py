@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
 from django.template.response import TemplateResponse
 
 from clusters import selectors as cluster_selectors
@@ -18,6 +18,7 @@ from .figures import highlight_gpus
 from .interconnect import server_interconnect
 from .render import server_figures
 from .search import search as global_search
+from .server_page import gpus_in_page_order, node_commands_for, server_page, worst_first
 
 
 @login_required
@@ -37,7 +38,10 @@ def overview(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def server_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    server = get_object_or_404(inventory_selectors.server_detail(), pk=pk)
+    page = server_page(pk)
+    if page is None:
+        raise Http404("no such server")
+    server = page["server"]
     interconnect = server_interconnect(server)
     figures = server_figures(server, interconnect=interconnect)
     chosen = _chosen_gpus(request.GET.get("gpus", ""))
@@ -49,14 +53,11 @@ def server_detail(request: HttpRequest, pk: int) -> HttpResponse:
         request,
         "topology/server_detail.html",
         {
-            "server": server,
-            "gpus": list(server.gpus.all()),
+            **page,
             "interconnect": interconnect,
             "figures": figures,
             "chosen_gpus": chosen,
             "matrix_rows": list(zip(interconnect["devices"], interconnect["matrix"], strict=True)),
-            "nodes": cluster_selectors.server_nodes(server.pk),
-            "findings": finding_selectors.open_findings(server_id=server.pk),
         },
     )
 
@@ -64,11 +65,24 @@ def server_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 def node_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """clusters' node page, plus the Kubernetes labels its server's fabric suggests
-    (clusters/ may not import fabric/; this layer joins them)."""
+    (clusters/ may not import fabric/; this layer joins them), its server's GPUs, each
+    linking its GPU page, and the commands to drain or cordon it."""
     response = cluster_views.node_detail(request, pk)
     if isinstance(response, TemplateResponse) and response.context_data is not None:
-        node = response.context_data["node"]
-        response.context_data["fabric_labels"] = node_fabric_labels(node)
+        context = response.context_data
+        node = context["node"]
+        context["fabric_labels"] = node_fabric_labels(node)
+        findings = list(context["findings"])
+        context["findings"] = findings
+        worst = findings
+        if node.server_id is not None:
+            context["gpus"] = gpus_in_page_order(
+                list(inventory_selectors.server_gpus(node.server_id))
+            )
+            worst = worst_first(
+                findings + list(finding_selectors.open_findings(server_id=node.server_id))
+            )
+        context["commands"] = node_commands_for([node], worst)
     return response
 
 

@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.api.errors import ErrorSerializer
-from core.api.permissions import IsStaffOrReadOnly
+from core.api.permissions import IsStaffOrReadOnly, staff_post_action
 from core.tasks import enqueue
 
 from .. import selectors
@@ -34,16 +34,6 @@ from .serializers import (
     SnapshotResultSerializer,
     SnapshotSerializer,
 )
-
-
-def _staff_post():
-    """A POST on one object, for staff only. A fresh `action` each time: DRF keeps the
-    decorator's kwargs on the function, so one shared decorator would mix the actions' names."""
-    return action(
-        detail=True,
-        methods=["post"],
-        permission_classes=[permissions.IsAuthenticated, permissions.IsAdminUser],
-    )
 
 
 class CanPushSnapshots(permissions.BasePermission):
@@ -198,7 +188,7 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
         return selectors.node_list(include_gone=include_gone or self.action != "list")
 
     @extend_schema(request=NodeBindingSerializer, responses={200: NodeSerializer})
-    @_staff_post()
+    @staff_post_action()
     def binding(self, request, pk=None):
         """Bind this node to a server by hand (a manual binding always wins), or unbind."""
         node = self.get_object()

@@ -24,4 +24,6 @@ class ErrorSerializer(serializers.Serializer):
     """
 
     detail = serializers.CharField(required=False)
-    errors = ErrorsField(required=False)
+    # The metaclass moves declared fields off the class, so `Serializer.errors` (a property
+    # in the stubs) is not overridden at run time.
+    errors = ErrorsField(required=False)  # type: ignore[assignment]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rest_framework import permissions
+from rest_framework.decorators import action
 
 
 class IsStaffOrReadOnly(permissions.BasePermission):
@@ -12,3 +13,15 @@ class IsStaffOrReadOnly(permissions.BasePermission):
         if request.method in permissions.SAFE_METHODS:
             return True
         return bool(request.user and request.user.is_staff)
+
+
+def staff_post_action(**kwargs):
+    """A POST action on one object (or, `detail=False`, on many), for staff only. A fresh
+    `action` each time: DRF keeps the decorator's kwargs on the function, so one shared
+    decorator would mix the actions' names."""
+    kwargs.setdefault("detail", True)
+    return action(
+        methods=["post"],
+        permission_classes=[permissions.IsAuthenticated, permissions.IsAdminUser],
+        **kwargs,
+    )

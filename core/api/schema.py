@@ -18,7 +18,7 @@ BODY_ERROR_CODES = ("415",)
 class AtlasAutoSchema(AutoSchema):
     def _get_response_bodies(self, direction="response"):
         responses = super()._get_response_bodies(direction)
-        codes = ERROR_CODES
+        codes: tuple[str, ...] = ERROR_CODES
         if self.method in ("POST", "PUT", "PATCH"):
             codes = (*codes, *BODY_ERROR_CODES)
         for code in codes:

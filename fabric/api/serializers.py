@@ -46,7 +46,9 @@ class FabricSerializer(serializers.ModelSerializer):
 
 
 class FabricSnapshotSerializer(serializers.ModelSerializer):
-    fabric = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    fabric: serializers.SlugRelatedField[Fabric] = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
 
     class Meta:
         model = FabricSnapshot
@@ -69,7 +71,9 @@ class FabricSnapshotSerializer(serializers.ModelSerializer):
 
 
 class SwitchSerializer(serializers.ModelSerializer):
-    fabric = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    fabric: serializers.SlugRelatedField[Fabric] = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
     tier = serializers.IntegerField(read_only=True, allow_null=True)
     tier_name = serializers.SerializerMethodField()
     oversubscription = serializers.SerializerMethodField()
@@ -113,7 +117,9 @@ class TierOverrideSerializer(serializers.Serializer):
 
 
 class AdapterSerializer(serializers.ModelSerializer):
-    fabric = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    fabric: serializers.SlugRelatedField[Fabric] = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
     server_hostname = serializers.CharField(
         source="server.hostname", read_only=True, allow_null=True, default=None
     )
@@ -159,14 +165,18 @@ class LinkEndSerializer(serializers.Serializer):
 def _end(
     switch: Switch | None, adapter: Adapter | None, port, lid, port_name: str = ""
 ) -> dict | None:
-    node = switch or adapter
-    if node is None:
+    node: Switch | Adapter
+    if switch is not None:
+        node, name = switch, switch.name
+    elif adapter is not None:
+        node, name = adapter, adapter.host_name or adapter.description
+    else:
         return None
     server = adapter.server if adapter is not None else None
     return {
         "kind": "switch" if switch is not None else "adapter",
         "id": node.pk,
-        "name": switch.name if switch is not None else (adapter.host_name or adapter.description),
+        "name": name,
         "guid": node.guid,
         "port": port,
         "port_name": port_name,
@@ -177,7 +187,9 @@ def _end(
 
 
 class FabricLinkSerializer(serializers.ModelSerializer):
-    fabric = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    fabric: serializers.SlugRelatedField[Fabric] = serializers.SlugRelatedField(
+        slug_field="name", read_only=True
+    )
     a = serializers.SerializerMethodField()
     b = serializers.SerializerMethodField()
     speed = serializers.CharField(read_only=True)
@@ -232,7 +244,11 @@ class NameMapResultSerializer(serializers.Serializer):
 
 class RejectedSerializer(serializers.Serializer):
     detail = serializers.CharField()
-    errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+    # The metaclass moves declared fields off the class, so `Serializer.errors` (a property
+    # in the stubs) is not overridden at run time.
+    errors = serializers.DictField(  # type: ignore[assignment]
+        child=serializers.ListField(child=serializers.CharField())
+    )
 
 
 class ServerBandwidthSerializer(serializers.Serializer):

@@ -13,6 +13,7 @@ output is refused (FabricFormatError), never half-read. Lines of `-g` (grouping)
 from __future__ import annotations
 
 import re
+from typing import NoReturn
 
 from .records import (
     CA,
@@ -186,7 +187,7 @@ def parse_ibnetdiscover(text: str) -> Discovery:
     )
 
 
-def _refuse(number: int, line: str, last: int, complete_last_line: bool) -> None:
+def _refuse(number: int, line: str, last: int, complete_last_line: bool) -> NoReturn:
     if number == last and not complete_last_line:
         raise FabricFormatError(f"cut short: the output ends in the middle of line {number}")
     shown = line if len(line) <= 80 else line[:77] + "..."

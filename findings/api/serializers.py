@@ -9,7 +9,7 @@ from rest_framework import serializers
 
 from ..models import Finding
 from ..runbook import runbook_url
-from ..services import REASON_MAX, silence_until_errors
+from ..services import BULK_MAX, REASON_MAX, silence_until_errors
 
 
 class FindingActionSerializer(serializers.Serializer):
@@ -129,3 +129,32 @@ class FindingSilenceSerializer(serializers.Serializer):
         if errors:
             raise serializers.ValidationError(errors)
         return value
+
+
+class FindingIdsSerializer(serializers.Serializer):
+    ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1),
+        allow_empty=False,
+        max_length=BULK_MAX,
+        help_text=f"the findings to act on (at most {BULK_MAX})",
+    )
+
+
+class FindingBulkAcknowledgeSerializer(FindingIdsSerializer, FindingAcknowledgeSerializer):
+    pass
+
+
+class FindingBulkSilenceSerializer(FindingIdsSerializer, FindingSilenceSerializer):
+    pass
+
+
+class FindingSkippedSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    reason = serializers.CharField(help_text="why the action did not fit this finding")
+
+
+class FindingBulkOutcomeSerializer(serializers.Serializer):
+    done = serializers.ListField(
+        child=serializers.IntegerField(), help_text="the findings acted on"
+    )
+    skipped = FindingSkippedSerializer(many=True, help_text="the findings left as they were")

@@ -6,32 +6,38 @@ from __future__ import annotations
 from django.db.models import F
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema
-from rest_framework import permissions, viewsets
-from rest_framework.decorators import action
+from rest_framework import viewsets
 from rest_framework.exceptions import ValidationError
 from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
 
+from core.api.permissions import staff_post_action
+
 from .. import selectors
 from ..filters import FindingFilter
 from ..services import (
+    BulkAction,
     FindingActionRejected,
     finding_acknowledge,
     finding_silence,
     finding_unacknowledge,
     finding_unsilence,
+    findings_act,
 )
-from .serializers import FindingAcknowledgeSerializer, FindingSerializer, FindingSilenceSerializer
+from .serializers import (
+    FindingAcknowledgeSerializer,
+    FindingBulkAcknowledgeSerializer,
+    FindingBulkOutcomeSerializer,
+    FindingBulkSilenceSerializer,
+    FindingIdsSerializer,
+    FindingSerializer,
+    FindingSilenceSerializer,
+)
 
 
-def _staff_post():
-    """A POST on one object, for staff only. A fresh `action` each time: DRF keeps the
-    decorator's kwargs on the function, so one shared decorator would mix the actions' names."""
-    return action(
-        detail=True,
-        methods=["post"],
-        permission_classes=[permissions.IsAuthenticated, permissions.IsAdminUser],
-    )
+def _bulk(name: str):
+    """`POST findings/<name>/` with `ids`: the action on many findings at once."""
+    return staff_post_action(detail=False, url_path=name, url_name=f"bulk-{name}")
 
 
 class FindingOrdering(OrderingFilter):
@@ -65,7 +71,7 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         return selectors.finding_list()
 
     @extend_schema(request=FindingAcknowledgeSerializer, responses={200: FindingSerializer})
-    @_staff_post()
+    @staff_post_action()
     def acknowledge(self, request, pk=None):
         """Say someone is on it (who, why, when); resolving the finding ends it."""
         body = FindingAcknowledgeSerializer(data=request.data)
@@ -73,7 +79,7 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         return self._act(finding_acknowledge, reason=body.validated_data["reason"])
 
     @extend_schema(request=FindingSilenceSerializer, responses={200: FindingSerializer})
-    @_staff_post()
+    @staff_post_action()
     def silence(self, request, pk=None):
         """Hide the finding from the overview's counts and from alerting until `until`."""
         body = FindingSilenceSerializer(data=request.data)
@@ -81,16 +87,60 @@ class FindingViewSet(viewsets.ReadOnlyModelViewSet):
         return self._act(finding_silence, **body.validated_data)
 
     @extend_schema(request=None, responses={200: FindingSerializer})
-    @_staff_post()
+    @staff_post_action()
     def unacknowledge(self, request, pk=None):
         """Take the acknowledgement back (who and when are recorded); 400 when there is none."""
         return self._act(finding_unacknowledge)
 
     @extend_schema(request=None, responses={200: FindingSerializer})
-    @_staff_post()
+    @staff_post_action()
     def unsilence(self, request, pk=None):
         """End the silence now (who and when are recorded); 400 when there is none."""
         return self._act(finding_unsilence)
+
+    @extend_schema(
+        operation_id="v1_findings_bulk_acknowledge",
+        request=FindingBulkAcknowledgeSerializer,
+        responses={200: FindingBulkOutcomeSerializer},
+    )
+    @_bulk("acknowledge")
+    def bulk_acknowledge(self, request):
+        """Acknowledge many findings at once (`ids`, one `reason`), each recorded as one alone;
+        those it does not fit (resolved, unknown) are listed in `skipped` with why."""
+        return self._act_on_many(FindingBulkAcknowledgeSerializer, BulkAction.ACKNOWLEDGE)
+
+    @extend_schema(
+        operation_id="v1_findings_bulk_silence",
+        request=FindingBulkSilenceSerializer,
+        responses={200: FindingBulkOutcomeSerializer},
+    )
+    @_bulk("silence")
+    def bulk_silence(self, request):
+        """Silence many findings at once until `until` (`ids`, one `reason`)."""
+        return self._act_on_many(FindingBulkSilenceSerializer, BulkAction.SILENCE)
+
+    @extend_schema(
+        operation_id="v1_findings_bulk_unacknowledge",
+        request=FindingIdsSerializer,
+        responses={200: FindingBulkOutcomeSerializer},
+    )
+    @_bulk("unacknowledge")
+    def bulk_unacknowledge(self, request):
+        """Take many acknowledgements back at once (`ids`); the unacknowledged are skipped."""
+        return self._act_on_many(FindingIdsSerializer, BulkAction.UNACKNOWLEDGE)
+
+    def _act_on_many(self, serializer, bulk_action: str) -> Response:
+        body = serializer(data=self.request.data)
+        body.is_valid(raise_exception=True)
+        data = dict(body.validated_data)
+        try:
+            outcome = findings_act(
+                finding_ids=data.pop("ids"), user=self.request.user, action=bulk_action, **data
+            )
+        except FindingActionRejected as exc:
+            raise ValidationError(exc.errors) from exc
+        skipped = [{"id": i, "reason": why} for i, why in sorted(outcome.skipped.items())]
+        return Response({"done": outcome.done, "skipped": skipped})
 
     def _act(self, service, **kwargs) -> Response:
         finding = self.get_object()

@@ -42,10 +42,13 @@ class AgentHeartbeatMiddleware:
 def _unchecked(answer: Callable[[HttpRequest], HttpResponse | None], request: HttpRequest):
     """`answer(request)` on the kept connection without its health check; once more on a
     new connection when the kept one turns out dropped. With health checks off, as Django
-    does then: no retry."""
-    if not connection.health_check_enabled:
+    does then: no retry.
+
+    django-stubs leaves out the wrapper's `health_check_enabled` and `health_check_done`
+    (instance attributes since Django 4.1's CONN_HEALTH_CHECKS): hence the ignores."""
+    if not connection.health_check_enabled:  # type: ignore[attr-defined]
         return answer(request)
-    checked, connection.health_check_done = connection.health_check_done, True
+    checked, connection.health_check_done = connection.health_check_done, True  # type: ignore[attr-defined]
     try:
         return answer(request)
     except Error:
@@ -54,4 +57,4 @@ def _unchecked(answer: Callable[[HttpRequest], HttpResponse | None], request: Ht
         connection.close()
         return answer(request)
     finally:
-        connection.health_check_done = checked
+        connection.health_check_done = checked  # type: ignore[attr-defined]

@@ -176,14 +176,24 @@ class LinkSerializer(serializers.ModelSerializer):
             "nvlink_count",
         ]
 
+    # Which ends a row has is the row's check constraint (see Link); the asserts say it to mypy.
     def get_a(self, link: Link) -> str:
         """GPU<index>, or a NIC pair's first NIC."""
-        return f"GPU{link.gpu_a.index}" if link.gpu_a_id else link.nic_a.name
+        if link.gpu_a_id:
+            assert link.gpu_a is not None
+            return f"GPU{link.gpu_a.index}"
+        assert link.nic_a is not None
+        return link.nic_a.name
 
     def get_b(self, link: Link) -> str:
         if link.gpu_b_id:
+            assert link.gpu_b is not None
             return f"GPU{link.gpu_b.index}"
-        return link.nic.name if link.nic_id else link.nic_b.name
+        if link.nic_id:
+            assert link.nic is not None
+            return link.nic.name
+        assert link.nic_b is not None
+        return link.nic_b.name
 
 
 class ChangeEventSerializer(serializers.ModelSerializer):
@@ -251,7 +261,9 @@ class ServerDetailSerializer(ServerSerializer):
     disks = DiskSerializer(many=True, read_only=True)
     links = LinkSerializer(many=True, read_only=True)
     guests = GuestSerializer(many=True, read_only=True)
-    virtual_machines = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+    virtual_machines: serializers.PrimaryKeyRelatedField[Server] = (
+        serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+    )
     recent_changes = ChangeEventSerializer(many=True, read_only=True)
     physical_host_manual = serializers.BooleanField(read_only=True)
 
@@ -300,4 +312,6 @@ class ReportAcceptedSerializer(serializers.Serializer):
 
 class ReportRejectedSerializer(serializers.Serializer):
     detail = serializers.CharField()
-    errors = ErrorsField()
+    # The metaclass moves declared fields off the class, so `Serializer.errors` (a property
+    # in the stubs) is not overridden at run time.
+    errors = ErrorsField()  # type: ignore[assignment]

@@ -226,6 +226,10 @@ def _apply_gpus(
             _merge_gpu_fields(fields, gpu, old)
         elif gpu["uuid"] in arriving:
             _merge_gpu_fields(fields, gpu, arriving[gpu["uuid"]], moved=True)
+        if old is not None and not fields["serial"]:
+            # A card that failed before NVML gave its serial keeps the last one it gave: the
+            # serial is what an RMA asks for, and a report that cannot read it never wipes it.
+            fields["serial"] = old.serial
         rows.append(Gpu(server=server, uuid=gpu["uuid"], first_seen=now, last_seen=now, **fields))
         if old is not None:
             if old.status == GpuStatus.LOST:

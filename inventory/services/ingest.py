@@ -156,7 +156,7 @@ def _encodable(text: str) -> bool:
 
 
 def report_receive(
-    *, token: AgentToken, body: bytes, enqueue: Callable[[int], None] | None = None
+    *, token: AgentToken, body: bytes, enqueue: Callable[[int], object] | None = None
 ) -> ReceiveResult:
     """Validate, authorise and store one report; enqueue its application after commit.
 

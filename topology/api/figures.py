@@ -73,7 +73,7 @@ class FigureListView(APIView):
                     "url": reverse("api:figure-detail", args=[name], request=request),
                     "status": "pending" if row is None else "rendered",
                     "revision": row["revision"] if row else None,
-                    "current": bool(row) and row["revision"] == revision,
+                    "current": row is not None and row["revision"] == revision,
                     "rendered_at": row["rendered_at"] if row else None,
                     "duration_ms": row["duration_ms"] if row else None,
                 }

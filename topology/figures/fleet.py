@@ -95,11 +95,10 @@ class FleetView:
                 self.gpus[row["server_id"]][row["model"] or ""] += row["count"]
                 self.mig_gpus[row["server_id"]][row["model"] or ""] += row["mig_count"]
         self.mig: dict[tuple[int, str], Counter] = defaultdict(Counter)
-        for row in rows["mig_devices"]:
-            if row["server_id"] in self.servers and row["count"]:
-                self.mig[(row["server_id"], row["model"] or "")][row["profile"] or ""] += row[
-                    "count"
-                ]
+        for mig_row in rows["mig_devices"]:
+            if mig_row["server_id"] in self.servers and mig_row["count"]:
+                key = (mig_row["server_id"], mig_row["model"] or "")
+                self.mig[key][mig_row["profile"] or ""] += mig_row["count"]
         self.nodes_by_server: dict[int, list[NodeRow]] = defaultdict(list)
         self.orphans: list[NodeRow] = []
         for node in sorted(rows["nodes"], key=lambda n: (n["cluster"], n["name"])):

@@ -441,12 +441,13 @@ def _nic_traces(
     nics = [d for d in devices if d.get("kind") == "nic"]
     if not nics:
         return []
-    best: dict[str, tuple[int, str, str]] = {}  # nic -> (rank, gpu key, class)
+    # nic -> (rank, gpu key, class); a link that names no NIC end is kept under None.
+    best: dict[str | None, tuple[int, str, str]] = {}
     for link in links:
         a, b, link_class = link.get("a"), link.get("b"), link.get("link_class") or ""
-        if a in gpu_by_key and b not in gpu_by_key:
+        if a is not None and a in gpu_by_key and b not in gpu_by_key:
             gpu, nic = a, b
-        elif b in gpu_by_key and a not in gpu_by_key:
+        elif b is not None and b in gpu_by_key and a not in gpu_by_key:
             gpu, nic = b, a
         else:
             continue
@@ -768,7 +769,7 @@ def pcie_tree_figure(interconnect: Mapping[str, Any], *, include_nics: bool = Tr
     edges_y: list[float | None] = []
     hubs: dict[str, list] = {"x": [], "y": [], "text": [], "hover": []}
     numa_marks: dict[str, list] = {"x": [], "y": [], "text": [], "hover": []}
-    column = 0
+    column: float = 0
     for numa in sorted(numas, key=_numa_key):
         hub_xs = []
         for group in _pcie_groups(numas[numa], links):
