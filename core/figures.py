@@ -11,6 +11,8 @@ import html
 import re
 from typing import Any
 
+from core.palette import DARK_PALETTE, PALETTE, TONES
+
 Figure = dict[str, Any]
 
 
@@ -21,6 +23,15 @@ MAX_MARKS = 2000
 
 
 INK, MUTED, LINE = "#1f2933", "#5f6b7a", "#d9e0e8"
+PAPER = "#ffffff"
+"""The light theme every figure is built in: text, secondary text, rules, background (the
+`--ink`, `--muted`, `--line` and `--panel` of static/css/atlas.css)."""
+
+DARK = {"paper": "#161c24", "ink": "#e6edf3", "muted": "#9aa7b4", "line": "#2d3744"}
+"""The same four in dark mode (atlas.css's `prefers-color-scheme: dark` block)."""
+
+MARK_CONTRAST = 3.0
+"""How far a mark (a marker, bar, line) must stand from the dark paper (WCAG 1.4.11)."""
 
 
 FONT = {"family": "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif", "size": 12}
@@ -54,8 +65,8 @@ def base_layout(**extra: Any) -> dict[str, Any]:
     """The layout every figure starts from; `extra` keys replace or add to it."""
     base: dict[str, Any] = {
         "font": {**FONT, "color": INK},
-        "paper_bgcolor": "#ffffff",
-        "plot_bgcolor": "#ffffff",
+        "paper_bgcolor": PAPER,
+        "plot_bgcolor": PAPER,
         "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
         "hoverlabel": {"align": "left"},
         "hovermode": "closest",
@@ -140,3 +151,35 @@ def bottom_legend(title: str = "", **extra: Any) -> dict[str, Any]:
 def side_legend(title: str = "") -> dict[str, Any]:
     """`bottom_legend`, to the right of the plot."""
     return bottom_legend(title, x=1.02, y=1, yanchor="top")
+
+
+def figure_themes() -> dict[str, Any]:
+    """How static/js/figures.js re-themes a figure built in the light theme, by scheme.
+
+    Figures are built once, light (they are stored per fleet revision and shared by every
+    viewer); the loader swaps colours at draw time when the browser prefers dark, by role:
+    `paper` for backgrounds and for marks drawn in the paper colour (sector and slice
+    separators); `text` for font colours (any other text colour, white on a mark, stays);
+    `lines` for grid, axis and rule colours; `marks` for state colours, each tone's light
+    `solid` to its dark one. Any other mark closer to the dark paper than `mark_contrast` is
+    lightened until it is not, so a navy switch or a dark-green NVLink stays visible; `modebar`
+    is the mode bar's own colours.
+    """
+    return {
+        "dark": {
+            "paper": DARK["paper"],
+            "text": {INK: DARK["ink"], MUTED: DARK["muted"]},
+            "lines": {LINE: DARK["line"]},
+            "marks": {
+                PALETTE[tone]["solid"]: DARK_PALETTE[tone]["solid"]
+                for tone in TONES
+                if PALETTE[tone]["solid"] != DARK_PALETTE[tone]["solid"]
+            },
+            "mark_contrast": MARK_CONTRAST,
+            "modebar": {
+                "bgcolor": "rgba(22,28,36,0.6)",
+                "color": DARK["muted"],
+                "activecolor": DARK["ink"],
+            },
+        }
+    }

@@ -26,6 +26,18 @@ PALETTE: dict[str, dict[str, str]] = {
     NEUTRAL: {"ink": "#4b5563", "soft": "#eceff3", "solid": "#6b7280"},
 }
 
+DARK_PALETTE: dict[str, dict[str, str]] = {
+    OK: {"ink": "#7ee2a0", "soft": "#12321d", "solid": "#2e7d32"},
+    INFO: {"ink": "#9ec1ff", "soft": "#172a4a", "solid": "#3d6fb0"},
+    WARNING: {"ink": "#f2c14e", "soft": "#3a2a07", "solid": "#a86400"},
+    CRITICAL: {"ink": "#ff9a90", "soft": "#411714", "solid": "#d32f2f"},
+    NEUTRAL: {"ink": "#b3bdc8", "soft": "#262d36", "solid": "#6b7280"},
+}
+"""The same tones when the browser asks for dark (`prefers-color-scheme: dark`): `ink` at 4.5:1
+on `soft` and on the dark panel (core.figures.DARK), `solid` at 3:1 against that panel with
+white text on it at 4.5:1 still. The CSS custom properties of atlas.css's dark block are these
+(tests/core/test_theme.py), and the figure loader swaps each light `solid` for its dark one."""
+
 # State words from every layer, by tone. Node flags (Slurm's DRAIN, FAIL, ...) outrank the
 # base state: an idle node that is drained is not "ok".
 _TONE_OF: dict[str, str] = {}

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from django import template
-from django.utils.html import format_html
+from django.utils.html import format_html, json_script
 
 from core import formats
+from core.figures import figure_themes
 from core.palette import state_tone
 
 register = template.Library()
@@ -67,3 +68,9 @@ def active_filters(query) -> list[tuple[str, str]]:
         for value in values
         if value.strip()
     ]
+
+
+@register.simple_tag
+def figure_themes_json() -> str:
+    """core.figures.figure_themes() for static/js/figures.js, as JSON (never script)."""
+    return json_script(figure_themes(), "atlas-figure-themes")

@@ -8,6 +8,7 @@ an inline style or script the policy refuses, or an XSS that opens an alert.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 from urllib.parse import urlparse
@@ -116,9 +117,31 @@ class Watched:
     def open(self, path: str, wait_for: str | None = None):
         response = self.page.goto(self.base + path)
         assert response is not None and response.status == 200, (path, response and response.status)
-        if wait_for:
+        drawn = re.fullmatch(r"#figure-([\w-]+) \.main-svg", wait_for or "")
+        if drawn:
+            self.figure(drawn[1])
+        elif wait_for:
             self.page.wait_for_selector(wait_for, timeout=15000)
         return response
+
+    def figure(self, name: str, timeout: float = 20000) -> None:
+        """Scroll figure `name` into view, as a person would, and wait until it is drawn.
+
+        static/js/figures.js draws a figure only once it nears the viewport, so waiting for
+        a figure's SVG without scrolling to it waits for ever on a long page.
+        """
+        self.page.locator(f"#figure-{name}").scroll_into_view_if_needed(timeout=timeout)
+        self.page.wait_for_selector(f"#figure-{name} .main-svg", timeout=timeout)
+
+    def draw_all_figures(self, timeout: float = 20000) -> None:
+        """Scroll to every figure on the page in turn, as a reader would, and wait for each."""
+        from playwright.sync_api import expect  # the browser fixture skips when it is missing
+
+        figures = self.page.locator("[data-figure], [data-figure-url]")
+        for index in range(figures.count()):
+            figure = figures.nth(index)
+            figure.scroll_into_view_if_needed(timeout=timeout)
+            expect(figure).not_to_have_class(re.compile(r"\bpending\b"), timeout=timeout)
 
     def screenshot(self, name: str) -> None:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -133,11 +156,20 @@ class Watched:
 
 
 def sign_in(
-    browser, base_url: str, username: str, password: str, width: int = 1366, height: int = 900
+    browser,
+    base_url: str,
+    username: str,
+    password: str,
+    width: int = 1366,
+    height: int = 900,
+    **options,
 ):
-    """A new browser context at `width` px, signed in through the login form: (context, page)."""
+    """A new browser context at `width` px, signed in through the login form: (context, page).
+
+    `options` go to the context as they are (`color_scheme="dark"`, `accept_downloads`).
+    """
     context = browser.new_context(
-        viewport={"width": width, "height": 900 if width != 1366 else 850}
+        viewport={"width": width, "height": 900 if width != 1366 else 850}, **options
     )
     watched = Watched(context.new_page(), base_url)
     watched.open("/login/")

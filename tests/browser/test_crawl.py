@@ -106,6 +106,8 @@ def assert_dashboard_page(watched, response, url: str) -> None:
     # Fleet figures arrive from the API after the page: wait until each is drawn, so a
     # script error or a style the policy refuses happens inside this visit.
     # (Playwright's own locators: wait_for_function would eval, which the policy refuses.)
+    # Figures are drawn as they come into view (static/js/figures.js): scroll to each.
+    watched.draw_all_figures()
     expect(page.locator(".figure.pending")).to_have_count(0, timeout=20000)
     watched.assert_clean()
 
@@ -177,7 +179,7 @@ def test_the_policy_is_sent_enforced_and_met_by_the_figures(signed_in):
     policy = response.headers["content-security-policy"]
     assert "script-src 'self'" in policy and "'unsafe-inline'" not in policy
     for name in ("nvlink_graph", "mig_layout"):
-        signed_in.page.wait_for_selector(f"#figure-{name} .main-svg")
+        signed_in.figure(name)
     signed_in.page.hover("#figure-interconnect_matrix .nsewdrag")  # hover text: <b> labels
     signed_in.page.wait_for_selector("#figure-interconnect_matrix .hovertext")
     assert signed_in.page.locator("#figure-interconnect_matrix tspan[style]").count() > 0

@@ -29,7 +29,7 @@ def test_fabric_menu_to_a_switch_to_a_server(signed_in):
     watched = signed_in
     watched.open("/")
     watched.page.click("#menu-layers >> text=Fabric")
-    watched.page.wait_for_selector("#figure-ib .main-svg", timeout=20000)
+    watched.figure("ib")
     assert watched.page.locator("#menu-layers a[aria-current=page]").inner_text() == "Fabric"
     watched.screenshot("fabric-page")
 

@@ -33,7 +33,7 @@ def test_health_menu_to_a_gpu_needing_action_to_its_page(signed_in):
     signed_in.open("/")
     page.click("#menu-layers >> text=Health")
     page.wait_for_url(signed_in.base + "/health/")
-    page.wait_for_selector("#figure-health-events .main-svg", timeout=20000)
+    signed_in.figure("health-events")
     assert "dgx-01" in page.inner_text("#needing-action")
     signed_in.screenshot("health-1366")
 

@@ -112,8 +112,8 @@ def test_figures_render_on_the_server_and_topology_pages(signed_in):
     signed_in.open(
         f"/servers/{servers['a100-01'].pk}/", wait_for="#figure-interconnect_matrix .main-svg"
     )
-    signed_in.page.wait_for_selector("#figure-nvlink_graph .main-svg")
-    signed_in.page.wait_for_selector("#figure-mig_layout .main-svg")
+    signed_in.figure("nvlink_graph")
+    signed_in.figure("mig_layout")
     matrix = signed_in.page.inner_text("#figure-interconnect_matrix")
     assert "NV18" in matrix and "NVLink" in matrix  # cells and the legend that explains them
     assert "3g.40gb" in signed_in.page.inner_text("#figure-mig_layout")
@@ -121,7 +121,7 @@ def test_figures_render_on_the_server_and_topology_pages(signed_in):
 
     signed_in.open("/topology/")
     for name in ("fleet-hierarchy", "server-node-map"):
-        signed_in.page.wait_for_selector(f"#figure-{name} .main-svg", timeout=20000)
+        signed_in.figure(name)
     assert "dgx-01" in signed_in.page.inner_text("#figure-server-node-map")
     assert "no agent" in signed_in.page.inner_text("#figure-server-node-map")
     signed_in.screenshot("topology")
@@ -139,11 +139,11 @@ def test_agent_supplied_names_are_text_in_every_figure(signed_in):
     )
     reconcile_all()
     signed_in.open(f"/servers/{server.pk}/", wait_for="#figure-interconnect_matrix .main-svg")
-    signed_in.page.wait_for_selector("#figure-mig_layout .main-svg")
+    signed_in.figure("mig_layout")
     signed_in.page.hover("#figure-interconnect_matrix .nsewdrag")  # hover text too
     signed_in.open("/topology/")
     for name in ("fleet-hierarchy", "server-node-map"):
-        signed_in.page.wait_for_selector(f"#figure-{name} .main-svg", timeout=20000)
+        signed_in.figure(name)
     assert EVIL_HOST in signed_in.page.inner_text("#figure-server-node-map")
     assert signed_in.page.locator("img[src=x]").count() == 0
     assert signed_in.page.locator(".main-svg script, .figure script:not([type])").count() == 0

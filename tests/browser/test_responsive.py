@@ -82,7 +82,8 @@ def test_no_card_overflows_on_any_page(sized, width):
         watched.open(path, wait_for=wait_for)
         if name == "topology":
             for figure in ("fleet-hierarchy", "server-node-map", "racks"):
-                watched.page.wait_for_selector(f"#figure-{figure} .main-svg", timeout=20000)
+                watched.figure(figure)
+        watched.draw_all_figures()  # drawn as a reader scrolls to them: measure them drawn
         found = watched.page.evaluate(OVERFLOWS)
         if found:
             problems[name] = found
@@ -109,7 +110,7 @@ def test_figures_keep_a_legible_size(sized, width):
     assert "No NVLink between these 4 GPUs" in text and "PCIe switch" in text
     watched.screenshot(f"server-l40s-graph-{width}")
     watched.open("/topology/")
-    watched.page.wait_for_selector("#figure-fleet-hierarchy .main-svg", timeout=20000)
+    watched.figure("fleet-hierarchy")
     label_px = watched.page.evaluate(
         r"""() => Array.from(document.querySelectorAll('#figure-fleet-hierarchy .slicetext text'))
              .filter(t => t.textContent.trim())
