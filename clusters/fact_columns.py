@@ -21,6 +21,8 @@ SERVER_COLUMNS = (
     "is_virtual",
     "physical_host_id",
     "nvml_error",
+    "rack",
+    "rack_position",
 )
 """The Server columns `ServerFacts` takes, in its field order (`hardware_profile_id` is its
 `profile_id`)."""

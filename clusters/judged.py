@@ -11,9 +11,10 @@ What the digests cover:
 
 - a server's identity, what binding reads (`IDENTITY_COLUMNS`): one that changed, came or went
   may move any node, and the pass judges everything;
-- a server's facts: the rest of the Server columns `ServerFacts` takes, its age as the rules
-  see it (fresh, live, else the time it last reported), its GPUs (status, name, MIG modes,
-  health fields), its MIG devices, the GPUs it claims with their holder's row, and its VMs;
+- a server's facts: the rest of the Server columns `ServerFacts` takes (its rack and position
+  among them), its age as the rules see it (fresh, live, else the time it last reported), its
+  GPUs (status, name, MIG modes, health fields), its MIG devices, the GPUs it claims with
+  their holder's row, and its VMs;
 - a node: the Node columns `NodeFacts` takes, and the binding the pass left;
 - the globals: clusters, hardware profiles, and the code that judges: a change judges
   everything.
@@ -58,7 +59,9 @@ from inventory.models import Gpu, GpuClaim, HardwareProfile, Server
 
 from .fact_columns import IDENTITY_COLUMNS, NODE_COLUMNS, SERVER_COLUMNS
 from .models import JudgedNode, JudgedServer, Node
-from .rules.types import ServerFacts
+from .rules.cluster import driver_skew
+from .rules.location import location_inputs
+from .rules.types import Fleet, ServerFacts
 
 GPU_COLUMNS = ("uuid", "name", "mig_mode_current", "mig_mode_pending", *HEALTH_FIELDS)
 """The Gpu columns the server facts are counted from (`HEALTH_FIELDS` holds the status); the
@@ -176,16 +179,43 @@ def judged_save(
         _judged_servers_gone().delete()
 
 
-def versions_of(server: ServerFacts) -> str:
-    """What `driver_skew` reads of a server: a pass where only servers changed counts the
-    clusters' versions again only when this changed for one of them."""
-    return json.dumps([server.driver_version, server.cuda_version, bool(server.gpus)])
+def versions_of(fleet: Fleet, server: ServerFacts) -> str:
+    """What the fleet rules that a pass of changes judges again read of a server, by rule:
+    `driver_skew` (its versions, whether it has GPUs) and `LOCATION_RULES` (its addresses, age
+    and rack place). Such a pass judges one again only when its part changed for a server it
+    judges (`rules_to_judge_again`)."""
+    return json.dumps(
+        {
+            driver_skew.__name__: [server.driver_version, server.cuda_version, bool(server.gpus)],
+            **location_inputs(fleet, server),
+        }
+    )
 
 
 def judged_versions(server_ids: Collection[int]) -> dict[int, str]:
     """The stored `versions_of` these servers."""
     rows = JudgedServer.objects.filter(server_id__in=list(server_ids))
     return dict(rows.values_list("server_id", "versions"))
+
+
+def rules_to_judge_again(now: Mapping[int, str], then: Mapping[int, str]) -> set[str]:
+    """The rules (by name) whose part of `versions_of` differs, for a server of `now`, from
+    what was judged (`then`, from `judged_versions`): all of them for a server judged under
+    another shape of it (an older version of the code) or never."""
+    found: set[str] = set()
+    for server_id, text in now.items():
+        judged = _loads(then.get(server_id))
+        for rule, inputs in json.loads(text).items():
+            if not isinstance(judged, dict) or judged.get(rule) != inputs:
+                found.add(rule)
+    return found
+
+
+def _loads(text: str | None) -> Any:
+    try:
+        return json.loads(text or "")
+    except json.JSONDecodeError:
+        return None
 
 
 def judged_facts(node_ids: list[int]) -> dict[int, str]:

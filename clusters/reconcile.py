@@ -51,6 +51,7 @@ from .judged import (
     judged_facts,
     judged_save,
     judged_versions,
+    rules_to_judge_again,
     versions_of,
 )
 from .models import Cluster, Node, ReconcileState
@@ -58,6 +59,7 @@ from .parsers.records import GresRecord
 from .rules.cluster import SKEW_NAMES_MOST, skew_findings
 from .rules.counts import SHARED_GPU_RESOURCE
 from .rules.registry import (
+    LOCATION_RULES,
     NODE_FINDING_TYPES,
     NODE_RULES,
     SERVER_FINDING_TYPES,
@@ -172,7 +174,7 @@ def _judge_all(
     result.findings_raised, result.findings_resolved = raised, resolved
     result.findings_open = open_count
     bindings = {n.id: (n.server_id, n.binding_method) for n in nodes}
-    return bindings, set(moved), {i: versions_of(s) for i, s in servers.items()}
+    return bindings, set(moved), {i: versions_of(fleet, s) for i, s in servers.items()}
 
 
 def _judge_changes(
@@ -181,7 +183,8 @@ def _judge_changes(
     """Bind the changed nodes again, and judge the servers whose facts or nodes changed (with
     their hosts, VMs and the servers claiming their GPUs) and the changed nodes, by the rules
     that read no more than that; then the clusters' driver versions, from one aggregate query,
-    when a node or a server's versions changed.
+    when a node or a server's versions changed, and each of `LOCATION_RULES` over the fleet's
+    addresses and racks (one query) when what it reads of a changed server changed.
 
     No server identity changed (else the whole fleet is judged), so the other nodes' bindings
     and the findings comparing identities across the fleet stand. Returns the changed nodes'
@@ -220,10 +223,15 @@ def _judge_changes(
         )
         | Q(type__in=NODE_FINDING_TYPES, subject__startswith="node:", node_id__in=node_ids)
     )
-    versions = {i: versions_of(servers[i]) for i in changed.servers if i in servers}
-    if node_ids or versions != judged_versions(versions):
+    versions = {i: versions_of(fleet, servers[i]) for i in changed.servers if i in servers}
+    again = rules_to_judge_again(versions, judged_versions(versions))
+    if node_ids or FindingType.DRIVER_SKEW in again:
         desired |= {f.key: f for f in _driver_skew(clusters)}
         scope |= Q(type=FindingType.DRIVER_SKEW)
+    located = tuple(rule for rule in LOCATION_RULES if rule.__name__ in again)
+    if located:
+        desired |= evaluate(_location_fleet(now), located)
+        scope |= Q(type__in=[rule.__name__ for rule in located])
     result.findings_raised, result.findings_resolved, _ = findings_write(
         desired=desired, now=now, family=Family.RECONCILIATION, scope=scope
     )
@@ -286,6 +294,37 @@ def _driver_skew(clusters: dict[int, str]) -> list[FindingFact]:
     }
     names = _skew_names(skewed) if skewed else {}
     return skew_findings(tables["driver"], tables["cuda"], clusters, names)
+
+
+def _location_fleet(now) -> Fleet:
+    """The fleet as `LOCATION_RULES` read it: the name, addresses, age and rack place of every
+    server live or racked (the others they leave out), in one query."""
+    stale_before, offline_before = _ages(now)
+    columns = (
+        "id",
+        "hostname",
+        "addresses",
+        "last_seen",
+        "vendor",
+        "product",
+        "is_virtual",
+        "rack",
+        "rack_position",
+    )
+    servers = Server.objects.order_by().filter(
+        Q(last_seen__gte=offline_before) | (~Q(rack="") & Q(rack_position__isnull=False))
+    )
+    values = _columns(servers, columns, decode={"addresses": _tuple})
+    return Fleet(
+        nodes=(),
+        servers={
+            row[0]: ServerFacts(**dict(zip(columns, row, strict=True)))
+            for row in zip(*values, strict=True)
+        },
+        now=now,
+        stale_before=stale_before,
+        offline_before=offline_before,
+    )
 
 
 def _skew_names(skewed: set[tuple[str, int]]) -> dict[tuple[str, int, str], list[str]]:

@@ -69,6 +69,12 @@ class FindingType(models.TextChoices):
     GPU_NOT_IN_NVML = "gpu_not_in_nvml", Family.RECONCILIATION, "GPU on the PCI bus, not in NVML"
     BELOW_PROFILE = "below_profile", Family.RECONCILIATION, "Fewer GPUs than the hardware profile"
     DUPLICATE_GPU = "duplicate_gpu", Family.RECONCILIATION, "GPU reported by two servers"
+    IP_ADDRESS_DUPLICATE = (
+        "ip_address_duplicate",
+        Family.RECONCILIATION,
+        "IP address on several servers",
+    )
+    RACK_UNITS_OVERLAP = "rack_units_overlap", Family.RECONCILIATION, "Servers overlap in a rack"
 
     # GPU health: events and counters of one GPU, slot or server (health/rules.py).
     GPU_FATAL_XID = "gpu_fatal_xid", Family.HEALTH, "Fatal Xid on a GPU"

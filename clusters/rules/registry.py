@@ -22,6 +22,7 @@ from .identity import (
     nodes_sharing_a_server,
     server_without_node,
 )
+from .location import ip_address_duplicate, rack_units_overlap
 from .state import node_unavailable, stale_agent, unhealthy_gpu
 from .types import Fleet
 
@@ -44,10 +45,20 @@ SERVER_RULES: tuple[Rule, ...] = (
 nodes, its VMs or host, and the servers holding GPUs it claims: they can be judged for a few
 servers at a time (`clusters.reconcile.reconcile_servers`)."""
 
-FLEET_RULES: tuple[Rule, ...] = (node_without_server, duplicate_identity, driver_skew)
+LOCATION_RULES: tuple[Rule, ...] = (ip_address_duplicate, rack_units_overlap)
+"""Rules that compare every server's addresses, age or rack place, and read nothing else
+(`location.location_inputs` says what, per server): a pass of changes judges one whole again,
+over those facts of the fleet alone (one query), when they changed for a server it judges."""
+
+FLEET_RULES: tuple[Rule, ...] = (
+    node_without_server,
+    duplicate_identity,
+    driver_skew,
+    *LOCATION_RULES,
+)
 """Rules that compare across the fleet or a cluster: judged whole when a pass judges
 everything; a pass of changes judges their per-node parts (`NODE_RULES`,
-`SERVER_NODES_RULES`) and recounts driver skew."""
+`SERVER_NODES_RULES`), recounts driver skew, and judges `LOCATION_RULES` again."""
 
 NODE_RULES: tuple[Rule, ...] = (node_without_server, ambiguous_nodes)
 """The findings about a node that read only the node, its binding and the servers its identity

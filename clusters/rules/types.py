@@ -94,7 +94,8 @@ class ServerFacts:
     GPU counts leave lost GPUs out: `gpus` are the GPUs NVML sees, `mig_gpus` those in MIG
     mode, `mig_pending` those whose MIG mode changes at the next reset. `names` are the NVML
     names of its GPUs, `mig_profiles` its MIG devices by normalised profile, `unhealthy` its
-    unhealthy GPUs by UUID with their reasons (`inventory.health`, the one rule).
+    unhealthy GPUs by UUID with their reasons (`inventory.health`, the one rule). `rack` and
+    `rack_position` (the lowest unit it takes) are where people say it stands.
     """
 
     id: int
@@ -113,6 +114,8 @@ class ServerFacts:
     is_virtual: bool = False
     physical_host_id: int | None = None
     nvml_error: str = ""
+    rack: str = ""
+    rack_position: int | None = None
     gpus: int = 0
     mig_gpus: int = 0
     mig_pending: int = 0

@@ -3,6 +3,7 @@ leaves exactly the findings and bindings that a pass judging everything (`force=
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import timedelta
 
 import pytest
@@ -17,7 +18,7 @@ from findings.models import Finding
 from inventory.choices import GpuStatus
 from inventory.models import Gpu, GpuClaim, HardwareProfile, MigDevice, Server
 from tests.nodes import k8s_node, k8s_node_list, scontrol_node, scontrol_text
-from tests.reports import apply_reports, make_report
+from tests.reports import address_of, apply_reports, make_report
 
 pytestmark = pytest.mark.django_db
 
@@ -44,6 +45,11 @@ def state():
     )
     bindings = sorted(Node.objects.values_list("id", "server_id", "binding_method", "gone_at"))
     return findings, bindings
+
+
+def open_types() -> Counter[str]:
+    """The open scheduler findings, counted by type."""
+    return Counter(t for t, *_, is_open in state()[0] if is_open)
 
 
 def k8s_snapshot(servers, *, skip=(), **per_node):
@@ -144,6 +150,29 @@ def test_each_change_is_judged_as_a_pass_judging_everything_judges_it():
     k8s_snapshot(servers, skip=(VM,))
     assert not judged_like_a_forced_pass().full
 
+    # An address duplicated: dgx-04 takes dgx-03's (addresses are identity: all is judged).
+    Server.objects.filter(id=servers["dgx-04"].id).update(
+        addresses=[address_of("dgx-04"), address_of("dgx-03")]
+    )
+    assert judged_like_a_forced_pass().full
+    assert open_types()[FindingType.IP_ADDRESS_DUPLICATE] == 1
+
+    # Two servers racked apart, then one moved into the other's units (DGX H100s: 8U each).
+    Server.objects.filter(id=servers["dgx-01"].id).update(rack="R1", rack_position=1)
+    Server.objects.filter(id=servers["dgx-02"].id).update(rack="R1", rack_position=9)
+    result = judged_like_a_forced_pass()
+    assert not result.full and FindingType.RACK_UNITS_OVERLAP not in open_types()
+    Server.objects.filter(id=servers["dgx-02"].id).update(rack_position=4)
+    result = judged_like_a_forced_pass()
+    assert not result.full and result.findings_raised == 1
+    assert open_types()[FindingType.RACK_UNITS_OVERLAP] == 1
+
+    # The duplicate goes offline: its address no longer counts.
+    gone = timezone.now() - timedelta(seconds=settings.ATLAS_SERVER_OFFLINE_AFTER_S + 60)
+    Server.objects.filter(id=servers["dgx-04"].id).update(last_seen=gone)
+    result = judged_like_a_forced_pass()
+    assert not result.full and FindingType.IP_ADDRESS_DUPLICATE not in open_types()
+
     # A server claims a GPU another holds; then the holder stops reporting.
     held = Gpu.objects.get(server=servers["dgx-02"], index=0)
     GpuClaim.objects.create(server=servers["dgx-03"], gpu=held, uuid=held.uuid)
@@ -155,6 +184,7 @@ def test_each_change_is_judged_as_a_pass_judging_everything_judges_it():
     assert not result.full
     assert result.findings_resolved >= 1  # the claim: its holder is offline
     assert any(t == FindingType.STALE_AGENT for t, *_ in state()[0])
+    assert open_types()[FindingType.IP_ADDRESS_DUPLICATE] == 1  # dgx-04 reports again
 
     # A hostname changes: any node may bind elsewhere, so everything is judged.
     Server.objects.filter(id=servers["dgx-03"].id).update(hostname="dgx-33")

@@ -40,4 +40,6 @@ def test_server_rules_and_fleet_rules_split_the_registry():
         "node_without_server",
         "duplicate_identity",
         "driver_skew",
+        "ip_address_duplicate",
+        "rack_units_overlap",
     }
