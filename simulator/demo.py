@@ -56,18 +56,18 @@ def _slurm(state: str = "IDLE", *, reason: str = "", gpus_used: int = 0) -> Demo
 
 
 DEMO_FLEET: tuple[DemoServer, ...] = (
-    DemoServer("dgx-h100-01", "h100", "rack-01", 10, (_k8s(Pod("llm-train-0", 8)),)),
-    DemoServer("dgx-h100-02", "h100", "rack-01", 14, (_k8s(Pod("llm-train-1", 8)),)),
+    DemoServer("dgx-h100-01", "h100", "rack-01", 2, (_k8s(Pod("llm-train-0", 8)),)),
+    DemoServer("dgx-h100-02", "h100", "rack-01", 10, (_k8s(Pod("llm-train-1", 8)),)),
     DemoServer("dgx-h100-03", "h100", "rack-01", 18, (_k8s(Pod("notebook-ana", 1)),)),
-    DemoServer("dgx-h100-04", "h100", "rack-01", 22, (_k8s(),)),
-    DemoServer("dgx-h100-05", "h100", "rack-02", 10, (_k8s(),)),
-    DemoServer("dgx-h100-06", "h100", "rack-02", 14, (_k8s(),)),
+    DemoServer("dgx-h100-04", "h100", "rack-01", 26, (_k8s(),)),
+    DemoServer("dgx-h100-05", "h100", "rack-02", 2, (_k8s(),)),
+    DemoServer("dgx-h100-06", "h100", "rack-02", 10, (_k8s(),)),
     DemoServer("dgx-h100-07", "h100", "rack-02", 18, (_k8s(),)),
-    DemoServer("dgx-h100-08", "h100", "rack-02", 22, (_k8s(),)),
-    DemoServer("dgx-h100-09", "h100", "rack-03", 10, (_k8s(), _slurm("MIXED", gpus_used=4))),
-    DemoServer("dgx-h100-10", "h100-lost", "rack-03", 14, (_slurm(),)),
+    DemoServer("dgx-h100-08", "h100", "rack-02", 26, (_k8s(),)),
+    DemoServer("dgx-h100-09", "h100", "rack-03", 2, (_k8s(), _slurm("MIXED", gpus_used=4))),
+    DemoServer("dgx-h100-10", "h100-lost", "rack-03", 10, (_slurm(),)),
     DemoServer("dgx-a100-01", "a100-mig", "rack-03", 18, (_slurm(),)),
-    DemoServer("kvm-01", "kvm-host", "rack-03", 22),  # its GPUs are its VMs'
+    DemoServer("kvm-01", "kvm-host", "rack-03", 24),  # its GPUs are its VMs'
     DemoServer("gpu-l40s-01", "l40s", "rack-04", 10, (_slurm(),)),
     DemoServer("gpu-l40s-02", "l40s", "rack-04", 14, (_slurm(),)),
     DemoServer(

@@ -14,6 +14,7 @@ pushing the same fleet twice updates the same servers.
 
 from __future__ import annotations
 
+import ipaddress
 import random
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -123,10 +124,30 @@ def fleet(counts: dict[str, int], *, seed: int | str = 0) -> list[SimulatedServe
             else:
                 machines.append(build(profile, seed=seed, hostname=name, number=number))
     machines.extend(vms)
+    for position, machine in enumerate(machines):
+        _number_addresses(machine, position)
     return [
         SimulatedServer(machine, f"rack-{position // SERVERS_PER_RACK + 1:02d}")
         for position, machine in enumerate(machines)
     ]
+
+
+def _number_addresses(machine: FakeMachine, position: int) -> None:
+    """Each IPv4 address on its network again, its host part from the server's place in the
+    fleet: the profiles number hosts per profile (dgx-h100-01 and dgx-a100-01 are both
+    "number 1"), and one address on two servers is a finding (`ip_address_duplicate`). An
+    address whose network has no room for the fleet keeps the profile's host part."""
+    for nic in machine.nics:
+        numbered = []
+        for address in nic.addresses:
+            interface = ipaddress.ip_interface(address)
+            network = interface.network
+            if interface.version == 4 and position + 21 < network.num_addresses - 1:
+                host = network.network_address + position + 21
+                numbered.append(f"{host}/{network.prefixlen}")
+            else:
+                numbered.append(address)
+        nic.addresses = numbered
 
 
 @dataclass
