@@ -414,8 +414,10 @@ class GpuNeedingAction:
 
     @property
     def name(self) -> str:
-        """How every page names it: `dgx-h100-10 GPU 5`."""
-        return f"{self.hostname} GPU {self.index}"
+        """How every page names it: `dgx-h100-10 GPU 5`; a lost one `... GPU 5 (lost)` (NVML
+        numbers the GPUs it still sees from 0, so another GPU may carry its index now)."""
+        lost = self.reason in (ActionReason.LOST, ActionReason.LOST_OFF_BUS)
+        return f"{self.hostname} GPU {self.index}" + (" (lost)" if lost else "")
 
 
 def gpus_needing_action_qs(queryset: QuerySet[Gpu] | None = None) -> QuerySet[Gpu]:
@@ -458,6 +460,9 @@ _DEFAULT_ACTIONS = {
         "Find out where it went: reseat it if it is in the server, or record its removal."
     ),
     ActionReason.NVML_ERROR: "Drain the GPU and reset it (nvidia-smi -r), or reboot the node.",
+    ActionReason.SERVER_CRITICAL: (
+        "Drain the node: no job should land on it until the server's finding is resolved."
+    ),
 }
 
 

@@ -17,6 +17,7 @@ from demo.services import demo_load, local_server
 from fabric.models import Adapter, Fabric
 from findings.models import Finding
 from health.models import GpuCounterSample, HealthEvent
+from health.selectors import gpus_needing_action
 from inventory.models import Gpu, Report, Server
 from simulator.demo import DEMO_FABRIC, DEMO_FLEET
 from simulator.keepalive import beat_once
@@ -139,6 +140,25 @@ def test_the_demo_has_a_week_of_gpu_health_on_the_health_and_gpu_pages(client):
     assert "Xid 79" in page
     page = client.get(f"/gpus/{offender.first().gpu_id}/").content.decode()
     assert page.count("Xid 31") >= 5
+
+    # one answer: the health page, the GPUs page and the overview, the same count and names
+    rows = gpus_needing_action()
+    named = {(r.gpu_id, r.name, r.words) for r in rows}
+    assert ("lost: fell off the bus") in {w for _, _, w in named}
+    shown = client.get("/health/").context["tables"]["needing_action"]
+    assert len(shown.rows) == len(rows)
+    listed = client.get("/gpus/?action=needed")
+    assert {(g.pk, g.needs_action.name, g.needs_action.words) for g in listed.context["page"]} == (
+        named
+    )
+    assert f"{len(rows)}</span> GPUs need action" in listed.content.decode()
+    overview = client.get("/")
+    card = overview.context["health"]
+    assert card["needing_action"] == len(rows)
+    assert {(n, r["label"]) for r in card["by_reason"] for n in r["names"]} == {
+        (n, w) for _, n, w in named
+    }
+    assert f"{len(rows)}</span> GPUs need action" in overview.content.decode()
 
 
 @pytest.mark.django_db(transaction=True)
