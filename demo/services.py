@@ -8,7 +8,9 @@ both clusters' snapshots with reconciliation held, then one reconcile. Reconcili
 Kubernetes snapshot before the Slurm one arrived would raise, then resolve, "server in no
 scheduler" for every Slurm-only server: findings that were never true. The InfiniBand fabric
 is imported through the fabric service once the reports are in, so every adapter binds to
-its server by the GUIDs the agent reported.
+its server by the GUIDs the agent reported. The reports carry a week of kernel-log health
+events (`simulator.demo.DEMO_HEALTH_WEEK`); the one episode that has since resolved is judged
+at its time (`health_findings_replay`), the rest now.
 """
 
 from __future__ import annotations
@@ -30,11 +32,20 @@ from django.utils import timezone
 from clusters.models import ReconcileState
 from clusters.reconcile import ReconcileResult, reconcile_all
 from fabric.services import SnapshotResult, ethernet_fabric_sync, fabric_snapshot_ingest
+from health.services import health_findings_replay, health_findings_sync, health_sweep
 from inventory.choices import ReportStatus
 from inventory.models import AgentToken, HardwareProfile, Report, Server, UserToken
 from inventory.services import agent_token_create, user_token_create
 from placement.summaries import placement_summaries_refresh
-from simulator.demo import DEMO_FABRIC, demo_fabric, demo_machines, demo_snapshots
+from simulator.demo import (
+    DEMO_FABRIC,
+    DEMO_RESOLVED_AT,
+    demo_anchor,
+    demo_fabric,
+    demo_machines,
+    demo_report,
+    demo_snapshots,
+)
 from simulator.fleet import PushResult, push_reports
 from simulator.keepalive import Plan, post_snapshot
 
@@ -135,7 +146,8 @@ def demo_load(*, seed: int | str = "0") -> DemoLoad:
         UserToken.objects.filter(user=user, name="demo").delete()
         _api_token, api_key = user_token_create(user=user, name="demo")
     machines = demo_machines(seed)
-    reports = [machine.report() for _, machine in machines]
+    anchor = demo_anchor(timezone.now())
+    reports = [demo_report(machine, anchor) for _, machine in machines]
     keys = [agent_token_create(name=f"demo:{r['host']['hostname']}")[1] for r in reports]
     snapshots = demo_snapshots({r["host"]["hostname"]: r for r in reports})
 
@@ -154,6 +166,13 @@ def demo_load(*, seed: int | str = "0") -> DemoLoad:
         with reconcile_held():
             answers = [post_snapshot(url, snapshot, api_key, timeout=60) for snapshot in snapshots]
             reconciled = reconcile_all()
+    # The week of health the reports' events tell, judged as it happened: the episode that
+    # has since resolved was raised at its time, then today's findings are judged.
+    health_sweep()
+    health_findings_replay(at=anchor - DEMO_RESOLVED_AT)
+    health_findings_sync()
     placement_summaries_refresh()  # what beat does in production; `make run` has no beat
-    plan = Plan(agent_tokens=keys, reports=reports, api_token=api_key, snapshots=snapshots)
+    # An agent sends its kernel-log events once: the beats that keep the fleet alive carry none.
+    beats = [{k: v for k, v in r.items() if k != "events"} for r in reports]
+    plan = Plan(agent_tokens=keys, reports=beats, api_token=api_key, snapshots=snapshots)
     return DemoLoad(results, answers, reconciled, plan, admin_created, fabric)

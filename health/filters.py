@@ -1,13 +1,16 @@
-"""django-filter sets of the health API."""
+"""django-filter sets of the health API, and the GPUs page's (the inventory's GPU filters and
+whether a GPU needs action, `health.action`)."""
 
 from __future__ import annotations
 
 import django_filters
 
 from core.filters import IdFilter, UtcDateTimeFilter, WholeNumberFilter
+from inventory.filters import GpuFilter
 
 from .choices import EventKind, Severity
 from .models import HealthEvent
+from .selectors import action_filter
 
 
 class HealthEventFilter(django_filters.FilterSet):
@@ -24,3 +27,23 @@ class HealthEventFilter(django_filters.FilterSet):
     class Meta:
         model = HealthEvent
         fields = ["server", "gpu", "code", "kind", "severity", "since", "serial"]
+
+
+ACTION_CHOICES = (("needed", "needs action"), ("none", "needs none"))
+
+
+class GpuActionFilter(GpuFilter):
+    """The GPUs page's filters: the inventory's, and `action` (needed or none)."""
+
+    action = django_filters.ChoiceFilter(
+        choices=ACTION_CHOICES,
+        method="filter_action",
+        help_text="needed: lost, failing NVML, an open health finding, or a critical finding "
+        "on its server",
+    )
+
+    class Meta(GpuFilter.Meta):
+        fields = [*GpuFilter.Meta.fields, "action"]
+
+    def filter_action(self, queryset, name, value):
+        return action_filter(queryset, needed=value == "needed")

@@ -4,36 +4,53 @@ time, repeat offenders ranked, totals by model and rack).
 
 Each costs a fixed number of queries whatever the fleet or the history holds.
 
-When a GPU needs action (drain, reset or RMA) is the one rule that the health page,
-placement, failure domains, the capacity planner and the overview all read. A GPU needs
-action while a health rule's finding about it is open: a `findings.Finding` of the health
-family, whose `gpu` is set, and which is not resolved. Findings about a slot or a
-server (no GPU) are actions too, but take no one GPU out of service; they count under
-`OPEN_HEALTH`, not `NEEDS_ACTION`. Written as SQL conditions only (a GPU's open findings are
-rows, never a column of the GPU), so lists and aggregates judge every GPU in the query that
-reads them.
+When a GPU needs action (drain, reset, reboot or RMA) is the one rule of `health.action`,
+that the health page, the GPUs page, placement, failure domains, the capacity planner and the
+overview all read: lost GPUs, GPUs failing NVML, GPUs with an open health finding, GPUs on a
+server with an open critical finding, each named as such (`GpuNeedingAction.words`).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import pairwise
 from typing import Any, TypedDict
 
-from django.db.models import Count, Exists, F, Max, OuterRef, Q, QuerySet, Sum
+from django.db.models import (
+    BigIntegerField,
+    Case,
+    Count,
+    F,
+    IntegerField,
+    Max,
+    Q,
+    QuerySet,
+    Sum,
+    Value,
+    When,
+)
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from core.figures import FONT, esc
 from core.palette import CRITICAL, WARNING, tone_colour
-from findings.choices import Family, FindingType, family_q
-from findings.facts import by_severity
+from findings.choices import SEVERITY_ORDER
 from findings.models import Finding
 from inventory.choices import ChangeKind, GpuStatus
 from inventory.models import ChangeEvent, Gpu
 
-from .catalog import event_info, xid_info
+from .action import (
+    ActionReason,
+    action_finding_id,
+    action_reason_code,
+    action_words,
+    candidates_q,
+    reason_of_code,
+)
+from .catalog import FALLEN_OFF_BUS_ACTION, event_info, xid_info
 from .choices import EventKind, Severity
 from .models import GpuCounterSample, HealthEvent
 from .rules import REBOOT_ACTIONS, RESET_ACTIONS, EventFact, FindingFact, GpuState, Policy, evaluate
@@ -378,55 +395,166 @@ def health_findings(
 
 # -- when a GPU needs action ------------------------------------------------------------
 
-OPEN_HEALTH: Q = family_q(Family.HEALTH) & Q(resolved_at__isnull=True)
-"""Open findings of the health rules (about a GPU, a slot or a server)."""
 
-NEEDS_ACTION: Q = OPEN_HEALTH & Q(gpu__isnull=False)
-"""Open health findings about one GPU: that GPU needs action."""
+@dataclass(frozen=True, slots=True)
+class GpuNeedingAction:
+    """A GPU needing action (`health.action`) with its reason in words and what to do."""
+
+    gpu_id: int
+    index: int
+    serial: str
+    uuid: str
+    server_id: int
+    hostname: str
+    reason: str
+    words: str
+    severity: str
+    action: str
+    since: datetime | None
+    finding_id: int | None
+
+    @property
+    def name(self) -> str:
+        """How every page names it: `dgx-h100-10 GPU 5`; a lost one `... GPU 5 (lost)` (NVML
+        numbers the GPUs it still sees from 0, so another GPU may carry its index now)."""
+        lost = self.reason in (ActionReason.LOST, ActionReason.LOST_OFF_BUS)
+        return f"{self.hostname} GPU {self.index}" + (" (lost)" if lost else "")
 
 
-def findings_needing_action() -> QuerySet[Finding]:
-    """The open health findings that take a GPU out of service."""
-    return Finding.objects.filter(NEEDS_ACTION)
-
-
-def gpu_needs_action(gpu: str = "pk") -> Exists:
-    """Per GPU row in SQL (`gpu` names its id column): True while it needs action."""
-    return Exists(findings_needing_action().filter(gpu_id=OuterRef(gpu)))
-
-
-def action_label(finding_type: str | None) -> str:
-    """A health finding type in words (`Fatal Xid on a GPU`)."""
-    if not finding_type:
-        return ""
-    # By the choices, not `FindingType(value)`: mypy reads that as the two-argument __new__.
-    label = dict(FindingType.choices).get(finding_type)
-    return str(label) if label is not None else finding_type.replace("_", " ")
-
-
-def gpus_needing_action_by_type() -> list[dict[str, object]]:
-    """GPUs needing action per finding type, the most GPUs first, with the type's words (a GPU
-    with two findings counts under each: `gpus_needing_action_count` is the distinct total).
-    One query."""
-    rows = (
-        findings_needing_action()
-        .order_by()
-        .values("type")
-        .annotate(gpus=Count("gpu_id", distinct=True))
-        .order_by("-gpus", "type")
+def gpus_needing_action_qs(queryset: QuerySet[Gpu] | None = None) -> QuerySet[Gpu]:
+    """The GPUs (of `queryset`, else the fleet) needing action, each annotated with
+    `action_reason` (`action_reason_code`) and `action_finding` (the finding's id)."""
+    base = Gpu.objects.all() if queryset is None else queryset
+    return (
+        base.filter(candidates_q())
+        .annotate(action_reason=action_reason_code(), action_finding=action_finding_id())
+        .filter(action_reason__gt=0)
     )
-    return [{"type": r["type"], "label": action_label(r["type"]), "gpus": r["gpus"]} for r in rows]
+
+
+def annotate_action(queryset: QuerySet[Gpu]) -> QuerySet[Gpu]:
+    """Every GPU of `queryset` with `action_reason` (0: none) and `action_finding`, judged only
+    where `candidates_q` holds (a list page of healthy GPUs judges none of them)."""
+    return queryset.annotate(
+        action_reason=Case(
+            When(candidates_q(), then=action_reason_code()),
+            default=Value(0),
+            output_field=IntegerField(),
+        ),
+        action_finding=Case(
+            When(candidates_q(), then=action_finding_id()),
+            default=Value(None),
+            output_field=BigIntegerField(),
+        ),
+    )
+
+
+def action_filter(queryset: QuerySet[Gpu], needed: bool) -> QuerySet[Gpu]:
+    """`queryset` cut to the GPUs needing action (`needed`), or to the others."""
+    ids = gpus_needing_action_qs().values("pk")
+    return queryset.filter(pk__in=ids) if needed else queryset.exclude(pk__in=ids)
+
+
+_DEFAULT_ACTIONS = {
+    ActionReason.LOST_OFF_BUS: FALLEN_OFF_BUS_ACTION,
+    ActionReason.LOST: (
+        "Find out where it went: reseat it if it is in the server, or record its removal."
+    ),
+    ActionReason.NVML_ERROR: "Drain the GPU and reset it (nvidia-smi -r), or reboot the node.",
+    ActionReason.SERVER_CRITICAL: (
+        "Drain the node: no job should land on it until the server's finding is resolved."
+    ),
+}
+
+
+def action_rows(gpus: Sequence[Gpu]) -> list[GpuNeedingAction | None]:
+    """Per annotated GPU row (`annotate_action`, `gpus_needing_action_qs`, with its server),
+    its action in words, None for a GPU needing none: one query for the findings named."""
+    ids: set[int] = {f for g in gpus if (f := getattr(g, "action_finding", None))}
+    found = {f.pk: f for f in Finding.objects.filter(pk__in=ids)} if ids else {}
+    out: list[GpuNeedingAction | None] = []
+    for gpu in gpus:
+        reason = reason_of_code(getattr(gpu, "action_reason", 0) or 0)
+        if reason is None:
+            out.append(None)
+            continue
+        finding_id = getattr(gpu, "action_finding", None)
+        finding = found.get(finding_id) if finding_id else None
+        named = (
+            finding
+            if reason in (ActionReason.HEALTH_FINDING, ActionReason.SERVER_CRITICAL)
+            else None
+        )
+        out.append(
+            GpuNeedingAction(
+                gpu_id=gpu.pk,
+                index=gpu.index,
+                serial=gpu.serial,
+                uuid=gpu.uuid,
+                server_id=gpu.server_id,
+                hostname=gpu.server.hostname,
+                reason=reason,
+                words=action_words(
+                    reason, named.type if named else None, named.details if named else None
+                ),
+                severity=finding.severity if finding else Severity.CRITICAL,
+                action=(finding.action if finding and finding.action else "")
+                or _DEFAULT_ACTIONS.get(ActionReason(reason), ""),
+                since=finding.first_seen if finding else gpu.last_seen,
+                finding_id=finding.pk if finding else None,
+            )
+        )
+    return out
+
+
+def gpus_needing_action() -> list[GpuNeedingAction]:
+    """Every GPU needing action, the most severe first, then by reason, server and index (two
+    queries)."""
+    gpus = list(
+        gpus_needing_action_qs()
+        .select_related("server")
+        .order_by(F("action_reason").asc(), "server__hostname", "index", "id")
+    )
+    rows = [row for row in action_rows(gpus) if row is not None]
+    return sorted(rows, key=lambda r: SEVERITY_ORDER.index(r.severity))
+
+
+def gpus_needing_action_by_reason(rows: list[GpuNeedingAction]) -> list[dict[str, Any]]:
+    """The rows grouped by their reason in words, the most GPUs first, each naming its GPUs
+    (`names`) and, per server, their indexes (`servers`: hostname, server id, rows)."""
+    groups: dict[str, list[GpuNeedingAction]] = {}
+    for row in rows:
+        groups.setdefault(row.words, []).append(row)
+    out = []
+    for words, members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        servers: dict[int, dict[str, Any]] = {}
+        for m in members:
+            entry = servers.setdefault(
+                m.server_id, {"hostname": m.hostname, "server_id": m.server_id, "rows": []}
+            )
+            entry["rows"].append(m)
+        out.append(
+            {
+                "label": words,
+                "gpus": len(members),
+                "names": [m.name for m in members],
+                "servers": list(servers.values()),
+            }
+        )
+    return out
 
 
 def gpus_needing_action_count() -> int:
     """Distinct GPUs needing action, fleet-wide (one query)."""
-    return findings_needing_action().order_by().values("gpu_id").distinct().count()
+    return gpus_needing_action_qs().count()
 
 
 def needing_action_share() -> float:
     """The share (0..1) of the fleet's GPUs (lost ones excluded) needing action (one query)."""
-    counts = Gpu.objects.exclude(status=GpuStatus.LOST).aggregate(
-        gpus=Count("id"), needing=Count("id", filter=Q(gpu_needs_action()))
+    counts = (
+        annotate_action(Gpu.objects.exclude(status=GpuStatus.LOST))
+        .order_by()
+        .aggregate(gpus=Count("id"), needing=Count("id", filter=Q(action_reason__gt=0)))
     )
     return counts["needing"] / counts["gpus"] if counts["gpus"] else 0.0
 
@@ -437,17 +565,9 @@ OFFENDERS = 20  # rows of each ranking
 TIMELINE_DAYS = 30
 
 
-def gpus_needing_action() -> QuerySet[Finding]:
-    """Open health findings, the most serious first, with their GPU and server (one query).
-
-    The rows with a GPU are the GPUs needing action (`NEEDS_ACTION`); the others
-    are about a slot or a server."""
-    return by_severity(Finding.objects.filter(OPEN_HEALTH).select_related("gpu", "server"))
-
-
 def health_overview(*, now: datetime | None = None) -> dict[str, Any]:
-    """The overview's health card: GPUs needing action by finding type (with the distinct
-    total) and the health events of the last day and week (three queries)."""
+    """The overview's health card: the GPUs needing action by reason, each named (the health
+    page's rows), and the health events of the last day and week (three queries)."""
     now = now or timezone.now()
     day, week = now - timedelta(days=1), now - timedelta(days=7)
     events = HealthEvent.objects.filter(last_seen__gte=week).aggregate(
@@ -458,9 +578,10 @@ def health_overview(*, now: datetime | None = None) -> dict[str, Any]:
         week_events=Sum("count"),
         week_critical=Count("id", filter=Q(severity="critical")),
     )
+    rows = gpus_needing_action()
     return {
-        "needing_action": gpus_needing_action_count(),
-        "by_type": gpus_needing_action_by_type(),
+        "needing_action": len(rows),
+        "by_reason": gpus_needing_action_by_reason(rows),
         "events": [
             {
                 "window": window,

@@ -28,11 +28,13 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from agent.schema import normalize_pci_bus_id
-from findings.choices import Family
+from findings.choices import Family, family_q
+from findings.models import Finding
 from findings.services import findings_write
 from inventory.choices import ReportStatus
 from inventory.models import Gpu, Report, Server
@@ -40,7 +42,8 @@ from inventory.models import Gpu, Report, Server
 from .catalog import event_info
 from .choices import EventKind
 from .models import GpuCounterSample, HealthCursor, HealthEvent, HealthEventReceipt
-from .selectors import health_findings
+from .rules import Policy, evaluate
+from .selectors import health_findings, health_rule_inputs
 
 logger = logging.getLogger(__name__)
 
@@ -624,3 +627,32 @@ def health_findings_sync(*, now: datetime | None = None) -> tuple[int, int, int]
     desired = {fact.key: fact for fact in health_findings(now=now)}
     with transaction.atomic():
         return findings_write(desired=desired, now=now, family=Family.HEALTH)
+
+
+def health_findings_replay(*, at: datetime, policy: Policy | None = None) -> int:
+    """Raise the event findings that the stored events made at `at`, a moment past, where no
+    finding of that subject exists yet: a history loaded at once (the demo's week) then shows
+    what was raised back then and has resolved since. Only events seen by `at` are judged, and
+    no counters (only the current ones are judged). Touches no other finding; the next
+    `health_findings_sync` resolves what no longer holds. Returns the number raised."""
+    policy = policy or Policy()
+    _states, events = health_rule_inputs(now=at, policy=policy)
+    then = [e for e in events if e.first_seen <= at]
+    desired = {fact.key: fact for fact in evaluate([], then, at, policy)}
+    if not desired:
+        return 0
+    subjects = [subject for _type, subject in desired]
+    known = set(
+        Finding.objects.filter(family_q(Family.HEALTH), subject__in=subjects).values_list(
+            "type", "subject"
+        )
+    )
+    desired = {key: fact for key, fact in desired.items() if key not in known}
+    if not desired:
+        return 0
+    scope = Q(subject__in=[subject for _type, subject in desired])
+    with transaction.atomic():
+        raised, _resolved, _open = findings_write(
+            desired=desired, now=at, family=Family.HEALTH, scope=scope
+        )
+    return raised

@@ -1,24 +1,25 @@
 """The health pages' tables, declared once for the page and its CSV exports. `/health/`: GPUs
-needing action (open health findings), repeat offenders by GPU, slot and server, events by GPU
-model and by rack (rows: the `health.selectors` reads as they come, findings or aggregate dicts).
+needing action (`health.action`, each with its reason), repeat offenders by GPU, slot and
+server, events by GPU model and by rack (rows: the `health.selectors` reads as they come).
+`/gpus/`: the inventory's GPU table with why each GPU needs action (`health.action`).
 `/gpus/<id>/`: the GPU's servers and slots, events, counters and replacements (rows: what
 `health.selectors.gpu_history` returns)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from django.urls import reverse
+from django.utils.html import format_html
 
 from core.formats import badge
+from core.forms import FilterForm
 from core.tables import Column, Table, iso, when
+from inventory.tables import GPU_FILTERS, GPU_TABLE
 
 from .selectors import code_label
 from .templatetags.health_tags import event_code
-
-
-def _gpu_url(f) -> str | None:
-    return reverse("gpu-detail", args=[f.gpu_id]) if f.gpu_id else None
 
 
 def _server_url(row: Any) -> str | None:
@@ -36,25 +37,24 @@ def _moment(header: str, get) -> Column:
 NEEDING_ACTION_TABLE = Table(
     id="gpus-needing-action",
     filename="gpus-needing-action.csv",
-    empty="No GPU needs an action: no fatal event, repeat failure or error counter asks for one.",
+    empty=(
+        "No GPU needs action: none is lost or failing NVML, no health finding is open on one, "
+        "and no server has a critical finding."
+    ),
     noun="GPUs needing action",
-    row_class=lambda f: f"sev-{f.severity}",
+    row_class=lambda r: f"sev-{r.severity}",
     columns=(
-        Column("Severity", lambda f: f.severity, cell=lambda f: badge(f.severity)),
+        Column("Severity", lambda r: r.severity, cell=lambda r: badge(r.severity)),
         Column(
             "GPU",
-            lambda f: (f.gpu.serial or f.gpu.uuid) if f.gpu else None,
-            link=_gpu_url,
-            mono=True,
+            lambda r: r.name,
+            link=lambda r: reverse("gpu-detail", args=[r.gpu_id]),
         ),
-        Column(
-            "Server",
-            lambda f: f.server.hostname if f.server else None,
-            link=_server_url,
-        ),
-        Column("Reason", lambda f: f.message),
-        Column("Action", lambda f: f.action or None),
-        _moment("Since", lambda f: f.first_seen),
+        Column("Serial", lambda r: r.serial or None, mono=True),
+        Column("Server", lambda r: r.hostname, link=_server_url),
+        Column("Reason", lambda r: r.words),
+        Column("Action", lambda r: r.action or None),
+        _moment("Since", lambda r: r.since),
     ),
 )
 
@@ -226,3 +226,34 @@ GPU_REPLACEMENTS_TABLE = Table(
         Column("Installed", lambda r: _board(r.get("installed")), mono=True),
     ),
 )
+
+
+# The GPUs page (/gpus/): the inventory's table, and why each GPU needs action -------------
+
+GPU_LIST_TABLE = replace(
+    GPU_TABLE,
+    columns=(
+        *GPU_TABLE.columns,
+        Column(
+            "Needs action",
+            lambda g: g.needs_action.words if g.needs_action else None,
+            "action_reason",
+            cell=lambda g: _action_cell(g.needs_action),
+        ),
+    ),
+    row_class=lambda g: f"sev-{g.needs_action.severity}" if g.needs_action else "",
+)
+
+GPU_LIST_FILTERS = FilterForm(
+    fields=(*GPU_FILTERS.fields, "action"),
+    labels={**GPU_FILTERS.labels, "action": "Action"},
+    placeholders=GPU_FILTERS.placeholders,
+    choices=GPU_FILTERS.choices,
+)
+
+
+def _action_cell(action) -> Any:
+    if action is None:
+        return "—"
+    url = reverse("gpu-detail", args=[action.gpu_id])
+    return format_html('<a href="{}">{}</a>', url, action.words)

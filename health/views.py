@@ -1,4 +1,5 @@
-"""The health pages: `/health/` (the fleet) and `/gpus/<id>/` (one GPU's lifecycle)."""
+"""The health pages: `/health/` (the fleet), `/gpus/` (the GPU list, with why each GPU needs
+action) and `/gpus/<id>/` (one GPU's lifecycle)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 
-from core.tables import tables_page
+from core.tables import table_page, tables_page
+from inventory.selectors import gpu_list as inventory_gpu_list
 
 from . import selectors, tables
+from .filters import GpuActionFilter
 from .rules import Policy
 
 
@@ -64,4 +67,27 @@ def gpu_page(request: HttpRequest, pk: int) -> HttpResponse | StreamingHttpRespo
         },
         template="health/gpu.html",
         context=lambda: {"section": "gpu-list", **history},
+    )
+
+
+def _with_actions(gpus: list) -> list:
+    for gpu, action in zip(gpus, selectors.action_rows(gpus), strict=True):
+        gpu.needs_action = action
+    return gpus
+
+
+@login_required
+def gpu_list(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    """`/gpus/`: the inventory's GPU list, each GPU with its reason to act (`health.action`);
+    `?action=needed` lists the GPUs needing action, the count the health page shows."""
+    return table_page(
+        request,
+        table=tables.GPU_LIST_TABLE,
+        filterset=GpuActionFilter(
+            request.GET, queryset=selectors.annotate_action(inventory_gpu_list())
+        ),
+        filters=tables.GPU_LIST_FILTERS,
+        template="inventory/gpu_list.html",
+        context=lambda: {"needing_action": selectors.gpus_needing_action_count()},
+        prepare=_with_actions,
     )

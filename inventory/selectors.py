@@ -281,10 +281,6 @@ def bound_cluster_names() -> list[str]:
     return list(names)
 
 
-def unhealthy_gpu_count() -> int:
-    return Gpu.objects.unhealthy().count()
-
-
 # Searchable fields, one definition per model: the lists' `?search=` (pages and API) and the
 # global search (topology.search) match the same rows. Relations are matched with EXISTS, never
 # joins, so a server matching through two GPUs is still one row.

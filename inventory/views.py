@@ -1,4 +1,5 @@
-"""Dashboard pages of the physical layer: the server list and the GPU list."""
+"""Dashboard pages of the physical layer: the server list. (The GPU list, `/gpus/`, is served by
+`health.views.gpu_list`: it shows why each GPU needs action, which is health's rule.)"""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from core.tables import table_page
 
 from . import selectors
-from .filters import GpuFilter, ServerFilter
-from .tables import GPU_FILTERS, GPU_TABLE, SERVER_FILTERS, SERVER_TABLE
+from .filters import ServerFilter
+from .tables import SERVER_FILTERS, SERVER_TABLE
 
 
 @login_required
@@ -25,16 +26,4 @@ def server_list(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
             "cluster": selectors.bound_cluster_names(),
         },
         template="inventory/server_list.html",
-    )
-
-
-@login_required
-def gpu_list(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
-    return table_page(
-        request,
-        table=GPU_TABLE,
-        filterset=GpuFilter(request.GET, queryset=selectors.gpu_list()),
-        filters=GPU_FILTERS,
-        template="inventory/gpu_list.html",
-        context=lambda: {"unhealthy": selectors.unhealthy_gpu_count()},
     )

@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from clusters.choices import ClusterKind
-from health.selectors import action_label
 from inventory.gpu_models import gpu_model_matches, gpu_models_agree
 from inventory.health import GpuProblem
 
@@ -312,7 +311,7 @@ def _shortfall(offer: Offer, m: int, filters: Filters) -> BlockedNode:
             named = sorted((GpuProblem(p).label, n) for p, n in problems.items())
             parts.append("unhealthy: " + ", ".join(f"{n} {label}" for label, n in named))
         if actions:
-            named = sorted((action_label(a), n) for a, n in actions.items())
+            named = sorted((a, n) for a, n in actions.items())
             parts.append("need action: " + ", ".join(f"{n} {label}" for label, n in named))
         reason = "unhealthy_gpu" if problems else "needs_action"
         return _block(node, reason, f"{offer.free} GPU(s) free; " + "; ".join(parts))
@@ -893,7 +892,7 @@ def nodes_needing_action(nodes: Iterable[FleetNode]) -> list[NeedingAction]:
         if not count:
             continue
         types = Counter(g.action for g in node.gpus if g.action and g.problem != "lost")
-        reasons = [f"{n} {action_label(t)}" for t, n in sorted(types.items())]
+        reasons = [f"{n} {t}" for t, n in sorted(types.items())]
         for node_id, name, server_id, hostname in node.identities:
             rows.append(
                 NeedingAction(
@@ -916,6 +915,6 @@ def needing_action_words(rows: list[NeedingAction]) -> str | None:
         return None
     gpus = sum(r.gpus for r in rows)
     return (
-        f"{gpus} GPU(s) on {len(rows)} node(s) skipped: they need action (drain, reset or RMA) "
-        "by an open health finding"
+        f"{gpus} GPU(s) on {len(rows)} node(s) skipped: they need action (drain, reset or RMA): "
+        "failing NVML, an open health finding, or a critical finding on their server"
     )

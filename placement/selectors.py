@@ -25,10 +25,8 @@ from django.db.models import (
     IntegerField,
     Max,
     Min,
-    OuterRef,
     Q,
     QuerySet,
-    Subquery,
     TextField,
     Value,
     When,
@@ -41,7 +39,7 @@ from clusters.choices import ClusterKind
 from clusters.models import Cluster, Node
 from findings.choices import Severity
 from findings.models import Finding
-from health.selectors import findings_needing_action, gpu_needs_action
+from health.selectors import action_rows, annotate_action, gpus_needing_action_qs
 from inventory.choices import GpuStatus
 from inventory.health import UNHEALTHY, gpu_problem_code, problem_of_code
 from inventory.models import Gpu, Link, MigDevice
@@ -500,23 +498,20 @@ def link_rows(
 
 
 def gpu_actions(servers: QuerySet) -> dict[int, tuple[int, str, int, int]]:
-    """GPU id -> (server id, type of its most serious open health finding, its `_gpu_state`,
-    its index) for the servers' GPUs needing action (`health.selectors`): one query over the
-    open findings, which are few, whatever the fleet."""
-    state = Subquery(
-        Gpu.objects.filter(pk=OuterRef("gpu_id")).annotate(s=_gpu_state()).values("s")[:1],
-        output_field=IntegerField(),
+    """GPU id -> (server id, its reason to act in words, its `_gpu_state`, its index) for the
+    servers' GPUs needing action (`health.action`): one query over the GPUs the rule's cheap
+    superset holds (few, whatever the fleet), one more for the findings they name, if any."""
+    gpus = list(
+        gpus_needing_action_qs(Gpu.objects.filter(server_id__in=servers))
+        .select_related("server")
+        .annotate(gpu_state=_gpu_state())
+        .order_by("id")
     )
-    found: dict[int, tuple[int, str, int, int]] = {}
-    for gpu_id, server_id, finding_type, gpu_state, index in (
-        findings_needing_action()
-        .filter(gpu__server_id__in=servers)
-        .annotate(gpu_state=state)
-        .order_by("gpu_id", "severity", "type")
-        .values_list("gpu_id", "gpu__server_id", "type", "gpu_state", "gpu__index")
-    ):
-        found.setdefault(gpu_id, (server_id, finding_type, gpu_state, index))
-    return found
+    return {
+        gpu.pk: (gpu.server_id, row.words, gpu.gpu_state, gpu.index)
+        for gpu, row in zip(gpus, action_rows(gpus), strict=True)
+        if row is not None
+    }
 
 
 def fleet_counts(*, cluster: str | None = None) -> Fleet:
@@ -551,14 +546,16 @@ def fleet_counts(*, cluster: str | None = None) -> Fleet:
     for node in grouped.nodes:  # a summary rebuilt since the nodes were read: its rows
         if node.id in grouped.shapes and node.server_id not in read:
             del grouped.shapes[node.id]
-    action = Q(gpu_needs_action())
+    action = Q(action_reason__gt=0)
     usable_q = ~UNHEALTHY & ~Q(mig_mode_current=True) & ~action
     stale = _stale(servers, grouped)
     if stale is not None:
         counts.update(
             {
                 server_id: (n, needing)
-                for server_id, n, needing, known in Gpu.objects.filter(server_id__in=stale)
+                for server_id, n, needing, known in annotate_action(
+                    Gpu.objects.filter(server_id__in=stale)
+                )
                 .exclude(status=GpuStatus.LOST)
                 .order_by()
                 .values("server_id")

@@ -14,6 +14,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from clusters.choices import ClusterKind
+from health.selectors import gpus_needing_action, gpus_needing_action_by_reason
 
 from .api.serializers import CapacityQuerySerializer, PlacementQuerySerializer
 from .capacity import CapacityRequestError
@@ -161,6 +162,7 @@ def _capacity(request: HttpRequest) -> dict[str, Any]:
         return context
     try:
         context["capacity"] = capacity_plan(**query.validated_data)
+        context["action_reasons"] = gpus_needing_action_by_reason(gpus_needing_action())
     except CapacityRequestError as exc:
         context["errors"] = [_error(exc.field, exc)]
     return context

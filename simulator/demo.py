@@ -7,6 +7,15 @@ dgx-h100-10 has a GPU fallen off the bus (below its DGX H100 profile, a GPU not 
 gpu-b02 is a Kubernetes node whose server runs no agent, dgx-a100-01 has a GPU with MIG
 pending a reset, gpu-l40s-03 is drained for a fan replacement.
 
+A week of GPU health (`DEMO_HEALTH_WEEK`, dated back from the load): GPU 5 of dgx-h100-10 fell
+off the bus with an Xid 79 three hours ago; GPU 2 of dgx-h100-03 keeps page-faulting (Xid 31
+on five days of the week, twice in the last day: a repeat offender); GPU 4 of dgx-h100-06 ran
+out of spare rows (Xid 48, then Xid 64, and its remapping failure counter set); GPU 1 of
+dgx-h100-08 had an NVLink error (Xid 74) last night, its NVLink CRC and replay counters up; GPU
+6 of dgx-h100-02 had a double-bit ECC error four days ago, was reset and its row remapped
+(Xid 63): the one episode resolved; and a training job on dgx-h100-01 hit an Xid 13. The
+events are kernel-log lines, read by the agent's own parser into each report's `events`.
+
 Its InfiniBand fabric (`demo_fabric`) is rail-optimised: a leaf per rail, two spines, every
 DGX's NIC k on leaf k; dgx-a100-01's ConnectX-6 links run at HDR on the NDR fabric. The
 L40S servers' RoCE NICs are on two Ethernet rail leaves, which their agents hear over LLDP
@@ -17,7 +26,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
+
+from agent.sources.kernel_log import KernelEvent, attach_events, parse_kernel_log
 
 from .fabric import rail_fabric
 from .fleet import SimulatedServer, fleet
@@ -83,6 +95,159 @@ DEMO_FLEET: tuple[DemoServer, ...] = (
 )
 
 
+@dataclass(frozen=True)
+class DemoEpisode:
+    """Kernel-log lines of one health episode: `ago` before the load, on a GPU by its index
+    (`gpu`; None for the GPU the server lost, found by its place on the PCI bus)."""
+
+    hostname: str
+    gpu: int | None
+    ago: timedelta
+    code: int
+    text: str
+    repeats: int = 1  # lines, a second apart
+
+
+def _h(hours: float) -> timedelta:
+    return timedelta(hours=hours)
+
+
+DEMO_HEALTH_WEEK: tuple[DemoEpisode, ...] = (
+    # the GPU that fell off the bus
+    DemoEpisode("dgx-h100-10", None, _h(3), 79, "GPU has fallen off the bus."),
+    # a repeat offender: the same GPU page-faulting on five days of the week
+    *(
+        DemoEpisode(
+            "dgx-h100-03",
+            2,
+            _h(hours),
+            31,
+            "pid=48211, name=python3, channel 0x00000008, intr 00000000. MMU Fault: ENGINE "
+            "GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f2a_41e00000. Fault is of type "
+            "FAULT_PDE ACCESS_TYPE_VIRT_READ",
+            repeats,
+        )
+        for hours, repeats in ((146, 1), (98, 2), (50, 1), (9, 3), (2, 1))
+    ),
+    # a row-remap failure: a double-bit error, then no spare row left to remap it
+    DemoEpisode(
+        "dgx-h100-06",
+        4,
+        _h(51),
+        48,
+        "An uncorrectable double bit error (DBE) has "
+        "been detected on GPU in the framebuffer at partition 6, subpartition 0.",
+    ),
+    DemoEpisode(
+        "dgx-h100-06",
+        4,
+        _h(50.9),
+        64,
+        "pid='<unknown>', name=<unknown>, Row Remapper Error: failed to remap row (0x2, 0x1c40).",
+    ),
+    # an NVLink error last night
+    DemoEpisode(
+        "dgx-h100-08",
+        1,
+        _h(20),
+        74,
+        "pid='<unknown>', name=<unknown>, NVLink: "
+        "fatal error detected on link 7(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)",
+        3,
+    ),
+    # the episode resolved: a double-bit error, a reset, the row remapped
+    DemoEpisode(
+        "dgx-h100-02",
+        6,
+        _h(98.5),
+        48,
+        "An uncorrectable double bit error (DBE) "
+        "has been detected on GPU in the framebuffer at partition 2, subpartition 1.",
+    ),
+    DemoEpisode(
+        "dgx-h100-02",
+        6,
+        _h(97.5),
+        63,
+        "pid='<unknown>', name=<unknown>, Row "
+        "Remapper: New row (0x1, 0x0b80) marked for remapping, reset gpu to activate.",
+    ),
+    # a training job's own bug: no action on the GPU
+    DemoEpisode(
+        "dgx-h100-01",
+        0,
+        _h(120),
+        13,
+        "pid=90122, name=python, Graphics SM Warp "
+        "Exception on (GPC 2, TPC 1, SM 0): Out Of Range Address",
+        4,
+    ),
+)
+
+DEMO_RESOLVED_AT = _h(97)
+"""When the one resolved episode's finding was judged (`ago`): raised then, resolved since."""
+
+
+def demo_anchor(now: datetime) -> datetime:
+    """The moment the week counts back from: `now` to the hour, so a demo run again within
+    the hour sends the very same events (stored once), and a later run a later week."""
+    return now.replace(minute=0, second=0, microsecond=0)
+
+
+def _bus(report: dict[str, Any], gpu: int | None) -> str | None:
+    """An index's PCI bus in the report, or the bus of the GPU on the PCI bus NVML misses."""
+    if gpu is None:
+        lost = [p for p in report.get("pci_gpus") or [] if p.get("in_nvml") is False]
+        return lost[0]["pci_bus_id"] if lost else None
+    return next((g["pci_bus_id"] for g in report["gpus"] if g["index"] == gpu), None)
+
+
+def _kernel_bus(bus: str) -> str:
+    """`00000000:9a:00.0` as the driver prints it in an Xid line: `0000:9a:00`."""
+    domain, rest = bus.split(":", 1)
+    return f"{domain[-4:]}:{rest.rsplit('.', 1)[0]}"
+
+
+def demo_health_events(report: dict[str, Any], anchor: datetime) -> list[KernelEvent]:
+    """The week's kernel-log events of one server's report, episode by episode (a log read per
+    day: the agent's parser folds repeats within a read into one event)."""
+    events: list[KernelEvent] = []
+    for episode in DEMO_HEALTH_WEEK:
+        if episode.hostname != report["host"]["hostname"]:
+            continue
+        bus = _bus(report, episode.gpu)
+        if bus is None:
+            continue
+        start = anchor - episode.ago
+        lines = [
+            f"{(start + timedelta(seconds=k)).isoformat(timespec='microseconds')} NVRM: Xid "
+            f"(PCI:{_kernel_bus(bus)}): {episode.code}, {episode.text}"
+            for k in range(episode.repeats)
+        ]
+        found, _ = parse_kernel_log(lines, now=anchor)
+        events.extend(found)
+    return events
+
+
+def _health_counters(server: DemoServer, machine: SimulatedServer) -> None:
+    """The NVML counters the week left behind: a failed row remap, NVLink errors, a row
+    remapped after a reset."""
+    gpus = machine.machine.gpus
+    if server.hostname == "dgx-h100-06":
+        gpus[4].remapped_rows = (2, 9, False, True)
+    elif server.hostname == "dgx-h100-08":
+        gpus[1].nvlink_errors = (1842, 97, 3)
+    elif server.hostname == "dgx-h100-02":
+        gpus[6].remapped_rows = (0, 1, False, False)
+
+
+def demo_report(machine: SimulatedServer, anchor: datetime) -> dict[str, Any]:
+    """One demo server's report with the week's kernel-log events (`demo_anchor`)."""
+    report = machine.report()
+    events = demo_health_events(report, anchor)
+    return attach_events(report, events) if events else report
+
+
 def demo_machines(seed: int | str = 0) -> list[tuple[DemoServer, SimulatedServer]]:
     """Each declared server with its simulated machine, in declaration order.
 
@@ -97,6 +262,8 @@ def demo_machines(seed: int | str = 0) -> list[tuple[DemoServer, SimulatedServer
     roce = [server.hostname for server in DEMO_FLEET if server.profile == "l40s"]
     for number, hostname in enumerate(roce, start=1):
         _roce_lldp(built[hostname], number)
+    for server in DEMO_FLEET:
+        _health_counters(server, built[server.hostname])
     return [(server, built[server.hostname]) for server in DEMO_FLEET]
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet
 
 from clusters.models import Node
-from health.selectors import gpu_needs_action
+from health.selectors import action_rows, annotate_action
 from inventory.choices import GpuStatus
 from inventory.models import Gpu, Link, MigDevice, Nic, Server
 
@@ -84,12 +84,23 @@ def failure_domain(
     else:  # a switch by the name agents' LLDP and people's locations give
         rows, degraded, degraded_gpus = _switch_servers(str(switch))
     lost_ids = {r["id"] for r in rows}
-    gpus = list(
-        Gpu.objects.filter(server_id__in=lost_ids)
-        .exclude(status=GpuStatus.LOST)
-        .annotate(needs_action=gpu_needs_action())
-        .values("id", "server_id", "index", "uuid", "name", "mig_mode_current", "needs_action")
+    gpu_rows = list(
+        annotate_action(Gpu.objects.filter(server_id__in=lost_ids).exclude(status=GpuStatus.LOST))
+        .select_related("server")
+        .order_by("server_id", "index", "id")
     )
+    gpus: list[dict[str, Any]] = [
+        {
+            "id": g.pk,
+            "server_id": g.server_id,
+            "index": g.index,
+            "uuid": g.uuid,
+            "name": g.name,
+            "mig_mode_current": g.mig_mode_current,
+            "needs_action": action.words if action else None,
+        }
+        for g, action in zip(gpu_rows, action_rows(gpu_rows), strict=True)
+    ]
     migs = list(
         MigDevice.objects.filter(gpu__server_id__in=lost_ids)
         .exclude(gpu__status=GpuStatus.LOST)
@@ -153,6 +164,7 @@ def failure_domain(
                 "name": g["name"],
                 "mig_enabled": bool(g["mig_mode_current"]),
                 "needs_action": bool(g["needs_action"]),
+                "action_reason": g["needs_action"],
             }
             for g in gpus
         ],

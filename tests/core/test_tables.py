@@ -14,8 +14,9 @@ from django.utils.html import format_html
 from clusters.tables import NODE_TABLE
 from core.tables import Column, Table, csv_cell
 from findings.tables import finding_table
+from health.tables import GPU_LIST_TABLE
 from inventory.models import Server
-from inventory.tables import GPU_TABLE, SERVER_TABLE
+from inventory.tables import SERVER_TABLE
 from tests.pages.test_views import fleet
 from tests.reports import apply_reports, make_report
 
@@ -88,7 +89,7 @@ def _page_headers(client, path: str, table_id: str) -> list[str]:
     ("path", "table_id", "table"),
     [
         ("/servers/", "servers", SERVER_TABLE),
-        ("/gpus/", "gpus", GPU_TABLE),
+        ("/gpus/", "gpus", GPU_LIST_TABLE),
         ("/nodes/", "nodes", NODE_TABLE),
         ("/findings/", "findings", finding_table(open_only=True)),
         ("/findings/?open=false", "findings", finding_table(open_only=False)),

@@ -5,8 +5,10 @@ import os
 import re
 import signal
 import time
+from datetime import timedelta
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.utils import timezone
 
@@ -14,9 +16,13 @@ from clusters.models import Cluster, Node
 from demo.services import demo_load, local_server
 from fabric.models import Adapter, Fabric
 from findings.models import Finding
-from inventory.models import Report, Server
+from health.models import GpuCounterSample, HealthEvent
+from health.selectors import gpus_needing_action
+from inventory.models import Gpu, Report, Server
 from simulator.demo import DEMO_FABRIC, DEMO_FLEET
 from simulator.keepalive import beat_once
+
+User = get_user_model()
 
 # Declared on purpose in simulator.demo: (finding type, what it is about).
 EXPECTED_OPEN = {
@@ -30,7 +36,14 @@ EXPECTED_OPEN = {
     ("driver_skew", "hpc-slurm"),
     # the A100's eight rail links train at HDR on the NDR fabric: one finding per leaf
     *(("fabric_link_degraded", f"ib-leaf-r{rail}") for rail in range(1, 9)),
+    # the week of GPU health (simulator.demo.DEMO_HEALTH_WEEK)
+    ("gpu_fatal_xid", "dgx-h100-10"),  # Xid 79 on the GPU that fell off the bus
+    ("gpu_fatal_xid", "dgx-h100-08"),  # Xid 74, an NVLink error last night
+    ("gpu_repeated_failure", "dgx-h100-03"),  # Xid 31 again and again: a repeat offender
+    ("gpu_row_remap_failure", "dgx-h100-06"),  # no spare row left
+    ("unhealthy_gpu", "dgx-h100-06"),  # that GPU's counters, on a schedulable node
 }
+RESOLVED = {("gpu_fatal_xid", "dgx-h100-02")}  # a double-bit error four days ago, reset since
 
 
 def findings(**filters) -> set[tuple[str, str]]:
@@ -85,13 +98,67 @@ def test_a_fresh_demo_shows_only_its_declared_findings_none_resolved():
         assert sorted(adapters.filter(server=server).values_list("rail", flat=True)) == list(
             range(1, 9)
         ), server.hostname
-    assert Finding.objects.filter(resolved_at__isnull=False).count() == 0
+    assert findings(resolved_at__isnull=False) == RESOLVED
     assert findings(resolved_at__isnull=True) == EXPECTED_OPEN
     for server in DEMO_FLEET:
         stored = Server.objects.get(hostname=server.hostname)
         assert (stored.rack or None, stored.rack_position) == (server.rack, server.rack_position)
         bound = set(Node.objects.filter(server=stored).values_list("cluster__name", flat=True))
         assert bound == {node.cluster for node in server.nodes}, server.hostname
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_demo_has_a_week_of_gpu_health_on_the_health_and_gpu_pages(client):
+    """`make run` shows Xid tracking: events over the past week, a repeat offender, a row-remap
+    failure, the Xid 79 of the GPU that fell off the bus, an NVLink error, one episode resolved."""
+    demo_load()
+    now = timezone.now()
+    events = HealthEvent.objects.all()
+    assert {e.code for e in events} >= {13, 31, 48, 63, 64, 74, 79}
+    assert min(e.first_seen for e in events) < now - timedelta(days=6)
+    assert max(e.last_seen for e in events) > now - timedelta(hours=4)
+    offender = events.filter(code=31)
+    assert offender.count() == 5 and len({e.gpu_id for e in offender}) == 1
+    (xid79,) = events.filter(code=79)
+    assert xid79.gpu.status == "lost" and xid79.server.hostname == "dgx-h100-10"
+    remap = Gpu.objects.get(server__hostname="dgx-h100-06", index=4)
+    assert remap.remapped_rows_failure is True
+    nvlink = GpuCounterSample.objects.get(
+        current=True, gpu__server__hostname="dgx-h100-08", gpu__index=1
+    )
+    assert nvlink.nvlink_crc_errors and nvlink.nvlink_replay_errors
+    (resolved,) = Finding.objects.filter(resolved_at__isnull=False)
+    assert resolved.first_seen < now - timedelta(days=3) and "Xid 48" in resolved.message
+
+    client.force_login(User.objects.get(username="admin"))
+    health = client.get("/health/").content.decode()
+    assert "lost: fell off the bus" in health
+    assert "open health finding: GPU failing again" in health
+    assert "open health finding: Row remapping failed" in health
+    assert "open health finding: Fatal Xid 74" in health
+    page = client.get(f"/gpus/{xid79.gpu_id}/").content.decode()
+    assert "Xid 79" in page
+    page = client.get(f"/gpus/{offender.first().gpu_id}/").content.decode()
+    assert page.count("Xid 31") >= 5
+
+    # one answer: the health page, the GPUs page and the overview, the same count and names
+    rows = gpus_needing_action()
+    named = {(r.gpu_id, r.name, r.words) for r in rows}
+    assert ("lost: fell off the bus") in {w for _, _, w in named}
+    shown = client.get("/health/").context["tables"]["needing_action"]
+    assert len(shown.rows) == len(rows)
+    listed = client.get("/gpus/?action=needed")
+    assert {(g.pk, g.needs_action.name, g.needs_action.words) for g in listed.context["page"]} == (
+        named
+    )
+    assert f"{len(rows)}</span> GPUs need action" in listed.content.decode()
+    overview = client.get("/")
+    card = overview.context["health"]
+    assert card["needing_action"] == len(rows)
+    assert {(n, r["label"]) for r in card["by_reason"] for n in r["names"]} == {
+        (n, w) for _, n, w in named
+    }
+    assert f"{len(rows)}</span> GPUs need action" in overview.content.decode()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -138,4 +205,4 @@ def test_demo_keep_alive_leaves_a_process_that_keeps_the_fleet_reporting(capsys)
             os.kill(pid, signal.SIGTERM)
             _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    assert Finding.objects.filter(resolved_at__isnull=False).count() == 0
+    assert findings(resolved_at__isnull=False) == RESOLVED

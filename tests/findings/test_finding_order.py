@@ -13,6 +13,7 @@ from findings.choices import FindingType, Severity
 from findings.models import Finding
 from findings.selectors import open_findings, top_open_findings
 from health.selectors import gpus_needing_action
+from inventory.models import Gpu
 from tests.reports import apply_reports, make_report
 
 pytestmark = pytest.mark.django_db
@@ -77,14 +78,25 @@ def test_the_findings_list_page_and_its_csv_are_by_severity_then_id(client, user
 
 
 def test_the_health_page_lists_critical_before_warning_before_info():
+    apply_reports(make_report("dgx-01"))
+    gpus = list(Gpu.objects.order_by("index"))
     kinds = (FindingType.GPU_FATAL_XID, FindingType.GPU_PCIE_DEGRADED)
-    rows = [
-        make(0, Severity.INFO, type=kinds[0]),
-        make(1, Severity.WARNING, type=kinds[1]),
-        make(2, Severity.CRITICAL, type=kinds[0], age_s=60),
-        make(3, Severity.WARNING, type=kinds[0], age_s=60),
-    ]
-    assert ids(gpus_needing_action()) == ids([rows[2], rows[1], rows[3], rows[0]])
+    for gpu, severity, kind in (
+        (gpus[0], Severity.INFO, kinds[0]),
+        (gpus[1], Severity.WARNING, kinds[1]),
+        (gpus[2], Severity.CRITICAL, kinds[0]),
+        (gpus[3], Severity.WARNING, kinds[0]),
+    ):
+        Finding.objects.create(
+            type=kind,
+            severity=severity,
+            subject=f"{kind}:{gpu.pk}",
+            message=f"GPU {gpu.index}",
+            gpu=gpu,
+            server=gpu.server,
+        )
+    order = [row.index for row in gpus_needing_action()]
+    assert order == [2, 1, 3, 0]
 
 
 def test_the_api_lists_open_findings_first_by_severity_then_id(api):

@@ -122,10 +122,11 @@ def test_the_health_pages_tables_and_their_csv_share_one_declaration(client, use
     gpu = Gpu.objects.get(uuid=gpu_uuid("dgx-00", 2))
     by_server = {r["Server"]: r for r in _csv(client, NEEDING_ACTION_TABLE.id)}
     row = by_server["dgx-00"]
-    assert (row["Severity"], row["GPU"]) == ("critical", gpu.serial)
-    assert "Xid 79" in row["Reason"] and row["Action"].startswith("Drain the node")
+    assert (row["Severity"], row["GPU"], row["Serial"]) == ("critical", "dgx-00 GPU 2", gpu.serial)
+    assert row["Reason"] == "open health finding: Fatal Xid 79"
+    assert row["Action"].startswith("Drain the node")
     assert row["Since"].startswith(str(timezone.now().year)) and "T" in row["Since"]  # ISO
-    assert f'href="/gpus/{gpu.pk}/">{gpu.serial}</a>' in page
+    assert f'href="/gpus/{gpu.pk}/">dgx-00 GPU 2</a>' in page
     (rack,) = _csv(client, BY_RACK_TABLE.id)
     assert rack == {"Rack": "", "Episodes": "4", "Events": "4"}  # "no rack" on the page only
     assert "no rack" in page

@@ -81,7 +81,11 @@ def test_gpus_needing_action_are_skipped_and_counted_per_node_in_words():
         "dgx-01",
         1,
         problems={3: "uncorrected_ecc"},
-        actions={1: "gpu_fatal_xid", 2: "gpu_repeated_failure", 3: "gpu_uncorrected_ecc"},
+        actions={
+            1: "open health finding: Fatal Xid 79",
+            2: "open health finding: GPU failing again",
+            3: "open health finding: Uncorrected ECC errors",
+        },
     )
     offer = node_offer(drain, Filters())
     assert offer.free == 5 and [g.index for g in offer.gpus] == [0, 4, 5, 6, 7]
@@ -89,9 +93,10 @@ def test_gpus_needing_action_are_skipped_and_counted_per_node_in_words():
     assert blocked.reason == "unhealthy_gpu" and blocked.gpus_needing_action == 3
     assert blocked.detail == (
         "5 GPU(s) free; unhealthy: 1 uncorrected ECC errors; "
-        "need action: 1 Fatal Xid on a GPU, 1 GPU failing again"
+        "need action: 1 open health finding: Fatal Xid 79, "
+        "1 open health finding: GPU failing again"
     )
-    only_action = node("dgx-02", 2, actions={0: "gpu_fatal_xid"})
+    only_action = node("dgx-02", 2, actions={0: "open health finding: Fatal Xid 79"})
     blocked = option_for(
         node_offer(only_action, Filters()), 8, nvlink_fleet(only_action), Filters()
     )
@@ -100,10 +105,14 @@ def test_gpus_needing_action_are_skipped_and_counted_per_node_in_words():
         "GPUs needing action (drain, reset or RMA)",
     )
     (row,) = nodes_needing_action([only_action, node("dgx-03", 3)])
-    assert (row.node, row.gpus, row.reasons) == ("dgx-02", 1, ["1 Fatal Xid on a GPU"])
+    assert (row.node, row.gpus, row.reasons) == (
+        "dgx-02",
+        1,
+        ["1 open health finding: Fatal Xid 79"],
+    )
     assert needing_action_words([row]) == (
-        "1 GPU(s) on 1 node(s) skipped: they need action (drain, reset or RMA) by an open "
-        "health finding"
+        "1 GPU(s) on 1 node(s) skipped: they need action (drain, reset or RMA): failing NVML, "
+        "an open health finding, or a critical finding on their server"
     )
     assert needing_action_words([]) is None
     assert node_free_gpus(nvlink_fleet(only_action, drain)) == {only_action.id: 7, drain.id: 5}

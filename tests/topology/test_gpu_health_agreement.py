@@ -1,9 +1,11 @@
 """One fleet, one answer: the GPUs page, the findings and placement name the same unhealthy GPUs.
 
 A server bound to a schedulable Kubernetes node has an uncorrected ECC error on GPU 1, a row
-remap pending a reset on GPU 2, and has lost GPU 3 (its last report no longer shows it). Then
-GPU 4, healthy by its counters, falls off the bus: the health rules ask for action on it, and
-the health page, placement, failure domains, the capacity planner and the overview agree.
+remap pending a reset on GPU 2, and has lost GPU 3 (its last report no longer shows it): a
+critical "unhealthy GPU on a schedulable node" finding about the server, so every GPU of it
+needs action (`health.action`). Then GPU 4 falls off the bus: the health rules name it by its
+Xid, and the health page, the GPUs page, placement, failure domains, the capacity planner and
+the overview agree.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from django.utils import timezone
 from clusters.reconcile import reconcile_all
 from findings.choices import FindingType
 from findings.models import Finding
-from health.selectors import findings_needing_action, gpus_needing_action, needing_action_share
+from health.selectors import gpus_needing_action, needing_action_share
 from health.services import health_findings_sync, health_sweep
 from inventory.health import GpuProblem
 from inventory.models import AgentToken, Gpu, Server
@@ -55,7 +57,7 @@ def test_the_gpus_page_findings_and_placement_name_the_same_unhealthy_gpus(fleet
     client.force_login(user)
     page = client.get("/gpus/?health=unhealthy")
     assert {g.uuid for g in page.context["page"]} == fleet
-    assert "3 need attention" in page.content.decode()
+    assert "8</span> GPUs need action" in page.content.decode()
     healthy = client.get("/gpus/?health=healthy")
     assert {g.uuid for g in healthy.context["page"]}.isdisjoint(fleet)
     assert len(healthy.context["page"]) == 5
@@ -70,18 +72,22 @@ def test_the_gpus_page_findings_and_placement_name_the_same_unhealthy_gpus(fleet
     uuids = dict(Gpu.objects.values_list("id", "uuid"))
     excluded = {uuids[g.id]: g.problem for g in node.gpus if g.problem}
     assert excluded == {gpu_uuid("dgx-01", i): p for i, p in UNHEALTHY.items()}
-    result = placement_find(cluster="prod", gpus=8)
+    # the critical finding about the server: every GPU of it needs action, none is placed
+    assert {uuids[g.id] for g in node.gpus if g.action} == set(uuids.values())
+    result = placement_find(cluster="prod", gpus=1)
     assert not result.fits and result.blocked[0].reason == "unhealthy_gpu"
     assert "unhealthy: 1 lost, 1 page retirement or row remap pending a reset, 1 uncorrected" in (
         result.blocked[0].detail
     )
-    (chosen,) = placement_find(cluster="prod", gpus=5).nodes
-    assert {g.uuid for g in chosen.gpus}.isdisjoint(fleet) and len(chosen.gpus) == 5
+    assert (
+        "need action: 5 server has a critical finding: Unhealthy GPU on a schedulable node"
+        in result.blocked[0].detail
+    )
 
     counted = fleet_counts(cluster="prod")
-    assert [n.healthy_whole for n in counted.nodes] == [5]
+    assert [n.healthy_whole for n in counted.nodes] == [0]
     after = capacity_after(counted, set())
-    assert after["clusters"][0]["largest_node_free_before"] == 5
+    assert after["clusters"][0]["largest_node_free_before"] == 0
 
 
 def test_the_api_filter_is_the_same_rule(fleet, api):
@@ -133,7 +139,7 @@ def drained(fleet):
     reconcile_all()
     health_sweep()
     health_findings_sync()
-    needing = set(findings_needing_action().values_list("gpu__uuid", flat=True))
+    needing = {row.uuid for row in gpus_needing_action()}
     assert gpu_uuid("dgx-01", DRAINED) in needing
     return needing
 
@@ -141,67 +147,70 @@ def drained(fleet):
 def test_placement_failure_domains_capacity_and_pages_skip_the_same_gpus_needing_action(
     fleet, drained, client, user, api
 ):
-    drain_uuid = gpu_uuid("dgx-01", DRAINED)
-    out = fleet | drained  # unhealthy by counters, or needing action
+    everyone = set(Gpu.objects.values_list("uuid", flat=True))
+    assert drained == everyone  # every GPU of the server, the lost one included
     live_needing = drained - {gpu_uuid("dgx-01", 3)}
+    drain = Gpu.objects.get(uuid=gpu_uuid("dgx-01", DRAINED))
     client.force_login(user)
 
-    # the health page lists the GPUs needing action (its rows with a GPU), and only those
-    assert {f.gpu.uuid for f in gpus_needing_action() if f.gpu} == drained
-    page = client.get("/health/").content.decode()
-    assert all(
-        f'href="/gpus/{pk}/"' in page
-        for pk in Gpu.objects.filter(uuid__in=drained).values_list("pk", flat=True)
+    # the health page lists them, each with its reason
+    rows = {row.uuid: row.words for row in gpus_needing_action()}
+    assert rows[drain.uuid] == "open health finding: Fatal Xid 79"
+    assert rows[gpu_uuid("dgx-01", 0)] == (
+        "server has a critical finding: Unhealthy GPU on a schedulable node"
     )
-    # the GPUs page judges counters only: the drained GPU is healthy there, and listed
-    healthy = {g.uuid for g in client.get("/gpus/?health=healthy").context["page"]}
-    assert drain_uuid in healthy and healthy.isdisjoint(fleet)
+    assert rows[gpu_uuid("dgx-01", 3)].startswith("lost: ")
+    page = client.get("/health/").content.decode()
+    assert all(f'href="/gpus/{pk}/"' in page for pk in Gpu.objects.values_list("pk", flat=True))
+    assert "open health finding: Fatal Xid 79" in page
+    # the GPUs page: the same count, and the same reason per GPU
+    listed = client.get("/gpus/?action=needed")
+    assert {g.uuid for g in listed.context["page"]} == drained
+    assert {g.uuid: g.needs_action.words for g in listed.context["page"]} == rows
+    assert f"{len(drained)}</span> GPUs need action" in listed.content.decode()
 
     # placement reads the same rule and skips them, in words and per node
     (node,) = fleet_load(cluster="prod").nodes
     uuids = dict(Gpu.objects.values_list("id", "uuid"))
     assert {uuids[g.id] for g in node.gpus if g.action} == drained
     assert node.gpus_needing_action == len(live_needing)
-    result = placement_find(cluster="prod", gpus=5)
+    result = placement_find(cluster="prod", gpus=1)
     assert not result.fits and result.blocked[0].reason == "unhealthy_gpu"
-    assert "need action: 1 Fatal Xid on a GPU" in result.blocked[0].detail
+    assert "1 open health finding: Fatal Xid 79" in result.blocked[0].detail
     assert result.gpus_needing_action == len(live_needing)
     assert result.needing_action[0].node == node.name
     assert f"{len(live_needing)} GPU(s) on 1 node(s) skipped" in result.health
-    (chosen,) = placement_find(cluster="prod", gpus=4).nodes
-    assert len(chosen.gpus) == 4 and {g.uuid for g in chosen.gpus}.isdisjoint(out)
-    assert chosen.gpus_needing_action == len(live_needing)
-    shown = client.get("/placement/?cluster=prod&gpus=4").content.decode()
-    assert 'id="placement-needing-action"' in shown and "1 Fatal Xid on a GPU" in shown
-    body = api.get("/api/v1/placement/?cluster=prod&gpus=4").json()
-    assert body["fits"] and body["gpus_needing_action"] == len(live_needing)
-    assert body["needing_action"][0]["gpus"] == len(live_needing)
+    shown = client.get("/placement/?cluster=prod&gpus=1").content.decode()
+    assert 'id="placement-needing-action"' in shown and "1 open health finding: Fatal Xid 79" in (
+        shown
+    )
+    body = api.get("/api/v1/placement/?cluster=prod&gpus=1").json()
+    assert not body["fits"] and body["gpus_needing_action"] == len(live_needing)
 
-    # failure domains and capacity count them as lost already
+    # failure domains and capacity count them as lost already, each with its reason
     counted = fleet_counts(cluster="prod")
-    assert [(n.healthy_whole, n.needing_action) for n in counted.nodes] == [(4, len(live_needing))]
+    assert [(n.healthy_whole, n.needing_action) for n in counted.nodes] == [(0, len(live_needing))]
     (prod,) = capacity_after(counted, set())["clusters"]
-    assert prod["largest_node_free_before"] == 4
     assert prod["gpus_needing_action"] == len(live_needing)
     server = Server.objects.get(hostname="dgx-01")
     domain = failure_domain(server=server.pk)
     assert domain["gpus_needing_action"] == len(live_needing)
     assert {g["uuid"] for g in domain["gpu_list"] if g["needs_action"]} == live_needing
-    assert domain["clusters"][0]["free_gpus_before"] == 4
-    share = len(live_needing) / Gpu.objects.exclude(status="lost").count()
-    assert needing_action_share() == pytest.approx(share)
-    layouts = client.get("/placement/?tab=capacity&gpus=80&per_server=8,1").context["capacity"]
-    assert layouts["action_share"] == round(share, 4)
-    dense, sparse = layouts["layouts"]
-    assert dense.gpus_needing_action == sparse.gpus_needing_action == round(80 * share)
-    assert dense.servers_whole < dense.servers and sparse.servers_whole == round(80 * (1 - share))
+    assert {g["uuid"]: g["action_reason"] for g in domain["gpu_list"]} == {
+        u: rows[u] for u in live_needing
+    }
+    assert needing_action_share() == pytest.approx(1.0)
+    layouts = client.get("/placement/?tab=capacity&gpus=80&per_server=8,1")
+    assert layouts.context["capacity"]["action_share"] == 1.0
+    assert "open health finding: Fatal Xid 79" in layouts.content.decode()
 
-    # the overview shows them by finding type, with the events of the day and week
+    # the overview shows them by reason, each GPU named
     overview = client.get("/")
     card = overview.context["health"]
     assert card["needing_action"] == len(drained)
-    assert {r["label"] for r in card["by_type"]} >= {"Fatal Xid on a GPU"}
+    by_reason = {r["label"]: r for r in card["by_reason"]}
+    assert by_reason["open health finding: Fatal Xid 79"]["names"] == [f"dgx-01 GPU {DRAINED}"]
     assert card["events"][0]["episodes"] >= 1 and card["events"][0]["critical"] >= 1
     text = overview.content.decode()
-    assert 'id="overview-health"' in text and "Fatal Xid on a GPU" in text
+    assert 'id="overview-health"' in text and "open health finding: Fatal Xid 79" in text
     assert f"{len(drained)}</span> GPUs need action" in text
