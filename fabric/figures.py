@@ -46,8 +46,8 @@ SWITCH_COLOUR = "#1f2933"
 SERVER_COLOUR = "#6b7280"
 TRUNK_COLOUR = LINE
 DETAIL, SWITCHES, GROUPS = "detail", "switches", "groups"
-LABELLED_SERVERS = 24
-"""Up to this many servers, the detail figure writes each one's name under it."""
+LABELLED_SERVERS, SERVER_NAME_PX = 24, 56
+"""Up to 24 servers, the detail figure writes each one's name under it, 56 px apart at least."""
 
 
 RAIL_COLOURS = (
@@ -357,7 +357,13 @@ def _legend_px(traces: list[dict], per_row: int = 3) -> int:
 
 
 def _figure(
-    name: str, traces: list[dict], tiers: int, level: str, subtitle: str, ticks: dict
+    name: str,
+    traces: list[dict],
+    tiers: int,
+    level: str,
+    subtitle: str,
+    ticks: dict,
+    min_width: int = 0,
 ) -> Figure:
     legend_px = _legend_px(traces)
     servers = 0.0 in ticks
@@ -383,6 +389,7 @@ def _figure(
                 "empty": False,
                 "aggregated": level != DETAIL,
                 "level": level,
+                **({"min_width": min_width} if min_width else {}),
             },
         ),
     }
@@ -443,18 +450,33 @@ def _detail(facts: FabricFigureFacts) -> Figure:
             "cliponaxis": False,
         }
     traces.append(servers)
-    traces.append(
-        _marker_trace(
-            [(*at[s.key], _switch_hover(s), s.url) for s in facts.switches],
-            SWITCH_COLOUR,
-            "switches",
-            "square",
-            11,
-        )
+    switches = _marker_trace(
+        [(*at[s.key], _switch_hover(s), s.url) for s in facts.switches],
+        SWITCH_COLOUR,
+        "switches",
+        "square",
+        11,
     )
+    named = [len(rows[s.tier or 1]) <= NAMED_SWITCHES for s in facts.switches]
+    if any(named):  # a tier of few switches names them; a crowded one on hover only
+        switches |= {
+            "mode": "markers+text",
+            "texttemplate": [
+                esc(s.name) if n else "" for s, n in zip(facts.switches, named, strict=True)
+            ],
+            "textposition": [
+                "middle right" if (s.tier or 1) == 1 else "top center" for s in facts.switches
+            ],
+            "textfont": {"size": 10},
+            "cliponaxis": False,
+        }
+    traces.append(switches)
     traces += _legend((c.rail for c in facts.cables), {c.state for c in facts.cables})
     subtitle = f"{len(facts.switches):,} switches, {len(hosts):,} servers by rack"
-    return _figure(facts.name, traces, len(rows), DETAIL, subtitle, _tier_ticks(rows, True))
+    # named servers need SERVER_NAME_PX each: narrower screens scroll the figure sideways
+    wide = 70 + SERVER_NAME_PX * len(hosts) if len(hosts) <= LABELLED_SERVERS else 0
+    ticks = _tier_ticks(rows, True)
+    return _figure(facts.name, traces, len(rows), DETAIL, subtitle, ticks, max(wide, 480))
 
 
 def _load_text(load: LeafLoad | None) -> str:

@@ -55,7 +55,12 @@ def _marks(figure) -> int:
 def test_a_small_fabric_is_drawn_in_detail_with_rails_coloured():
     figure = fabric_figure(_facts(8))
     meta = figure["layout"]["meta"]
-    assert meta == {"empty": False, "aggregated": False, "level": "detail"}
+    assert meta == {
+        "empty": False,
+        "aggregated": False,
+        "level": "detail",
+        "min_width": 70 + 56 * 8,  # room for the eight servers' names
+    }
     colours = {t["line"]["color"] for t in figure["data"] if t.get("mode") == "lines"}
     assert {rail_colour(1), rail_colour(2)} <= colours
     legend = {t["name"] for t in figure["data"] if t.get("showlegend")}
