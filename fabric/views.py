@@ -48,7 +48,9 @@ def fabric_page(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     return fabric_page_with(request)
 
 
-def fabric_page_with(request: HttpRequest, schedulers: Schedulers | None = None) -> HttpResponse:
+def fabric_page_with(
+    request: HttpRequest, schedulers: Schedulers | None = None
+) -> HttpResponse | StreamingHttpResponse:
     """The fabric page; `schedulers` (fabric name -> scheduler kind -> cluster names), from
     the layer that reads both (topology/), picks its export buttons."""
     return table_page(

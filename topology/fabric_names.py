@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shlex
 from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -226,7 +227,7 @@ def _to_set(node: str, labels: dict[str, str], own: object) -> dict[str, Any]:
     return {"labels": labels, "to_set": to_set, "kubectl": kubectl}
 
 
-def kubectl_script(fabric: str, nodes: list[dict[str, Any]], generated: str) -> str:
+def kubectl_script(fabric: str, nodes: Sequence[Mapping[str, Any]], generated: str) -> str:
     """The `kubernetes_node_labels` answer as a shell script a person can read and run:
     per Kubernetes cluster, one `kubectl label node` line per node whose labels differ
     (node names and values shell-quoted), a comment for each node already labelled."""

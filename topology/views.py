@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.template.response import TemplateResponse
 
@@ -88,7 +88,7 @@ def node_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
-def fabric_page(request: HttpRequest) -> HttpResponse:
+def fabric_page(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     """fabric's page, with an "Export for Slurm" per Slurm cluster on each fabric and
     "Labels for Kubernetes" where a Kubernetes cluster is (one query; fabric/ may not
     import clusters/, this layer joins them)."""

@@ -334,9 +334,9 @@ class FabricKubernetesLabelsView(APIView):
             nodes = kubernetes_node_labels(fabric, cluster)
         except FabricNamesError as exc:
             _invalid(exc)
-        data = NodeLabelsSerializer(nodes, many=True).data
         if request.accepted_renderer.format == PlainTextRenderer.format:
-            script = kubectl_script(fabric.name, data, f"{timezone.now():%Y-%m-%d %H:%M UTC}")
+            script = kubectl_script(fabric.name, nodes, f"{timezone.now():%Y-%m-%d %H:%M UTC}")
             response = Response(script, content_type="text/plain; charset=utf-8")
             return _attached(response, request, _filename(fabric.name, cluster, "-labels.sh"))
+        data = NodeLabelsSerializer(nodes, many=True).data
         return _attached(Response(data), request, _filename(fabric.name, cluster, "-labels.json"))
