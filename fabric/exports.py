@@ -54,6 +54,8 @@ class SchedulerTree:
     """(switch, why): switches left out or listed short, and why, for comments."""
     unnamed: list[str] = field(default_factory=list)
     """GUIDs of the host adapters left out for want of a name."""
+    left_out: int = 0
+    """Named hosts left out on purpose: not nodes of the scheduler the file is for."""
 
     def leaf_of(self) -> dict[str, list[str]]:
         found: dict[str, list[str]] = defaultdict(list)
@@ -175,10 +177,18 @@ def _why_unlisted(facts: TreeFacts, leaf: str, node_names: Mapping[str, str]) ->
     return "not listed: no host adapter is cabled to it"
 
 
-def no_nodes_reason(tree: SchedulerTree, fabric: str) -> str:
+def no_nodes_reason(tree: SchedulerTree, fabric: str, cluster: str | None = None) -> str:
     """Why a tree lists no node at all: a topology.conf without `Nodes=` would leave
     slurmctld's topology/tree plugin with no tree, so none is written (the caller answers
-    409 with this)."""
+    409 with this). `cluster`: the Slurm cluster the file was asked for."""
+    if tree.left_out and not tree.unnamed:
+        whose = f"Slurm cluster {cluster}" if cluster else "a Slurm cluster"
+        return (
+            f"fabric {fabric} has no node of {whose}: its {tree.left_out} named host(s) "
+            "are no Slurm node bound to a server on it (hosts only Kubernetes knows are "
+            "never listed); bind the Slurm nodes to their servers, or name the cluster "
+            "with ?cluster="
+        )
     if tree.unnamed:
         return (
             f"fabric {fabric} has no node Slurm can be given: its {len(tree.unnamed)} host "

@@ -2,6 +2,12 @@
 rail, down and degraded cables marked, bandwidth on hover. Pure: plain facts in, a Plotly
 figure dict out (the shape of topology.figures, on the shared drawing of core.figures).
 
+A rail-optimised fabric (NIC k of every server on a leaf of rail k) drawn in detail is not a
+hairball of every server to every leaf: it is drawn as what it is, the switch tree above and
+below it a grid of servers x rails whose cells name the leaf and port each NIC is cabled to,
+coloured by the cable's state and speed, so a wrong rail or a slow cable is one odd cell
+(`rail_grid` is that grid as plain data).
+
 Scale: a figure draws at most MAX_MARKS marks (switches, servers, cables). Above that it is
 drawn at switch level (servers folded into their leaf, switch-to-switch cables bundled per
 pair); above that again, at group level (each tier's switches folded by rail, bundles
@@ -11,11 +17,11 @@ between groups). The title says which, and `layout.meta.aggregated` tells the pa
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from math import ceil
 
 from core.figures import (
-    GROUP_COLOURS,
     LINE,
     MAX_MARKS,
     MUTED,
@@ -29,7 +35,7 @@ from core.figures import (
     legend_swatch,
     natural_key,
 )
-from core.palette import CRITICAL, WARNING, tone_colour
+from core.palette import CRITICAL, NEUTRAL, OK, PALETTE, WARNING, tone_colour
 
 from .graph import tier_name
 
@@ -40,11 +46,29 @@ SWITCH_COLOUR = "#1f2933"
 SERVER_COLOUR = "#6b7280"
 TRUNK_COLOUR = LINE
 DETAIL, SWITCHES, GROUPS = "detail", "switches", "groups"
+LABELLED_SERVERS, SERVER_NAME_PX = 24, 56
+"""Up to 24 servers, the detail figure writes each one's name under it, 56 px apart at least."""
+
+
+RAIL_COLOURS = (
+    "#0072B2",  # blue
+    "#E69F00",  # orange
+    "#009E73",  # bluish green
+    "#CC79A7",  # reddish purple
+    "#56B4E9",  # sky blue
+    "#D55E00",  # vermillion
+    "#000000",  # black
+    "#F0E442",  # yellow
+)
+"""The rails' colours, the one home of them: Okabe and Ito's eight, which stay apart for
+eight rails and for readers with any common colour-vision deficiency; ordered so that a
+fabric of 2 or 4 rails gets the most distinct. Down and degraded cables are dotted and
+dashed as well as coloured, so a rail's colour is never read as a state."""
 
 
 def rail_colour(rail: int | None) -> str:
-    """A rail's categorical colour (never a state colour): rail 1 the first, and so on."""
-    return GROUP_COLOURS[(rail - 1) % len(GROUP_COLOURS)] if rail else TRUNK_COLOUR
+    """A rail's categorical colour: rail 1 the first, and so on (RAIL_COLOURS)."""
+    return RAIL_COLOURS[(rail - 1) % len(RAIL_COLOURS)] if rail else TRUNK_COLOUR
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +99,10 @@ class CableMark:
     state: str = UP
     rail: int | None = None
     label: str = ""
+    nic_rail: int | None = None
+    """The rail the NIC's own label names (NIC k: rail k), where it is one of the rails."""
+    port: int | None = None
+    """The switch port (`a`'s) the cable is in."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +127,11 @@ class FabricFigureFacts:
     bundles: Sequence[TrunkBundle] | None = None
     """Given instead of the switch-to-switch cables when the reader already summed them per
     pair of switches (switch level and above; `trunk_bundles` is the rule)."""
+    rail_optimised: bool = False
+    """NIC k of every server on a leaf of rail k (`graph.detect_rails`): drawn as a tree
+    and a grid of servers x rails (`rail_grid`) when drawn in detail."""
+    rail_names: Mapping[int, str] = field(default_factory=dict)
+    """Rail -> the NIC labels on it, for the grid's column heads (`mlx5_0`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +183,9 @@ def fabric_figure(facts: FabricFigureFacts) -> Figure:
     else:
         level = level_for(len(facts.switches), len(facts.hosts), len(facts.cables))
     if level == DETAIL:
+        grid = rail_grid(facts) if facts.rail_optimised else None
+        if grid is not None:
+            return _rail_figure(facts, grid)
         return _detail(facts)
     loads = facts.leaf_loads if facts.leaf_loads is not None else _fold_hosts(facts)
     if facts.bundles is not None:
@@ -288,7 +324,7 @@ def _cable_traces(
             x1, y1 = at[cable.b]
         else:  # a port with nothing up: a short stub below its switch
             x1, y1 = x0, y0 - stub_y
-        dash = "dot" if cable.state in (DOWN, GONE) else "solid"
+        dash = {DOWN: "dot", GONE: "dot", DEGRADED: "dash"}.get(cable.state, "solid")
         groups[(_cable_colour(cable.state, cable.rail), dash)].append((x0, y0, x1, y1))
         points.append(((x0 + x1) / 2, (y0 + y1) / 2, hover(cable)))
     traces = [
@@ -313,14 +349,29 @@ def _legend(rails: Iterable[int | None], states: set[str]) -> list[dict]:
     return swatches
 
 
+def _legend_px(traces: list[dict], per_row: int = 3) -> int:
+    """The height a horizontal legend of these traces' entries takes, so that the figure
+    grows to hold it instead of scrolling it behind its own scrollbar."""
+    entries = sum(1 for trace in traces if trace.get("showlegend"))
+    return 26 * ceil(entries / per_row) + 8 if entries else 0
+
+
 def _figure(
-    name: str, traces: list[dict], tiers: int, level: str, subtitle: str, ticks: dict
+    name: str,
+    traces: list[dict],
+    tiers: int,
+    level: str,
+    subtitle: str,
+    ticks: dict,
+    min_width: int = 0,
 ) -> Figure:
+    legend_px = _legend_px(traces)
+    servers = 0.0 in ticks
     return {
         "data": traces,
         "layout": base_layout(
             title=figure_title(f"Fabric {esc(name)}: {subtitle}"),
-            height=200 + 90 * tiers,
+            height=200 + 90 * tiers + legend_px,
             xaxis=hidden_axes(range=[-0.02, 1.02]),
             yaxis={
                 "showgrid": False,
@@ -329,11 +380,17 @@ def _figure(
                 "tickvals": list(ticks),
                 "ticktext": list(ticks.values()),
                 "tickfont": {"color": MUTED},
+                "range": [-0.7 if servers else 0.6, max(ticks) + 0.4],
             },
             showlegend=True,
-            legend=bottom_legend("Cables"),
-            margin={"l": 70, "r": 10, "t": 30, "b": 10},
-            meta={"empty": False, "aggregated": level != DETAIL, "level": level},
+            legend=bottom_legend("Cables", orientation="h", y=-0.01),
+            margin={"l": 70, "r": 10, "t": 30, "b": 10 + legend_px},
+            meta={
+                "empty": False,
+                "aggregated": level != DETAIL,
+                "level": level,
+                **({"min_width": min_width} if min_width else {}),
+            },
         ),
     }
 
@@ -377,30 +434,49 @@ def _detail(facts: FabricFigureFacts) -> Figure:
         at[key] = (x, 0.0)
     names = {s.key: s.name for s in facts.switches} | {h.key: h.name for h in facts.hosts}
     traces = _cable_traces(facts.cables, at, _cable_hover(names), 0.35)
-    traces.append(
-        _marker_trace(
-            [
-                (*at[h.key], f"<b>{esc(h.name)}</b><br>rack {esc(h.rack or '—')}", h.key)
-                for h in hosts
+    servers = _marker_trace(
+        [(*at[h.key], f"<b>{esc(h.name)}</b><br>rack {esc(h.rack or '—')}", h.key) for h in hosts],
+        SERVER_COLOUR,
+        "servers",
+        "circle",
+        7,
+    )
+    if len(hosts) <= LABELLED_SERVERS:  # named where the names have room to be read
+        servers |= {
+            "mode": "markers+text",
+            "texttemplate": [esc(h.name) for h in hosts],
+            "textposition": "bottom center",
+            "textfont": {"size": 10, "color": MUTED},
+            "cliponaxis": False,
+        }
+    traces.append(servers)
+    switches = _marker_trace(
+        [(*at[s.key], _switch_hover(s), s.url) for s in facts.switches],
+        SWITCH_COLOUR,
+        "switches",
+        "square",
+        11,
+    )
+    named = [len(rows[s.tier or 1]) <= NAMED_SWITCHES for s in facts.switches]
+    if any(named):  # a tier of few switches names them; a crowded one on hover only
+        switches |= {
+            "mode": "markers+text",
+            "texttemplate": [
+                esc(s.name) if n else "" for s, n in zip(facts.switches, named, strict=True)
             ],
-            SERVER_COLOUR,
-            "servers",
-            "circle",
-            7,
-        )
-    )
-    traces.append(
-        _marker_trace(
-            [(*at[s.key], _switch_hover(s), s.url) for s in facts.switches],
-            SWITCH_COLOUR,
-            "switches",
-            "square",
-            11,
-        )
-    )
+            "textposition": [
+                "middle right" if (s.tier or 1) == 1 else "top center" for s in facts.switches
+            ],
+            "textfont": {"size": 10},
+            "cliponaxis": False,
+        }
+    traces.append(switches)
     traces += _legend((c.rail for c in facts.cables), {c.state for c in facts.cables})
     subtitle = f"{len(facts.switches):,} switches, {len(hosts):,} servers by rack"
-    return _figure(facts.name, traces, len(rows), DETAIL, subtitle, _tier_ticks(rows, True))
+    # named servers need SERVER_NAME_PX each: narrower screens scroll the figure sideways
+    wide = 70 + SERVER_NAME_PX * len(hosts) if len(hosts) <= LABELLED_SERVERS else 0
+    ticks = _tier_ticks(rows, True)
+    return _figure(facts.name, traces, len(rows), DETAIL, subtitle, ticks, max(wide, 480))
 
 
 def _load_text(load: LeafLoad | None) -> str:
@@ -546,3 +622,276 @@ def _group_level(
         f"(over {MAX_MARKS:,} marks even at switch level)"
     )
     return _figure(facts.name, traces, len(tiers), GROUPS, subtitle, _tier_ticks(tiers, False))
+
+
+# -- a rail-optimised fabric: the switch tree above a grid of servers x rails --------------
+
+CELL_OK, CELL_SLOW, CELL_WRONG, CELL_DOWN, CELL_NONE = range(5)
+CELL_COLOURS = {
+    CELL_OK: PALETTE[OK]["soft"],
+    CELL_SLOW: tone_colour(WARNING),
+    CELL_WRONG: "#5b3a8c",  # a violet no state takes
+    CELL_DOWN: tone_colour(CRITICAL),
+    CELL_NONE: PALETTE[NEUTRAL]["soft"],
+}
+CELL_MEANING = {
+    CELL_OK: "up, on its rail's leaf, at its peers' speed",
+    CELL_SLOW: "▼ slower or narrower than its peers",
+    CELL_WRONG: "⇄ on another rail's leaf (wrong rail)",
+    CELL_DOWN: "✕ down, or gone since the last snapshot",
+    CELL_NONE: "no cable on this rail",
+}
+_CELL_MARK = {CELL_SLOW: "▼ ", CELL_WRONG: "⇄ ", CELL_DOWN: "✕ "}
+ROW_PX = 22
+"""A server row's height in the grid: room for its name and a cell's text."""
+NAMED_SWITCHES, NAME_PX = 16, 80
+"""Up to 16 switches of a tier are named in the tree, each given 80 px (the figure scrolls
+sideways below that); more are named on hover and, leaves, in the grid's cells."""
+
+
+@dataclass(frozen=True, slots=True)
+class RailCell:
+    """One server's NIC(s) on one rail: where they are cabled, and how."""
+
+    code: int
+    text: str
+    hover: str
+
+
+@dataclass(frozen=True, slots=True)
+class RailGrid:
+    """Servers (rows, by rack and name) x rails (columns); `cells[row][column]`."""
+
+    hosts: list[HostMark]
+    rails: list[int]
+    cells: list[list[RailCell]]
+
+
+def _peer_gbps(cables: Iterable[CableMark]) -> float | None:
+    """The speed most server cables up run at: what a slow one is slower than."""
+    speeds = Counter(c.gbps for c in cables if c.gbps and c.state not in (DOWN, GONE))
+    return speeds.most_common(1)[0][0] if speeds else None
+
+
+def _cell_code(cable: CableMark, leaf_rail: int | None, column: int, peers: float | None) -> int:
+    if cable.state in (DOWN, GONE):
+        return CELL_DOWN
+    if leaf_rail is not None and leaf_rail != column:
+        return CELL_WRONG
+    if cable.state == DEGRADED or (peers and cable.gbps is not None and cable.gbps < peers):
+        return CELL_SLOW
+    return CELL_OK
+
+
+def rail_grid(facts: FabricFigureFacts) -> RailGrid | None:
+    """The servers x rails grid of a rail-optimised fabric, or None where there is none to
+    draw (fewer than two rails, no server cabled to a rail, more cells than MAX_MARKS).
+
+    A NIC's column is the rail its label names (NIC k: rail k), else the rail it is on; its
+    cell names the leaf and port it is cabled to, and is coded by the cable: down or gone,
+    on a leaf of another rail (wrong rail), slower than most server cables (or called
+    degraded by a finding), else ok. Two NICs in one cell: both named, the worst code.
+    """
+    switches = {s.key: s for s in facts.switches}
+    rails = sorted({s.rail for s in facts.switches if s.rail and (s.tier or 1) == 1})
+    if len(rails) < 2:
+        return None
+    hosts = {h.key: h for h in facts.hosts}
+    edge = [c for c in facts.cables if c.b in hosts and c.a in switches]
+    peers = _peer_gbps(edge)
+    found: dict[tuple[str, int], list[tuple[int, CableMark]]] = defaultdict(list)
+    for cable in edge:
+        leaf_rail = switches[cable.a].rail
+        column = cable.nic_rail or cable.rail or leaf_rail
+        if column not in rails:
+            continue
+        found[cable.b, column].append((_cell_code(cable, leaf_rail, column, peers), cable))
+    on_rails = sorted(
+        {host for host, _ in found},
+        key=lambda k: (natural_key(hosts[k].rack or "~"), natural_key(hosts[k].name)),
+    )
+    if not on_rails or len(on_rails) * len(rails) > MAX_MARKS:
+        return None
+    cells = [
+        [
+            _rail_cell(hosts[host], rail, found.get((host, rail), []), switches, peers)
+            for rail in rails
+        ]
+        for host in on_rails
+    ]
+    return RailGrid([hosts[h] for h in on_rails], rails, cells)
+
+
+def _rail_cell(
+    host: HostMark,
+    rail: int,
+    cables: list[tuple[int, CableMark]],
+    switches: Mapping[str, SwitchMark],
+    peers: float | None,
+) -> RailCell:
+    head = f"<b>{esc(host.name)}</b>, rail {rail}"
+    if not cables:
+        return RailCell(CELL_NONE, "—", f"{head}<br>no cable on this rail")
+    code = max(code for code, _ in cables)
+    texts, hovers = [], [head]
+    for each, cable in sorted(cables, key=lambda found: (found[1].label, found[1].port or 0)):
+        leaf = switches[cable.a]
+        port = f" p{cable.port}" if cable.port is not None else ""
+        texts.append(f"{esc(leaf.name)}{port}")
+        state = {DOWN: " (down)", GONE: " (gone since the last snapshot)", DEGRADED: " (degraded)"}
+        line = (
+            f"{esc(cable.label or 'NIC')} to {esc(leaf.name)}{port.replace(' p', ' port ')}"
+            f" (leaf of rail {leaf.rail or '—'})<br>{esc(cable.speed)}, {_hover_gbps(cable.gbps)}"
+            + state.get(cable.state, "")
+        )
+        if each == CELL_WRONG:
+            line += f"<br>wrong rail: NIC of rail {rail} on a leaf of rail {leaf.rail}"
+        elif each == CELL_SLOW and peers:
+            line += f"<br>slower than its peers ({_hover_gbps(peers)})"
+        hovers.append(line)
+    return RailCell(code, _CELL_MARK.get(code, "") + ", ".join(texts), "<br>".join(hovers))
+
+
+def _stepped(colours: Mapping[int, str]) -> list[list]:
+    """A colourscale that gives each integer code 0..n-1 its own colour, no blend."""
+    n = len(colours)
+    scale: list[list] = []
+    for code in range(n):
+        scale += [[code / n, colours[code]], [(code + 1) / n, colours[code]]]
+    return scale
+
+
+def _rail_figure(facts: FabricFigureFacts, grid: RailGrid) -> Figure:
+    """The switch tree (switches by tier, named where there is room, leaves coloured by
+    rail, switch-to-switch cables) above the servers x rails grid (`rail_grid`)."""
+    rows = _tiers(facts.switches)
+    at: dict[str, tuple[float, float]] = {}
+    for tier, members in rows.items():
+        for key, x in _spread([s.key for s in members]).items():
+            at[key] = (x, float(tier))
+    switches = _switch_keys(facts)
+    names = {s.key: s.name for s in facts.switches}
+    trunks = [c for c in facts.cables if c.b in switches]
+    traces = _cable_traces(trunks, at, _cable_hover(names), 0.0)
+    for trace in traces:
+        trace.update(xaxis="x", yaxis="y")
+    widest = 0  # the most switches named in one tier: each needs NAME_PX
+    for tier, members in sorted(rows.items()):
+        by_rail: dict[int | None, list[SwitchMark]] = defaultdict(list)
+        for switch in members:
+            by_rail[switch.rail if tier == 1 else None].append(switch)
+        named = len(members) <= NAMED_SWITCHES
+        widest = max(widest, len(members) if named else 0)
+        for rail, marks in sorted(by_rail.items(), key=lambda item: item[0] or 0):
+            trace = _marker_trace(
+                [(*at[s.key], _switch_hover(s), s.url) for s in marks],
+                rail_colour(rail) if rail else SWITCH_COLOUR,
+                f"leaves of rail {rail}" if rail else tier_name(tier),
+                "square",
+                11,
+            )
+            trace.update(xaxis="x", yaxis="y")
+            if named:
+                trace |= {
+                    "mode": "markers+text",
+                    "texttemplate": [esc(s.name) for s in marks],
+                    "textposition": "bottom center" if tier == 1 else "top center",
+                    "textfont": {"size": 10},
+                    "cliponaxis": False,
+                }
+            traces.append(trace)
+    codes = sorted({cell.code for row in grid.cells for cell in row})
+    traces.append(
+        {
+            "type": "heatmap",
+            "xaxis": "x2",
+            "yaxis": "y2",
+            "x": [_rail_head(rail, facts.rail_names) for rail in grid.rails],
+            "y": list(range(len(grid.hosts))),  # by row: two servers may share a name
+            "z": [[cell.code for cell in row] for row in grid.cells],
+            "text": [[cell.text for cell in row] for row in grid.cells],
+            "customdata": [[cell.hover for cell in row] for row in grid.cells],
+            "texttemplate": "%{text}",
+            "textfont": {"size": 10},
+            "hovertemplate": "%{customdata}<extra></extra>",
+            "colorscale": _stepped(CELL_COLOURS),
+            "zmin": 0,
+            "zmax": len(CELL_COLOURS),
+            "showscale": False,
+            "xgap": 2,
+            "ygap": 2,
+            "name": "servers x rails",
+        }
+    )
+    traces += [
+        legend_swatch(f"leaf of rail {rail}", rail_colour(rail), "square", "rails")
+        for rail in grid.rails
+    ]
+    traces += [
+        legend_swatch(CELL_MEANING[code], CELL_COLOURS[code], "square", "cells") for code in codes
+    ]
+    if any(c.state in (DOWN, GONE) for c in trunks):
+        traces.append(legend_swatch("switch-to-switch cable down", DOWN_COLOUR, "line-ew-open"))
+    tree_px = 70 + 80 * len(rows)
+    grid_px = ROW_PX * len(grid.hosts) + 40
+    # the legend's two groups side by side, one entry a line: the longer one sets its height
+    legend_px = 19 * max(len(grid.rails), len(codes) + 1) + 16
+    height = 40 + tree_px + grid_px + legend_px
+    split = grid_px / (tree_px + grid_px)  # of the plot area, the grid's share
+    top_tier = max(rows)
+    subtitle = (
+        f"rail-optimised, {len(grid.rails)} rails; {len(facts.switches):,} switches above, "
+        f"{len(grid.hosts):,} servers x {len(grid.rails)} rails below (leaf and port per NIC)"
+    )
+    return {
+        "data": traces,
+        "layout": base_layout(
+            title=figure_title(f"Fabric {esc(facts.name)}: {subtitle}"),
+            height=height,
+            xaxis=hidden_axes(range=[-0.02, 1.02], anchor="y"),
+            yaxis={
+                "domain": [split + 0.02, 1],
+                "anchor": "x",
+                "showgrid": False,
+                "zeroline": False,
+                "fixedrange": True,
+                "range": [0.45, top_tier + 0.45],
+                "tickvals": sorted(rows),
+                "ticktext": [tier_name(t) for t in sorted(rows)],
+                "tickfont": {"color": MUTED},
+            },
+            xaxis2={
+                "anchor": "y2",
+                "side": "top",
+                "fixedrange": True,
+                "showgrid": False,
+                "tickfont": {"size": 11},
+            },
+            yaxis2={
+                "domain": [0, split - 0.04],
+                "anchor": "x2",
+                "autorange": "reversed",
+                "fixedrange": True,
+                "showgrid": False,
+                "automargin": True,
+                "tickfont": {"size": 10},
+                "tickvals": list(range(len(grid.hosts))),
+                "ticktext": [esc(h.name) for h in grid.hosts],
+            },
+            showlegend=True,
+            legend=bottom_legend("", orientation="h", y=-0.005, traceorder="grouped"),
+            margin={"l": 70, "r": 10, "t": 36, "b": 10 + legend_px},
+            meta={
+                "empty": False,
+                "aggregated": False,
+                "level": DETAIL,
+                "rail_grid": True,
+                "min_width": max(160 + 120 * len(grid.rails), 90 + NAME_PX * widest),
+            },
+        ),
+    }
+
+
+def _rail_head(rail: int, names: Mapping[int, str]) -> str:
+    label = names.get(rail)
+    return f"rail {rail}" + (f" ({esc(label)})" if label else "")

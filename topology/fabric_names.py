@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import shlex
 from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import QuerySet
@@ -78,6 +80,61 @@ def slurm_node_names(fabric: Fabric, cluster: str | None = None) -> tuple[str | 
         )
     ((name, names),) = per_cluster.items()
     return name, names
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmExport:
+    """Whom a Slurm export of a fabric lists: `cluster`'s nodes by their Slurm names
+    (`names`, server id -> node name) and no other host (`named_only`); with no Slurm
+    cluster on the fabric, host names, less the servers only another scheduler knows
+    (`skip_servers`: a Kubernetes node's server is never a Slurm switch member)."""
+
+    cluster: str | None
+    names: dict[int, str]
+    named_only: bool
+    skip_servers: frozenset[int]
+
+
+def slurm_export_names(fabric: Fabric, cluster: str | None = None) -> SlurmExport:
+    """Who a Slurm topology.conf / topology.yaml of the fabric lists (see `SlurmExport`):
+    the Slurm cluster named, else the one that binds servers of the fabric (several: a
+    field-level error, as `slurm_node_names`), else host names less the servers bound to
+    another scheduler's nodes. One query, two with no Slurm cluster on the fabric."""
+    used, names = slurm_node_names(fabric, cluster)
+    if used is not None:
+        return SlurmExport(used, names, True, frozenset())
+    others = (
+        Node.objects.filter(
+            gone_at__isnull=True,
+            server__fabric_adapters__fabric=fabric,
+            server__fabric_adapters__gone_at__isnull=True,
+        )
+        .exclude(kind=ClusterKind.SLURM)
+        .values_list("server_id", flat=True)
+        .distinct()
+    )
+    return SlurmExport(None, {}, False, frozenset(others))
+
+
+def fabric_schedulers() -> dict[str, dict[str, list[str]]]:
+    """Fabric name -> scheduler kind -> the clusters with a live node on a server of that
+    fabric (sorted), for the fabric page's export buttons. One query, however many
+    fabrics."""
+    found: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for fabric, kind, cluster in (
+        Node.objects.filter(
+            gone_at__isnull=True,
+            server__fabric_adapters__gone_at__isnull=True,
+            server__fabric_adapters__fabric__isnull=False,
+        )
+        .values_list("server__fabric_adapters__fabric__name", "kind", "cluster__name")
+        .distinct()
+    ):
+        found[fabric][kind].add(cluster)
+    return {
+        fabric: {kind: sorted(clusters) for kind, clusters in kinds.items()}
+        for fabric, kinds in found.items()
+    }
 
 
 def cluster_fabric(cluster: Cluster, fabric: str | None = None) -> Fabric:
@@ -168,3 +225,31 @@ def _to_set(node: str, labels: dict[str, str], own: object) -> dict[str, Any]:
     words = [f"{key}={value}" for key, value in sorted(to_set.items())]
     kubectl = shlex.join(["kubectl", "label", "node", node, *words, "--overwrite"]) if words else ""
     return {"labels": labels, "to_set": to_set, "kubectl": kubectl}
+
+
+def kubectl_script(fabric: str, nodes: Sequence[Mapping[str, Any]], generated: str) -> str:
+    """The `kubernetes_node_labels` answer as a shell script a person can read and run:
+    per Kubernetes cluster, one `kubectl label node` line per node whose labels differ
+    (node names and values shell-quoted), a comment for each node already labelled."""
+    lines = [
+        "#!/bin/sh",
+        f"# Kubernetes node labels for the switch tiers of fabric {fabric}, by Cluster Atlas",
+        f"# generated {generated}; run each cluster's lines with its kubectl context",
+    ]
+    if not nodes:
+        lines.append("# no Kubernetes node is bound to a server on this fabric")
+    cluster = None
+    for node in nodes:
+        if node["cluster"] != cluster:
+            cluster = node["cluster"]
+            lines += ["", f"# cluster {_comment(cluster)}"]
+        if node["kubectl"]:
+            lines.append(node["kubectl"])
+        else:
+            lines.append(f"# {_comment(node['node'])}: labels already set")
+    return "\n".join(lines) + "\n"
+
+
+def _comment(text: str) -> str:
+    """Text safe on one comment line (no line break can end the comment)."""
+    return " ".join(str(text).split())

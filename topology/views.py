@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.template.response import TemplateResponse
 
 from clusters import selectors as cluster_selectors
 from clusters import views as cluster_views
+from fabric import views as fabric_views
 from findings import selectors as finding_selectors
 from health.selectors import health_overview
 from inventory import selectors as inventory_selectors
 
-from .fabric_names import node_fabric_labels
+from .fabric_names import fabric_schedulers, node_fabric_labels
 from .figures import highlight_gpus
 from .interconnect import server_interconnect
 from .render import server_figures
@@ -84,6 +85,14 @@ def node_detail(request: HttpRequest, pk: int) -> HttpResponse:
             )
         context["commands"] = node_commands_for([node], worst)
     return response
+
+
+@login_required
+def fabric_page(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    """fabric's page, with an "Export for Slurm" per Slurm cluster on each fabric and
+    "Labels for Kubernetes" where a Kubernetes cluster is (one query; fabric/ may not
+    import clusters/, this layer joins them)."""
+    return fabric_views.fabric_page_with(request, fabric_schedulers())
 
 
 @login_required

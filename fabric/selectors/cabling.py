@@ -120,21 +120,37 @@ def fabric_scheduler_tree(
     fabric: Fabric,
     node_names: dict[int, str] | None = None,
     by_guid: Collection[str] = (),
+    *,
+    named_only: bool = False,
+    skip_servers: Collection[int] = (),
 ) -> tuple[SchedulerTree, dict[str, list[str]]]:
     """The tree a scheduler should get: servers named by `node_names` (server id -> the
     scheduler's node name) where given, else by their host name; the adapters known by GUID
     alone whose GUIDs are in `by_guid` (16 hex digits) as `0x<guid>` (to compare a site's
-    file that names them so), the others left out and said in `tree.unlisted`."""
+    file that names them so), the others left out and said in `tree.unlisted`.
+
+    `named_only`: the hosts `node_names` does not name are left out (a Slurm cluster's file
+    lists its own nodes, never another scheduler's hosts); `skip_servers`: these servers are
+    left out (the hosts only another scheduler knows). `tree.left_out` counts them."""
     facts, hosts = fabric_tree(fabric)
     node_names = node_names or {}
+    skip = set(skip_servers)
     names = {
         key: node_names.get(host.server_id, host.name) if host.server_id else host.name
         for key, host in hosts.items()
         if host.name or host.server_id in node_names
     }
+    kept = {
+        key: name
+        for key, name in names.items()
+        if hosts[key].server_id not in skip
+        and (not named_only or hosts[key].server_id in node_names)
+    }
     wanted = set(by_guid)
-    names.update({key: f"0x{guid}" for key, guid in facts.unnamed.items() if guid in wanted})
-    return scheduler_tree(facts, names)
+    kept.update({key: f"0x{guid}" for key, guid in facts.unnamed.items() if guid in wanted})
+    tree, notes = scheduler_tree(facts, kept)
+    tree.left_out = len(names) - len(set(names) & set(kept))
+    return tree, notes
 
 
 def fabric_adapter_guids(

@@ -140,6 +140,8 @@ def fabric_figures_facts(
                 switches[fabric.pk],
                 list(hosts.get(fabric.pk, {}).values()),
                 trunks.get(fabric.pk, []) + marks.get(fabric.pk, []),
+                rail_optimised=bool((fabric.summary or {}).get("rail_optimised")),
+                rail_names=_rail_names(fabric.summary),
             )
             if fabric.pk in detail
             else FabricFigureFacts(
@@ -150,6 +152,16 @@ def fabric_figures_facts(
             )
         )
         for fabric in fabrics
+    }
+
+
+def _rail_names(summary: object) -> dict[int, str]:
+    """Rail -> its NIC labels (`mlx5_0`), from the fabric's summary (`services`)."""
+    rails = summary.get("rails", []) if isinstance(summary, dict) else []
+    return {
+        row["rail"]: "/".join(row.get("nics") or [])
+        for row in rails
+        if isinstance(row, dict) and isinstance(row.get("rail"), int) and row.get("nics")
     }
 
 
@@ -203,6 +215,8 @@ def _host_cables(
         "b_adapter__host_name",
         "b_adapter__nic",
         "b_adapter__rail",
+        "b_adapter__nic_rail",
+        "a_port",
         "key",
         "width",
         "lane_speed",
@@ -210,8 +224,8 @@ def _host_cables(
         "state",
         "gone_at",
     ):
-        fabric_id, a, adapter, server_id, hostname, rack, host_name, nic, rail, key = row[:10]
-        width, speed, gbps, state, gone = row[10:]
+        fabric_id, a, adapter, server_id, hostname, rack, host_name, nic, rail = row[:9]
+        nic_rail, port, key, width, speed, gbps, state, gone = row[9:]
         b = ""
         if adapter is not None:
             b = f"h{host_key(server_id, host_name) or f'a{adapter}'}"
@@ -227,6 +241,8 @@ def _host_cables(
                 state=GONE if gone else _state(state, key, degraded[fabric_id]),
                 rail=rail,
                 label=nic,
+                nic_rail=nic_rail,
+                port=port,
             )
         )
     return hosts, marks

@@ -47,14 +47,20 @@ def _facts(
 def _marks(figure) -> int:
     total = 0
     for trace in figure["data"]:
-        if trace.get("mode") == "markers" and trace.get("x") != [None]:
+        if trace.get("mode", "").startswith("markers") and trace.get("x") != [None]:
             total += len(trace["x"])
     return total
 
 
 def test_a_small_fabric_is_drawn_in_detail_with_rails_coloured():
     figure = fabric_figure(_facts(8))
-    assert figure["layout"]["meta"] == {"empty": False, "aggregated": False, "level": "detail"}
+    meta = figure["layout"]["meta"]
+    assert meta == {
+        "empty": False,
+        "aggregated": False,
+        "level": "detail",
+        "min_width": 70 + 56 * 8,  # room for the eight servers' names
+    }
     colours = {t["line"]["color"] for t in figure["data"] if t.get("mode") == "lines"}
     assert {rail_colour(1), rail_colour(2)} <= colours
     legend = {t["name"] for t in figure["data"] if t.get("showlegend")}
@@ -76,7 +82,7 @@ def test_down_and_degraded_cables_are_marked_in_their_colours():
     lines = {
         (t["line"]["color"], t["line"]["dash"]) for t in figure["data"] if t.get("mode") == "lines"
     }
-    assert (DEGRADED_COLOUR, "solid") in lines and (DOWN_COLOUR, "dot") in lines
+    assert (DEGRADED_COLOUR, "dash") in lines and (DOWN_COLOUR, "dot") in lines
     hover = " ".join(next(t for t in figure["data"] if t["name"] == "cable details")["text"])
     assert "(degraded)" in hover and "nothing up (down)" in hover and "rate unknown" in hover
 

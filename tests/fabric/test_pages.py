@@ -30,6 +30,17 @@ def _fabric(servers: int, name: str = "ib", **kwargs) -> dict:
     return found
 
 
+def _hovers(figure: dict) -> str:
+    """Every hover text of a figure: its markers' and, in a rail grid, its cells'."""
+    found = []
+    for trace in figure["data"]:
+        if trace["type"] == "heatmap":
+            found += [cell for row in trace["customdata"] for cell in row]
+        else:
+            found += trace.get("text", [])
+    return " ".join(found)
+
+
 @pytest.fixture
 def signed_in(client, user):
     client.force_login(user)
@@ -52,7 +63,7 @@ def test_the_fabric_page_draws_each_fabric_and_lists_its_switches(signed_in):
     assert "leaf-su0001-r1" in text and 'id="switches"' in text
     figure = json.loads(re.search(r'id="figure-ib-data"[^>]*>(.*?)</script>', text, re.S)[1])
     assert figure["layout"]["meta"]["level"] == "detail"
-    hovers = " ".join(t for trace in figure["data"] for t in trace.get("text", []))
+    hovers = _hovers(figure)
     assert "4xHDR" in hovers and "(degraded)" in hovers  # the open finding, marked
 
 
@@ -123,10 +134,10 @@ def test_the_fabric_page_costs_the_same_queries_for_one_fabric_or_three(signed_i
     for name in ("ib-a", "ib-b", "ib-c"):
         assert f'id="figure-{name}-data"' in text
     figure = json.loads(re.search(r'id="figure-ib-c-data"[^>]*>(.*?)</script>', text, re.S)[1])
-    hovers = " ".join(t for trace in figure["data"] for t in trace.get("text", []))
+    hovers = _hovers(figure)
     assert "(degraded)" in hovers  # each fabric's own findings, read in the one query
     figure = json.loads(re.search(r'id="figure-ib-a-data"[^>]*>(.*?)</script>', text, re.S)[1])
-    hovers = " ".join(t for trace in figure["data"] for t in trace.get("text", []))
+    hovers = _hovers(figure)
     assert "(degraded)" not in hovers
 
 
@@ -261,7 +272,7 @@ def test_a_stored_figure_is_drawn_again_when_the_fabric_or_its_findings_move(sig
     fabric_findings_sync(fabric=fabric)
     figure = _figure_in(signed_in.get("/fabric/").content.decode(), "big")
     assert figure["layout"]["meta"]["level"] == "switches"
-    hovers = " ".join(t for trace in figure["data"] for t in trace.get("text", []))
+    hovers = _hovers(figure)
     assert "1 degraded" in hovers
 
     # a new snapshot (any change to the fabric) moves the revision

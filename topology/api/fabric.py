@@ -3,12 +3,16 @@ scheduler's own topology against the discovered one. Thin: parse, call, answer."
 
 from __future__ import annotations
 
-from django.http import HttpResponse
+import json
+from typing import Any
+
+import yaml
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, serializers
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -21,6 +25,7 @@ from fabric.exports import (
     SchedulerTree,
     no_nodes_reason,
     parse_topology_conf,
+    safe_switch_name,
     slurm_topology_conf,
     slurm_topology_yaml,
 )
@@ -34,13 +39,93 @@ from fabric.selectors import fabric_adapter_guids, fabric_nvlink_blocks, fabric_
 from ..fabric_names import (
     FabricNamesError,
     cluster_fabric,
+    kubectl_script,
     kubernetes_node_labels,
+    slurm_export_names,
     slurm_node_names,
 )
 
 CLUSTER = OpenApiParameter(
-    "cluster", str, description="the Slurm cluster whose node names to use (default: the one)"
+    "cluster",
+    str,
+    description=(
+        "the Slurm cluster whose nodes to list, by their Slurm names (default: the one that "
+        "binds servers of the fabric; with none, host names, never a Kubernetes node's host)"
+    ),
 )
+DOWNLOAD = OpenApiParameter(
+    "download",
+    bool,
+    description="answer as a file to save (Content-Disposition: attachment), not inline",
+)
+
+
+class PlainTextRenderer(BaseRenderer):
+    """text/plain: a text answer as it is; anything else (an error's detail) as indented
+    JSON, so an `Accept: text/plain` client reads why too."""
+
+    media_type = "text/plain"
+    format = "txt"
+    charset = "utf-8"
+
+    def render(self, data: Any, accepted_media_type=None, renderer_context=None) -> bytes:
+        if data is None:
+            return b""
+        if isinstance(data, str):
+            return data.encode()
+        return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+class YamlRenderer(PlainTextRenderer):
+    """application/yaml (and the older text/yaml, application/x-yaml): the YAML text as it
+    is, an error's detail as YAML."""
+
+    media_type = "application/yaml"
+    format = "yaml"
+
+    def render(self, data: Any, accepted_media_type=None, renderer_context=None) -> bytes:
+        if data is None or isinstance(data, str):
+            return super().render(data, accepted_media_type, renderer_context)
+        return yaml.safe_dump(data, sort_keys=False, allow_unicode=True).encode()
+
+
+class TextYamlRenderer(YamlRenderer):
+    media_type = "text/yaml"
+    format = "text-yaml"
+
+
+class XYamlRenderer(YamlRenderer):
+    media_type = "application/x-yaml"
+    format = "x-yaml"
+
+
+class ErrorsAsJson:
+    """An error (4xx) is JSON, as every API error is, to any client that accepts JSON
+    (`*/*` does); as text or YAML only to one that accepts nothing else."""
+
+    def finalize_response(self, request: Request, response, *args, **kwargs):
+        if isinstance(response, Response) and response.status_code >= 400:
+            accept = request.META.get("HTTP_ACCEPT", "")
+            ranges = {part.split(";")[0].strip() for part in accept.split(",")}
+            if not accept.strip() or ranges & {"*/*", "application/*", "application/json"}:
+                request.accepted_renderer = JSONRenderer()
+                request.accepted_media_type = JSONRenderer.media_type
+        return super().finalize_response(request, response, *args, **kwargs)  # type: ignore[misc]
+
+
+def _attached(response: Response, request: Request, filename: str) -> Response:
+    """`Content-Disposition`: a file to save with `?download=1` (the page's buttons), else
+    inline; both name the file."""
+    wanted = request.query_params.get("download", "").lower() in {"1", "true", "yes"}
+    response["Content-Disposition"] = (
+        f'{"attachment" if wanted else "inline"}; filename="{filename}"'
+    )
+    return response
+
+
+def _filename(fabric: str, cluster: str | None, suffix: str) -> str:
+    parts = [fabric, cluster] if cluster else [fabric]
+    return "-".join(safe_switch_name(part) for part in parts) + suffix
 
 
 def _invalid(exc: FabricNamesError | FabricFormatError, field: str = "body") -> None:
@@ -50,21 +135,30 @@ def _invalid(exc: FabricNamesError | FabricFormatError, field: str = "body") -> 
 def _export(request: Request, name: str):
     fabric = get_object_or_404(Fabric, name=name)
     try:
-        cluster, names = slurm_node_names(fabric, request.query_params.get("cluster") or None)
+        who = slurm_export_names(fabric, request.query_params.get("cluster") or None)
     except FabricNamesError as exc:
         _invalid(exc)
-    tree, notes = fabric_scheduler_tree(fabric, names)
+    tree, notes = fabric_scheduler_tree(
+        fabric, who.names, named_only=who.named_only, skip_servers=who.skip_servers
+    )
     when = fabric.applied_at.strftime("%Y-%m-%d %H:%M UTC") if fabric.applied_at else "never"
+    cluster = who.cluster
     header = (
         f"Slurm topology/tree of fabric {fabric.name} (snapshot of {when}), by Cluster Atlas\n"
         + (
-            f"node names as Slurm cluster {cluster} names them, else host names"
+            f"the nodes of Slurm cluster {cluster}, as it names them"
             if cluster
             else "node names are host names (no Slurm cluster binds these servers)"
         )
+        + (
+            f"\n{tree.left_out} host(s) on the fabric left out: "
+            + (f"not nodes of {cluster}" if cluster else "nodes of another scheduler only")
+            if tree.left_out
+            else ""
+        )
         + f"\ngenerated {timezone.now():%Y-%m-%d %H:%M UTC}"
     )
-    return fabric, tree, notes, header, names
+    return fabric, tree, notes, header, who
 
 
 class NoNodesSerializer(serializers.Serializer):
@@ -75,13 +169,13 @@ class NoNodesSerializer(serializers.Serializer):
     )
 
 
-def _no_nodes(fabric: Fabric, tree: SchedulerTree) -> Response | None:
+def _no_nodes(fabric: Fabric, tree: SchedulerTree, cluster: str | None) -> Response | None:
     """409 when the tree lists no node: a topology.conf of comments alone (no `Nodes=`)
     would leave slurmctld's topology/tree plugin without a tree, so none is served."""
     if tree.nodes:
         return None
     body = {
-        "detail": no_nodes_reason(tree, fabric.name),
+        "detail": no_nodes_reason(tree, fabric.name, cluster),
         "unlisted": [{"switch": switch, "reason": why} for switch, why in tree.unlisted],
     }
     return Response(NoNodesSerializer(body).data, status=409)
@@ -90,45 +184,63 @@ def _no_nodes(fabric: Fabric, tree: SchedulerTree) -> Response | None:
 CONFLICT = {409: NoNodesSerializer}
 
 
-class FabricTopologyConfView(APIView):
-    """Slurm's topology.conf (tree plugin) for a fabric; 409, saying why, when not one of
-    its nodes can be named (switches left out are said in comments)."""
+TEXT_RENDERERS = [PlainTextRenderer, JSONRenderer]
+YAML_RENDERERS = [YamlRenderer, TextYamlRenderer, XYamlRenderer, PlainTextRenderer, JSONRenderer]
+
+
+class FabricTopologyConfView(ErrorsAsJson, APIView):
+    """Slurm's topology.conf (tree plugin) for a fabric: the nodes of one Slurm cluster, as
+    it names them; 409, saying why, when not one of its nodes can be named (switches left
+    out are said in comments). Answers `text/plain` (also to `*/*`); errors as JSON, or as
+    text to a client that accepts only text."""
+
+    renderer_classes = TEXT_RENDERERS
 
     @extend_schema(
-        parameters=[CLUSTER],
+        parameters=[CLUSTER, DOWNLOAD],
         responses={(200, "text/plain"): OpenApiTypes.STR, **CONFLICT},
         summary="Slurm topology.conf (topology/tree) of a fabric",
     )
-    def get(self, request: Request, name: str) -> HttpResponse | Response:
-        fabric, tree, notes, header, _names = _export(request, name)
-        conflict = _no_nodes(fabric, tree)
+    def get(self, request: Request, name: str) -> Response:
+        fabric, tree, notes, header, who = _export(request, name)
+        conflict = _no_nodes(fabric, tree, who.cluster)
         if conflict is not None:
             return conflict
-        return HttpResponse(
+        response = Response(
             slurm_topology_conf(tree, notes, header), content_type="text/plain; charset=utf-8"
         )
+        return _attached(response, request, _filename(fabric.name, who.cluster, "-topology.conf"))
 
 
-class FabricTopologyYamlView(APIView):
+class FabricTopologyYamlView(ErrorsAsJson, APIView):
     """Slurm 24.11+'s topology.yaml for a fabric: its tree (the cluster default), and a
-    block topology of its NVLink domains where its servers share any; 409 as topology.conf
-    when not one node can be named."""
+    block topology of its NVLink domains where its servers share any; whom it lists, and
+    409, as topology.conf. Answers `application/yaml` (also `text/yaml`,
+    `application/x-yaml`, and `text/plain` or `*/*` as text/plain)."""
+
+    renderer_classes = YAML_RENDERERS
 
     @extend_schema(
-        parameters=[CLUSTER],
-        responses={(200, "text/plain"): OpenApiTypes.STR, **CONFLICT},
+        parameters=[CLUSTER, DOWNLOAD],
+        responses={
+            (200, "application/yaml"): OpenApiTypes.STR,
+            (200, "text/plain"): OpenApiTypes.STR,
+            **CONFLICT,
+        },
         summary="Slurm topology.yaml (tree) of a fabric",
     )
-    def get(self, request: Request, name: str) -> HttpResponse | Response:
-        fabric, tree, _notes, header, names = _export(request, name)
-        conflict = _no_nodes(fabric, tree)
+    def get(self, request: Request, name: str) -> Response:
+        fabric, tree, _notes, header, who = _export(request, name)
+        conflict = _no_nodes(fabric, tree, who.cluster)
         if conflict is not None:
             return conflict
-        blocks = fabric_nvlink_blocks(fabric, names)
-        return HttpResponse(
+        blocks = fabric_nvlink_blocks(fabric, who.names)
+        media = request.accepted_renderer.media_type
+        response = Response(
             slurm_topology_yaml(tree, fabric.name, header, blocks),
-            content_type="text/plain; charset=utf-8",
+            content_type=f"{media}; charset=utf-8",
         )
+        return _attached(response, request, _filename(fabric.name, who.cluster, "-topology.yaml"))
 
 
 class TopologyCompareSerializer(serializers.Serializer):
@@ -167,7 +279,9 @@ class ClusterTopologyView(APIView):
             cluster.name, pushed, fabric_adapter_guids(fabric, names)
         )
         spelled = {guid_of(n) for ns in pushed.nodes.values() for n in ns} - {None}
-        discovered, _ = fabric_scheduler_tree(fabric, names, by_guid={g for g in spelled if g})
+        discovered, _ = fabric_scheduler_tree(
+            fabric, names, by_guid={g for g in spelled if g}, named_only=bool(names)
+        )
         findings = by_guid + scheduler_topology_mismatch(cluster.name, pushed, discovered)
         scheduler_topology_findings_sync(
             cluster_name=cluster.name, cluster_id=cluster.pk, found=findings
@@ -196,19 +310,33 @@ class NodeLabelsSerializer(serializers.Serializer):
 
 
 class FabricKubernetesLabelsView(APIView):
-    """Suggested Kubernetes node labels for the switch tiers, per node on the fabric."""
+    """Suggested Kubernetes node labels for the switch tiers, per node on the fabric: JSON,
+    or (`Accept: text/plain`, `?format=txt`) a shell script of the `kubectl label node`
+    lines that set them."""
+
+    renderer_classes = [JSONRenderer, PlainTextRenderer]
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("cluster", str, description="one Kubernetes cluster's nodes only")
+            OpenApiParameter("cluster", str, description="one Kubernetes cluster's nodes only"),
+            DOWNLOAD,
         ],
-        responses={200: NodeLabelsSerializer(many=True)},
+        responses={
+            (200, "application/json"): NodeLabelsSerializer(many=True),
+            (200, "text/plain"): OpenApiTypes.STR,
+        },
         summary="Kubernetes node labels for a fabric's switch tiers (leaf, spine, core)",
     )
     def get(self, request: Request, name: str) -> Response:
         fabric = get_object_or_404(Fabric, name=name)
+        cluster = request.query_params.get("cluster") or None
         try:
-            nodes = kubernetes_node_labels(fabric, request.query_params.get("cluster") or None)
+            nodes = kubernetes_node_labels(fabric, cluster)
         except FabricNamesError as exc:
             _invalid(exc)
-        return Response(NodeLabelsSerializer(nodes, many=True).data)
+        if request.accepted_renderer.format == PlainTextRenderer.format:
+            script = kubectl_script(fabric.name, nodes, f"{timezone.now():%Y-%m-%d %H:%M UTC}")
+            response = Response(script, content_type="text/plain; charset=utf-8")
+            return _attached(response, request, _filename(fabric.name, cluster, "-labels.sh"))
+        data = NodeLabelsSerializer(nodes, many=True).data
+        return _attached(Response(data), request, _filename(fabric.name, cluster, "-labels.json"))

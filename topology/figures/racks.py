@@ -85,6 +85,13 @@ def _rack_detail(
             f" · state: {esc(s['state'])}"
             + (f"<br>nodes: {nodes}" if nodes else "<br>in no scheduler")
         )
+    lanes, overlaps = _lanes(placed, [h for h, _ in heights])
+    for i, others in overlaps.items():
+        hovers[i] += (
+            "<br>overlaps "
+            + ", ".join(esc(placed[j]["hostname"]) for j in others)
+            + (" (their positions and heights cannot both be right): drawn side by side")
+        )
     top = max(
         [
             42,
@@ -111,13 +118,21 @@ def _rack_detail(
                 ],
                 "hovertext": hovers,
                 "hovertemplate": "%{hovertext}<extra></extra>",
+                "width": [RACK_BAR / n for _, n in lanes],
+                "offset": [-RACK_BAR / 2 + lane * RACK_BAR / n for lane, n in lanes],
                 "marker": {
                     "color": [tone_colour(t) for t in tones],
-                    "line": {"color": "#14283a", "width": 1},
+                    "line": {
+                        "color": [
+                            OVERLAP_LINE if i in overlaps else "#14283a" for i in range(len(placed))
+                        ],
+                        "width": [3 if i in overlaps else 1 for i in range(len(placed))],
+                    },
                 },
                 "showlegend": False,
             },
             *(legend_swatch(HEALTH_NAMES.get(t, "unknown"), tone_colour(t)) for t in present),
+            *([legend_swatch(OVERLAP_NAME, OVERLAP_LINE, "square-open")] if overlaps else []),
         ],
         "layout": base_layout(
             height=max(640, 14 * (top + 1) + 80),
@@ -127,7 +142,6 @@ def _rack_detail(
                 "height: the chassis in U · colour: worst open finding · click a server"
             ),
             barmode="overlay",
-            bargap=0.35,
             xaxis={
                 "type": "category",
                 "categoryorder": "array",
@@ -153,6 +167,41 @@ def _rack_detail(
             },
         ),
     }
+
+
+RACK_BAR = 0.7
+"""A rack's column width (of its category); chassis that overlap share it side by side."""
+OVERLAP_LINE = tone_colour(WARNING)
+OVERLAP_NAME = "overlaps another chassis (drawn side by side)"
+
+
+def _lanes(
+    placed: list[ServerRow], heights: list[int]
+) -> tuple[list[tuple[int, int]], dict[int, list[int]]]:
+    """Per server, (its lane, the lanes of its rack): chassis whose U ranges overlap in one
+    rack (an 8U DGX set 4U above another) go side by side instead of on top of each other,
+    so none hides another or its name; and which servers each overlaps."""
+    spans: dict[str, list[tuple[int, int, int]]] = defaultdict(list)
+    for i, (server, units) in enumerate(zip(placed, heights, strict=True)):
+        start = server["rack_position"] or 0
+        spans[server["rack"]].append((start, start + units, i))
+    lane_of: dict[int, int] = {}
+    width: dict[str, int] = {}
+    overlaps: dict[int, list[int]] = defaultdict(list)
+    for rack, members in spans.items():
+        ends: list[int] = []  # per lane, where its last chassis ends
+        for start, end, i in sorted(members):
+            lane = next((n for n, last in enumerate(ends) if last <= start), len(ends))
+            if lane == len(ends):
+                ends.append(end)
+            else:
+                ends[lane] = end
+            lane_of[i] = lane
+            for other_start, other_end, j in members:
+                if j != i and other_start < end and start < other_end:
+                    overlaps[i].append(j)
+        width[rack] = len(ends)
+    return [(lane_of[i], width[s["rack"]]) for i, s in enumerate(placed)], dict(overlaps)
 
 
 def _rack_aggregate(
