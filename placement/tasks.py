@@ -18,5 +18,7 @@ from .summaries import placement_summaries_refresh
     **retry_policy(),
 )
 def refresh_placement_summaries(limit: int = 50_000) -> int:
-    """Rebuild the placement summaries that reports made stale (one query when none is)."""
+    """Rebuild the placement summaries that reports made stale (one query when none is). A
+    server whose summary cannot be built is logged and left to its rows until its report
+    changes; the others are rebuilt (`summaries.placement_summaries_refresh`)."""
     return placement_summaries_refresh(limit=limit)
