@@ -10,12 +10,22 @@ Pods (``kubectl get pods -A -o json``) are read by ``parse_pods`` for GPU use an
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from clusters.parsers.records import NodeRecord, PodRecord, Snapshot, SnapshotFormatError
+from clusters.parsers.shape import (
+    child,
+    field,
+    mapping,
+    objects,
+    scalar,
+    scalars,
+    wrong_type,
+)
 
 NODELIST_FORMAT = "kubernetes-nodelist"
 NODE_FORMAT = "kubernetes-node"
@@ -96,6 +106,17 @@ def quantity_int(value: object) -> int | None:
     return int(number) if number is not None else None
 
 
+def _quantity(amounts: Mapping[str, Any], name: str, path: str) -> int | None:
+    """The quantity ``amounts[name]`` (a string, or a number YAML decoded) rounded down."""
+    value = amounts.get(name)
+    if value is None:
+        return None
+    finite = not isinstance(value, float) or math.isfinite(value)
+    if isinstance(value, bool) or not isinstance(value, str | int | float) or not finite:
+        raise wrong_type(child(path, name), "a quantity (a string such as '8' or '7500m')", value)
+    return quantity_int(value)
+
+
 def _label_int(labels: dict[str, str], key: str) -> int | None:
     value = labels.get(key)
     if value is None:
@@ -147,70 +168,78 @@ def gfd_facts(labels: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def _extended_resources(status: dict[str, Any]) -> dict[str, dict[str, int]]:
-    capacity = status.get("capacity") or {}
-    allocatable = status.get("allocatable") or {}
+def _is_extended(name: object) -> bool:
+    text = str(name)
+    return text not in _CORE_RESOURCES and not text.startswith("hugepages-")
+
+
+def _extended_resources(status: dict[str, Any], path: str) -> dict[str, dict[str, int]]:
+    capacity = mapping(status, "capacity", path)
+    allocatable = mapping(status, "allocatable", path)
     resources: dict[str, dict[str, int]] = {}
     for name in list(capacity) + [n for n in allocatable if n not in capacity]:
-        if name in _CORE_RESOURCES or name.startswith("hugepages-"):
+        if not _is_extended(name):
             continue
-        resources[name] = {
-            "capacity": quantity_int(capacity.get(name)) or 0,
-            "allocatable": quantity_int(allocatable.get(name)) or 0,
+        resources[str(name)] = {
+            "capacity": _quantity(capacity, name, child(path, "capacity")) or 0,
+            "allocatable": _quantity(allocatable, name, child(path, "allocatable")) or 0,
         }
     return resources
 
 
-def _conditions(status: dict[str, Any]) -> tuple[str, list[str], str | None]:
+def _conditions(status: dict[str, Any], path: str) -> tuple[str, list[str], str | None]:
     """(state, flags, reason) from the node's conditions."""
     state, reason = "unknown", None
     flags: list[str] = []
-    for condition in status.get("conditions") or []:
-        if not isinstance(condition, dict):
-            continue
-        kind, value = condition.get("type"), str(condition.get("status", ""))
+    for condition, where in objects(status, "conditions", path):
+        kind, value = scalar(condition, "type", where), scalar(condition, "status", where) or ""
         if kind == "Ready":
             state = {"True": "ready", "False": "notready"}.get(value, "unknown")
             if state != "ready":
-                parts = [condition.get("reason"), condition.get("message")]
-                reason = ": ".join(str(p) for p in parts if p) or None
+                parts = [scalar(condition, "reason", where), scalar(condition, "message", where)]
+                reason = ": ".join(p for p in parts if p) or None
         elif kind in _PRESSURE_CONDITIONS and value == "True":
             flags.append(_PRESSURE_CONDITIONS[kind])
     return state, flags, reason
 
 
-def parse_node(node: dict[str, Any]) -> NodeRecord:
+def parse_node(node: dict[str, Any], path: str = "") -> NodeRecord:
     """One Kubernetes Node object (already decoded) as a NodeRecord.
 
-    Raises SnapshotFormatError when the object has no ``metadata.name``.
+    Raises SnapshotFormatError when the object has no ``metadata.name``, or when a field
+    has the wrong type (the message names its path under ``path``, ``items[3]``).
     """
-    metadata = node.get("metadata") or {}
-    spec = node.get("spec") or {}
-    status = node.get("status") or {}
-    name = metadata.get("name")
-    if not name or not isinstance(name, str):
-        raise SnapshotFormatError("a Kubernetes Node has no metadata.name")
-    labels = {str(k): str(v) for k, v in (metadata.get("labels") or {}).items()}
-    info = status.get("nodeInfo") or {}
+    metadata = mapping(node, "metadata", path)
+    spec = mapping(node, "spec", path)
+    status = mapping(node, "status", path)
+    meta_path, spec_path, status_path = (child(path, k) for k in ("metadata", "spec", "status"))
+    name = field(metadata, "name", meta_path, str)
+    if not name:
+        raise SnapshotFormatError(f"a Kubernetes Node has no {child(meta_path, 'name')}")
+    labels = scalars(metadata, "labels", meta_path)
+    info = mapping(status, "nodeInfo", status_path)
+    info_path = child(status_path, "nodeInfo")
+
+    def info_text(key: str) -> str | None:
+        return field(info, key, info_path, str) or None
 
     addresses: list[str] = []
     hostname_address = None
-    for entry in status.get("addresses") or []:
-        address = str(entry.get("address") or "").strip()
+    for entry, where in objects(status, "addresses", status_path):
+        address = (scalar(entry, "address", where) or "").strip()
         if address and address not in addresses:
             addresses.append(address)
-        if entry.get("type") == "Hostname" and address:
+        if scalar(entry, "type", where) == "Hostname" and address:
             hostname_address = address
 
-    state, flags, reason = _conditions(status)
-    cordoned = bool(spec.get("unschedulable"))
+    state, flags, reason = _conditions(status, status_path)
+    cordoned = bool(field(spec, "unschedulable", spec_path, bool))
     if cordoned:
         flags.insert(0, "cordoned")
-    taints = [
-        {k: str(t[k]) for k in ("key", "value", "effect") if t.get(k) is not None}
-        for t in spec.get("taints") or []
-        if isinstance(t, dict)
-    ]
+    taints: list[dict[str, str]] = []
+    for taint, where in objects(spec, "taints", spec_path):
+        texts = {k: scalar(taint, k, where) for k in ("key", "value", "effect")}
+        taints.append({k: v for k, v in texts.items() if v is not None})
     blocking_taint = any(
         t.get("effect") in _BLOCKING_EFFECTS
         and (
@@ -221,12 +250,16 @@ def parse_node(node: dict[str, Any]) -> NodeRecord:
     )
     ready = state == "ready"
 
-    capacity = status.get("capacity") or {}
-    allocatable = status.get("allocatable") or {}
-    resources = _extended_resources(status)
+    capacity = mapping(status, "capacity", status_path)
+    allocatable = mapping(status, "allocatable", status_path)
+    capacity_path, allocatable_path = (
+        child(status_path, "capacity"),
+        child(status_path, "allocatable"),
+    )
+    resources = _extended_resources(status, status_path)
     mig = mig_counts({name: figures["capacity"] for name, figures in resources.items()})
-    system_uuid = str(info.get("systemUUID") or "").strip().lower() or None
-    machine_id = str(info.get("machineID") or "").strip().lower() or None
+    system_uuid = (scalar(info, "systemUUID", info_path) or "").strip().lower() or None
+    machine_id = (scalar(info, "machineID", info_path) or "").strip().lower() or None
 
     return NodeRecord(
         name=name,
@@ -242,20 +275,20 @@ def parse_node(node: dict[str, Any]) -> NodeRecord:
         schedulable=ready and not cordoned and not blocking_taint,
         reason=reason,
         taints=taints,
-        cpus=quantity_int(capacity.get("cpu")),
-        memory_bytes=quantity_int(capacity.get("memory")),
-        gpu_capacity=quantity_int(capacity.get(GPU_RESOURCE)) or 0,
-        gpu_allocatable=quantity_int(allocatable.get(GPU_RESOURCE)) or 0,
+        cpus=_quantity(capacity, "cpu", capacity_path),
+        memory_bytes=_quantity(capacity, "memory", capacity_path),
+        gpu_capacity=_quantity(capacity, GPU_RESOURCE, capacity_path) or 0,
+        gpu_allocatable=_quantity(allocatable, GPU_RESOURCE, allocatable_path) or 0,
         gpu_used=None,
         resources=resources,
         mig_resources=mig,
         labels=labels,
-        kubelet_version=info.get("kubeletVersion") or None,
-        container_runtime=info.get("containerRuntimeVersion") or None,
-        os_image=info.get("osImage") or None,
-        kernel_version=info.get("kernelVersion") or None,
-        architecture=info.get("architecture") or None,
-        os=info.get("operatingSystem") or None,
+        kubelet_version=info_text("kubeletVersion"),
+        container_runtime=info_text("containerRuntimeVersion"),
+        os_image=info_text("osImage"),
+        kernel_version=info_text("kernelVersion"),
+        architecture=info_text("architecture"),
+        os=info_text("operatingSystem"),
         **gfd_facts(labels),
     )
 
@@ -281,15 +314,13 @@ def parse_kubernetes(document: dict[str, Any]) -> Snapshot:
         raise SnapshotFormatError(f"a Kubernetes object of kind {kind!r} is not a node list")
     nodes: list[NodeRecord] = []
     seen: set[str] = set()
-    for item in items:
-        if not isinstance(item, dict):
-            raise SnapshotFormatError("a NodeList item is not an object")
+    for item, where in objects(document, "items", ""):
         item_kind = item.get("kind", "Node")
         if item_kind != "Node":
             raise SnapshotFormatError(
                 f"the list holds {item_kind!r} objects, not Nodes (kubectl get nodes -o json)"
             )
-        node = parse_node(item)
+        node = parse_node(item, where)
         if node.name in seen:
             raise SnapshotFormatError(f"the list names node {node.name!r} twice")
         seen.add(node.name)
@@ -297,32 +328,36 @@ def parse_kubernetes(document: dict[str, Any]) -> Snapshot:
     return Snapshot(format=NODELIST_FORMAT, kind="kubernetes", nodes=nodes)
 
 
-def _container_requests(container: dict[str, Any]) -> dict[str, int]:
+def _container_requests(container: dict[str, Any], path: str) -> dict[str, int]:
     """Extended-resource requests of one container (a limit alone counts as the request)."""
-    resources = container.get("resources") or {}
-    requests = resources.get("requests") or {}
-    limits = resources.get("limits") or {}
+    resources = mapping(container, "resources", path)
+    where = child(path, "resources")
+    requests = mapping(resources, "requests", where)
+    limits = mapping(resources, "limits", where)
     out: dict[str, int] = {}
-    for name in set(requests) | set(limits):
-        if name in _CORE_RESOURCES or name.startswith("hugepages-"):
+    for name in list(requests) + [n for n in limits if n not in requests]:
+        if not _is_extended(name):
             continue
-        value = quantity_int(requests.get(name, limits.get(name)))
+        if requests.get(name) is not None:
+            value = _quantity(requests, name, child(where, "requests"))
+        else:
+            value = _quantity(limits, name, child(where, "limits"))
         if value:
-            out[name] = value
+            out[str(name)] = value
     return out
 
 
-def _effective_requests(spec: dict[str, Any]) -> dict[str, int]:
+def _effective_requests(spec: dict[str, Any], path: str) -> dict[str, int]:
     """A pod's effective requests: max(sum of app containers + sidecars, each init)."""
     total: dict[str, int] = {}
-    for container in spec.get("containers") or []:
-        for name, value in _container_requests(container).items():
+    for container, where in objects(spec, "containers", path):
+        for name, value in _container_requests(container, where).items():
             total[name] = total.get(name, 0) + value
     init_peak: dict[str, int] = {}
     sidecars: dict[str, int] = {}
-    for container in spec.get("initContainers") or []:
-        requests = _container_requests(container)
-        if container.get("restartPolicy") == "Always":
+    for container, where in objects(spec, "initContainers", path):
+        requests = _container_requests(container, where)
+        if scalar(container, "restartPolicy", where) == "Always":
             for name, value in requests.items():
                 sidecars[name] = sidecars.get(name, 0) + value
             continue
@@ -337,18 +372,25 @@ def _effective_requests(spec: dict[str, Any]) -> dict[str, int]:
     return total
 
 
-def parse_pod(pod: dict[str, Any]) -> PodRecord:
-    """One Pod object as a PodRecord (GPU and MIG requests summed the Kubernetes way)."""
-    metadata = pod.get("metadata") or {}
-    spec = pod.get("spec") or {}
-    status = pod.get("status") or {}
-    requests = _effective_requests(spec)
+def parse_pod(pod: dict[str, Any], path: str = "") -> PodRecord:
+    """One Pod object as a PodRecord (GPU and MIG requests summed the Kubernetes way).
+
+    Raises SnapshotFormatError when a field has the wrong type, naming its path under
+    ``path`` (``items[3]``).
+    """
+    metadata = mapping(pod, "metadata", path)
+    spec = mapping(pod, "spec", path)
+    status = mapping(pod, "status", path)
+    meta_path, spec_path = child(path, "metadata"), child(path, "spec")
+    # Not read yet, but its shape is checked like the rest: a controller lookup will read it.
+    list(objects(metadata, "ownerReferences", meta_path))
+    requests = _effective_requests(spec, spec_path)
     mig = mig_counts(requests)
     return PodRecord(
-        namespace=str(metadata.get("namespace") or "default"),
-        name=str(metadata.get("name") or ""),
-        node_name=spec.get("nodeName") or None,
-        phase=status.get("phase") or None,
+        namespace=field(metadata, "namespace", meta_path, str) or "default",
+        name=field(metadata, "name", meta_path, str) or "",
+        node_name=field(spec, "nodeName", spec_path, str) or None,
+        phase=field(status, "phase", child(path, "status"), str) or None,
         gpu_requests=requests.get(GPU_RESOURCE, 0),
         mig_requests=mig,
         extended_requests=requests,
@@ -363,10 +405,12 @@ def parse_pods(document: dict[str, Any]) -> list[PodRecord]:
     if document.get("kind") not in ("PodList", "List") or not isinstance(items, list):
         raise SnapshotFormatError("not a pod list (kubectl get pods -A -o json)")
     pods = []
-    for item in items:
-        if not isinstance(item, dict) or item.get("kind", "Pod") != "Pod":
-            raise SnapshotFormatError("the list holds objects that are not Pods")
-        pods.append(parse_pod(item))
+    for item, where in objects(document, "items", ""):
+        if item.get("kind", "Pod") != "Pod":
+            raise SnapshotFormatError(
+                f"{where} is not a Pod (the list holds objects that are not Pods)"
+            )
+        pods.append(parse_pod(item, where))
     return pods
 
 
