@@ -166,14 +166,14 @@ def _judge_all(
     result.bound = sum(1 for n in nodes if n.server_id)
     result.judged_servers, result.judged_nodes = len(servers), len(nodes)
     fleet = _fleet(nodes, servers, clusters, now, ambiguous=ambiguous)
-    desired = evaluate(fleet)
+    desired, gone = _of_live_clusters(evaluate(fleet), fleet)
     # The scheduler layer answers for its own family only: health and fabric write theirs.
     raised, resolved, open_count = findings_write(
         desired=desired, now=now, family=Family.RECONCILIATION
     )
     result.findings_raised, result.findings_resolved = raised, resolved
     result.findings_open = open_count
-    bindings = {n.id: (n.server_id, n.binding_method) for n in nodes}
+    bindings = {n.id: (n.server_id, n.binding_method) for n in nodes if n.cluster_id not in gone}
     return bindings, set(moved), {i: versions_of(fleet, s) for i, s in servers.items()}
 
 
@@ -232,10 +232,15 @@ def _judge_changes(
     if located:
         desired |= evaluate(_location_fleet(now), located)
         scope |= Q(type__in=[rule.__name__ for rule in located])
+    desired, gone = _of_live_clusters(desired, fleet)
     result.findings_raised, result.findings_resolved, _ = findings_write(
         desired=desired, now=now, family=Family.RECONCILIATION, scope=scope
     )
-    bindings = {n.id: (changed.nodes[n.id], n.server_id, n.binding_method) for n in nodes}
+    bindings = {
+        n.id: (changed.nodes[n.id], n.server_id, n.binding_method)
+        for n in nodes
+        if n.cluster_id not in gone
+    }
     return bindings, versions
 
 
@@ -255,6 +260,28 @@ def _claimants_of(server_ids: Collection[int]) -> set[int]:
     return set(claims.values_list("server_id", flat=True))
 
 
+def _of_live_clusters(
+    desired: dict[tuple[str, str], FindingFact], fleet: Fleet
+) -> tuple[dict[tuple[str, str], FindingFact], set[int]]:
+    """The findings to write less those of a cluster deleted since the pass read the clusters
+    (its nodes and findings went with it: a finding naming them would break a foreign key),
+    and the ids of those clusters: one query, just before the pass writes.
+
+    A cluster deleted later still, while the pass writes, fails its commit on a foreign key;
+    the task tries again (`clusters.tasks.reconcile`), and that pass no longer sees it."""
+    live = set(Cluster.objects.filter(id__in=list(fleet.clusters)).values_list("id", flat=True))
+    gone = fleet.clusters.keys() - live
+    if not gone:
+        return desired, gone
+    nodes_gone = {n.id for n in fleet.nodes if n.cluster_id in gone}
+    kept = {
+        key: fact
+        for key, fact in desired.items()
+        if fact.cluster_id not in gone and fact.node_id not in nodes_gone
+    }
+    return kept, gone
+
+
 def _count(result: ReconcileResult) -> None:
     """The fleet's totals, for a pass that judged only what changed."""
     live = Node.objects.filter(gone_at__isnull=True)
@@ -272,7 +299,7 @@ def _driver_skew(clusters: dict[int, str]) -> list[FindingFact]:
     gpus = Gpu.objects.filter(server_id=OuterRef("server_id")).exclude(status=GpuStatus.LOST)
     rows = (
         Node.objects.filter(gone_at__isnull=True, server__isnull=False)
-        .filter(Exists(gpus))
+        .filter(Exists(gpus), cluster_id__in=list(clusters))
         .order_by()
         .values_list("cluster_id", "server__driver_version", "server__cuda_version")
         .annotate(n=Count("id"), first=Min("id"))
@@ -380,6 +407,7 @@ def reconcile_servers(*, server_ids: Collection[int], now=None) -> ReconcileResu
             for key, finding in evaluate(fleet, SERVER_RULES).items()
             if finding.server_id in judged
         }
+        desired, _ = _of_live_clusters(desired, fleet)
         scope = Q(type__in=SERVER_FINDING_TYPES, server_id__in=judged)
         raised, resolved, open_count = findings_write(
             desired=desired, now=now, family=Family.RECONCILIATION, scope=scope
@@ -636,8 +664,9 @@ def _load_nodes(
     node_ids: Collection[int] | None = None,
 ) -> list[NodeFacts]:
     """Every node that is not gone (or those bound to `server_ids`, or those of `node_ids`),
-    as the rules see it, in id order."""
-    nodes = Node.objects.filter(gone_at__isnull=True).order_by()
+    as the rules see it, in id order: of `clusters` only, so the nodes of a cluster created
+    since the pass read them wait for the next pass (the new cluster changes the globals)."""
+    nodes = Node.objects.filter(gone_at__isnull=True, cluster_id__in=list(clusters)).order_by()
     if server_ids is not None:
         nodes = nodes.filter(server_id__in=server_ids)
     if node_ids is not None:

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
+from django.db import IntegrityError
 from django.db.models import Q
 from django.utils import timezone
 
@@ -43,12 +44,15 @@ def reconcile_soon() -> bool:
     return True
 
 
-@shared_task(acks_late=True, time_limit=900, soft_time_limit=840, **retry_policy())
+# A cluster deleted while the pass writes (after its last look, `_of_live_clusters`) fails
+# the pass's commit on a foreign key; the pass rolls back, and the next try no longer sees it.
+@shared_task(acks_late=True, time_limit=900, soft_time_limit=840, **retry_policy(IntegrityError))
 def reconcile(force: bool = False) -> str:
     """Reconcile the fleet when the inventory or a node set changed since the last run.
 
     Many triggers (every snapshot, a beat tick after reports) coalesce: a run that finds
-    nothing new returns at once, so it is safe to enqueue often.
+    nothing new returns at once, so it is safe to enqueue often. A cluster deleted during a
+    pass ends it cleanly: its nodes and findings went with it (`clusters.reconcile`).
     """
     ReconcileState.objects.filter(id=1, requested_at__isnull=False).update(requested_at=None)
     if not force and not reconcile_needed():

@@ -37,3 +37,22 @@ def test_names_that_may_be_missing_are_nullable_and_components_are_unique(openap
         assert schemas["Finding"]["properties"][field].get("nullable"), field
     assert schemas["Node"]["properties"]["server_hostname"].get("nullable")
     assert "InterconnectLink" in schemas and "Link" in schemas
+
+
+def test_the_finding_type_enum_lists_every_finding_type(openapi):
+    """Every FindingType value, fabric and health ones too, in the findings' `type` (and in
+    the `?type=` filter of the findings list)."""
+    from findings.choices import FindingType
+
+    schemas = openapi["components"]["schemas"]
+    prop = schemas["Finding"]["properties"]["type"]
+    refs = [prop.get("$ref")] + [p.get("$ref") for p in prop.get("allOf", [])]
+    ref = next(r for r in refs if r)
+    enum = schemas[ref.rsplit("/", 1)[1]]["enum"]
+    assert sorted(enum) == sorted(FindingType.values)
+    assert "fabric_link_degraded" in enum
+    params = openapi["paths"]["/api/v1/findings/"]["get"]["parameters"]
+    (type_param,) = [p for p in params if p["name"] == "type"]
+    schema = type_param["schema"]
+    listed = schema.get("enum") or schema.get("items", {}).get("enum")
+    assert sorted(listed) == sorted(FindingType.values)

@@ -62,3 +62,27 @@ def test_the_schema_describes_token_authentication(client, user):
         "description": 'Token-based authentication with required prefix "Token"',
     }
     assert "agentToken" in schemes
+
+
+METHODS = ("get", "head", "options", "post", "put", "patch", "delete")
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_answers_anonymous_callers_as_get_does(client, method):
+    """OPTIONS answered 200 with the view's metadata, an empty page to a browser; POST and
+    the rest 405, saying the route exists. Now all of them: 401, or the sign-in redirect."""
+    call = getattr(client, method)
+    assert call("/api/schema/").status_code == 401
+    assert call("/api/schema/?format=json").status_code == 401
+    for url in ("/api/docs/", "/api/docs/?script="):
+        docs = call(url)
+        assert docs.status_code == 302, (method, url, docs.status_code)
+        assert docs["Location"].startswith("/login/?next=/api/docs/")
+
+
+@pytest.mark.parametrize("method", ("get", "head", "options"))
+def test_the_setting_opens_every_reading_method(client, settings, method):
+    settings.ATLAS_PUBLIC_API_SCHEMA = True
+    call = getattr(client, method)
+    assert call("/api/schema/").status_code == 200
+    assert call("/api/docs/").status_code == 200
