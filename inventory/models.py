@@ -119,7 +119,7 @@ class Server(models.Model):
         blank=True,
         default="",
         help_text="the shape of the placement summary built from the facts last applied "
-        "(topology.placement.summaries); emptied whenever they change",
+        "(placement.summaries); emptied whenever they change",
     )
 
     class Meta:
