@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "clusters",
     "fabric",
     "health",
+    "workloads",
     "topology",
     "placement",
     "integrations",
