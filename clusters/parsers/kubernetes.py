@@ -5,7 +5,8 @@
 ``Node``. All three are read here, from JSON or (``-o yaml``) YAML. GPU facts come from
 the NVIDIA device plugin's extended resources (``nvidia.com/gpu``, ``nvidia.com/gpu.shared``,
 ``nvidia.com/mig-<profile>``) and GPU Feature Discovery labels (``nvidia.com/gpu.*``).
-Pods (``kubectl get pods -A -o json``) are read by ``parse_pods`` for GPU use and placement.
+Pods (``kubectl get pods -A -o json``) are read by ``parse_pods`` for GPU use and placement,
+with the owner, labels and times that ``workloads`` groups them by.
 """
 
 from __future__ import annotations
