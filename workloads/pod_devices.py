@@ -92,8 +92,10 @@ def _joined(
             key = slot.uuid.lower() if slot.uuid is not None else str(slot.index)
             if key in slots:
                 # The same GPU twice (two replicas, or two pods time-sliced on it): one GPU,
-                # shared.
+                # shared, named after the first pod that holds it.
                 slot = dataclasses.replace(slots[key], shared=True)
+            else:
+                slot = dataclasses.replace(slot, pod=pod)
             slots[key] = slot
     if not slots:
         return allocation, unknown

@@ -409,17 +409,23 @@ def _controller(metadata: dict[str, Any], path: str) -> tuple[str, str]:
     return owners[0] if owners else ("", "")
 
 
-def _terminated_reasons(status: dict[str, Any], path: str) -> tuple[str, ...]:
-    """What the containers' terminated states say (``OOMKilled``, ``Error``, ``Completed``)."""
+def _terminated(status: dict[str, Any], path: str) -> tuple[tuple[str, ...], datetime | None]:
+    """What the containers' terminated states say (``OOMKilled``, ``Error``, ``Completed``),
+    and when the last app container finished."""
     reasons: list[str] = []
+    finished: list[datetime] = []
     for key in ("initContainerStatuses", "containerStatuses"):
         for container, where in objects(status, key, path):
-            state = mapping(container, "state", where)
-            terminated = mapping(state, "terminated", child(where, "state"))
-            reason = field(terminated, "reason", child(child(where, "state"), "terminated"), str)
+            state_path = child(where, "state")
+            terminated = mapping(mapping(container, "state", where), "terminated", state_path)
+            where = child(state_path, "terminated")
+            reason = field(terminated, "reason", where, str)
             if reason:
                 reasons.append(reason)
-    return tuple(reasons)
+            at = _timestamp(terminated, "finishedAt", where)
+            if at and key == "containerStatuses":
+                finished.append(at)
+    return tuple(reasons), max(finished) if finished else None
 
 
 def parse_pod(pod: dict[str, Any], path: str = "") -> PodRecord:
@@ -451,6 +457,7 @@ def parse_pod(pod: dict[str, Any], path: str = "") -> PodRecord:
             if gpus:
                 gpu_containers[name] = gpus
     labels = scalars(metadata, "labels", meta_path)
+    terminated_reasons, finished_at = _terminated(status, status_path)
     return PodRecord(
         namespace=field(metadata, "namespace", meta_path, str) or "default",
         name=field(metadata, "name", meta_path, str) or "",
@@ -467,7 +474,8 @@ def parse_pod(pod: dict[str, Any], path: str = "") -> PodRecord:
         created_at=_timestamp(metadata, "creationTimestamp", meta_path),
         start_time=_timestamp(status, "startTime", status_path),
         reason=field(status, "reason", status_path, str) or "",
-        terminated_reasons=_terminated_reasons(status, status_path),
+        terminated_reasons=terminated_reasons,
+        finished_at=finished_at,
         containers=tuple(containers),
         gpu_containers=gpu_containers,
     )

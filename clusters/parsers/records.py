@@ -208,19 +208,20 @@ POD_GROUPING_LABELS: tuple[str, ...] = (
 class PodRecord:
     """A Kubernetes pod reduced to what GPU placement needs.
 
-    ``gpu_requests`` and ``mig_requests`` are the pod's effective requests (Kubernetes
-    rules: the larger of the app containers' sum and any one init container; sidecar init
-    containers add to the sum). Extended resources cannot be overcommitted, so a limit
-    without a request counts as the request. ``holds_resources`` is True while the pod is
-    bound to a node and not finished: such a pod occupies its GPUs.
+        ``gpu_requests`` and ``mig_requests`` are the pod's effective requests (Kubernetes
+        rules: the larger of the app containers' sum and any one init container; sidecar init
+        containers add to the sum). Extended resources cannot be overcommitted, so a limit
+        without a request counts as the request. ``holds_resources`` is True while the pod is
+        bound to a node and not finished: such a pod occupies its GPUs.
 
-    What grouping pods into workloads needs rides along: ``owner_kind``/``owner_name`` are
-    the controller ownerReference (a ReplicaSet, a Job, a PyTorchJob; empty for a lone
-    pod), ``labels`` only the keys in ``POD_GROUPING_LABELS`` (a pod may carry hundreds),
-    ``reason`` the pod's ``status.reason`` (``Evicted``) and ``terminated_reasons`` what
-    its containers' terminated states say (``OOMKilled``, ``Error``). ``gpu_containers``
-    names the containers that request GPU or MIG resources, with their amounts, since the
-    kubelet names device IDs per container. Times are aware datetimes or None.
+        What grouping pods into workloads needs rides along: ``owner_kind``/``owner_name`` are
+        the controller ownerReference (a ReplicaSet, a Job, a PyTorchJob; empty for a lone
+        pod), ``labels`` only the keys in ``POD_GROUPING_LABELS`` (a pod may carry hundreds),
+        ``reason`` the pod's ``status.reason`` (``Evicted``) and ``terminated_reasons`` what
+        its containers' terminated states say (``OOMKilled``, ``Error``), ``finished_at`` when
+    its last app container finished. ``gpu_containers``
+        names the containers that request GPU or MIG resources, with their amounts, since the
+        kubelet names device IDs per container. Times are aware datetimes or None.
     """
 
     namespace: str
@@ -237,6 +238,7 @@ class PodRecord:
     priority_class: str = ""
     created_at: datetime | None = None
     start_time: datetime | None = None
+    finished_at: datetime | None = None
     reason: str = ""
     terminated_reasons: tuple[str, ...] = ()
     containers: tuple[str, ...] = ()

@@ -115,6 +115,11 @@ POD_CASES = [
         [{"name": "warmup", "state": {"terminated": {"reason": 137}}}],
         "status.initContainerStatuses[0].state.terminated.reason: expected a string",
     ),
+    (
+        ("status", "containerStatuses"),
+        [{"name": "server", "state": {"terminated": {"finishedAt": "at noon"}}}],
+        "status.containerStatuses[0].state.terminated.finishedAt: expected an RFC 3339 time",
+    ),
     (("spec",), [], "spec: expected an object, got a list"),
     (("spec", "nodeName"), 5, "spec.nodeName: expected a string, got a number"),
     (("spec", "nodeName"), {"name": "a"}, "spec.nodeName: expected a string, got an object"),

@@ -41,6 +41,8 @@ def test_device_ids_fill_the_slots_by_uuid():
     assert unknown == ()
     slots = {a.node: [s.uuid for s in a.gpus] for a in job.allocations}
     assert slots == {"dgx-a": A[:4], "dgx-b": B[4:]}
+    holders = [s.pod for s in job.allocations[0].gpus]
+    assert holders == ["llama-ft-master-0"] * 2 + ["llama-ft-worker-0"] * 2
     assert {s.gpu_type for a in job.allocations for s in a.gpus} == {"nvidia.com/gpu"}
     assert (job.gpu_count, job.sharing) == (8, "")
     assert not any(s.shared for a in job.allocations for s in a.gpus)
@@ -56,7 +58,9 @@ def test_mig_devices_carry_their_profile():
     joined, unknown = snapshot_with_devices(snapshot(), devices, {"h100-mig-01": {MIG, MIG2}})
     found = by_id(joined.workloads)
     assert found["research/notebook"].allocations[0].gpus == (
-        GpuSlot(uuid=MIG, gpu_type="nvidia.com/mig-1g.10gb", mig_profile="1g.10gb"),
+        GpuSlot(
+            uuid=MIG, gpu_type="nvidia.com/mig-1g.10gb", mig_profile="1g.10gb", pod="notebook-0"
+        ),
     )
     sweep = found["research/sweep"].allocations[0]
     assert [s.mig_profile for s in sweep.gpus] == ["3g.40gb"]
@@ -90,7 +94,10 @@ def test_a_time_sliced_replica_id_is_its_gpu_shared():
     )
     (web,) = joined.workloads
     (allocation,) = web.allocations
-    assert [(s.uuid, s.shared) for s in allocation.gpus] == [(A[0], True), (A[1], True)]
+    assert [(s.uuid, s.shared, s.pod) for s in allocation.gpus] == [
+        (A[0], True, "web-5c7f9d-0"),
+        (A[1], True, "web-5c7f9d-2"),
+    ]
     assert (allocation.gpu_count, web.sharing, joined.unknown) == (3, "time-slicing", ())
 
 
@@ -134,7 +141,7 @@ def test_other_resources_and_index_ids():
     }
     joined, unknown = snapshot_with_devices(snapshot(), devices, {"dgx-c": set(A)})
     slots = by_id(joined.workloads)["default/debug-shell"].allocations[0].gpus
-    assert slots == (GpuSlot(index=3, gpu_type="nvidia.com/gpu"),)
+    assert slots == (GpuSlot(index=3, gpu_type="nvidia.com/gpu", pod="debug-shell"),)
     assert unknown == ()
 
 

@@ -124,7 +124,10 @@ def test_finished_and_waiting_pod_groups(listed):
     assert (done.state, done.raw_state) == ("completed", "Succeeded:2")
     assert per_node(done) == {"dgx-d": (2, ("eval-nightly-0-zz0", "eval-nightly-1-zz1"))}
     assert not done.holds_gpus  # where it ran, for history; it holds nothing now
+    assert done.ended_at == datetime(2026, 11, 30, 9, 0, tzinfo=UTC)  # its last container
+    assert listed["ml/llama-ft"].ended_at is None
     assert listed["ml/tokenize"].state == "out_of_memory"
+    assert listed["ml/tokenize"].ended_at == datetime(2026, 11, 30, 8, 30, tzinfo=UTC)
     assert listed["ml/old-train"].state == "preempted"  # evicted
     queued = listed["ml/queued"]
     assert (queued.state, queued.allocations, queued.gpu_count) == ("pending", (), 4)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from clusters.parsers.kubernetes import GPU_RESOURCE, MIG_RESOURCE_PREFIX
 from clusters.parsers.records import PodRecord
-from workloads.records import JobsSnapshot, NodeAllocation, WorkloadRecord
+from workloads.records import TERMINAL, JobsSnapshot, NodeAllocation, WorkloadRecord
 
 POD_FORMAT = "kubernetes-pods"
 
@@ -161,7 +161,7 @@ def group_workload(owner: Owner, pods: Sequence[PodRecord], scheduler_id: str) -
     Its GPUs are those of its live pods (bound or waiting, not finished): a Deployment's
     evicted pod left behind holds nothing. A group whose pods have all finished keeps
     where they ran, so its history names the nodes; its terminal state says it holds
-    nothing now.
+    nothing now, and its end is when its last container finished.
     """
     live = [p for p in pods if p.phase not in _FINISHED]
     chosen = live or list(pods)
@@ -169,10 +169,13 @@ def group_workload(owner: Owner, pods: Sequence[PodRecord], scheduler_id: str) -
     per_pod = {pod_gpus(p) for p in chosen}
     starts = [p.start_time for p in pods if p.start_time]
     created = [p.created_at for p in pods if p.created_at]
+    state = group_state([pod_state(p) for p in pods])
+    finished = [p.finished_at for p in pods if p.finished_at]
+    ended = max(finished) if state in TERMINAL and not live and finished else None
     return WorkloadRecord(
         kind="pods",
         scheduler_id=scheduler_id,
-        state=group_state([pod_state(p) for p in pods]),
+        state=state,
         name=owner.name,
         user=_first_label(pods, _USER_LABELS),
         account=owner.namespace,
@@ -181,6 +184,7 @@ def group_workload(owner: Owner, pods: Sequence[PodRecord], scheduler_id: str) -
         raw_state=_raw_state(pods),
         submitted_at=min(created) if created else None,
         started_at=min(starts) if starts else None,
+        ended_at=ended,
         node_count=len(allocations),
         gpu_count=sum(pod_gpus(p) for p in chosen),
         requested={
