@@ -9,9 +9,11 @@ import pytest
 from django.utils import timezone
 
 from clusters.models import Cluster, Node
+from clusters.parsers import parse_pods
 from inventory.models import Gpu, MigDevice, Server
+from tests.workloads.pods import k8s_pod, pod_list
 from workloads.models import PodDevice
-from workloads.services.pods import known_device_uuids, pod_devices_for
+from workloads.services.pods import known_device_uuids, pod_devices_for, pod_workloads
 
 pytestmark = pytest.mark.django_db
 
@@ -92,3 +94,22 @@ def test_the_uuids_each_bound_node_has(fleet, django_assert_num_queries):
     with django_assert_num_queries(3):
         known = known_device_uuids(fleet, ["dgx-a", "dgx-b", "unbound", "dgx-c", "old-b"])
     assert known == {"dgx-a": {"GPU-a0", "GPU-a1", "MIG-a1-0"}, "dgx-b": {"GPU-b0", "GPU-b1"}}
+
+
+def test_a_pod_list_becomes_workloads_with_their_devices(fleet, django_assert_num_queries):
+    owner = ("StatefulSet", "train")
+    pods = parse_pods(
+        pod_list(
+            k8s_pod("train-0", node="dgx-a", gpus=2, owner=owner),
+            k8s_pod("train-1", node="dgx-b", gpus=2, owner=owner),
+            k8s_pod("cpu-0", node="dgx-b"),
+        )
+    )
+    device(Server.objects.get(hostname="dgx-b"), "ml", "train-1", "GPU-not-here")
+    with django_assert_num_queries(4):
+        snapshot, unknown = pod_workloads(cluster=fleet, pods=pods)
+    (train,) = snapshot.workloads
+    slots = {a.node: sorted(s.uuid or "" for s in a.gpus) for a in train.allocations}
+    # train-0's stale row on dgx-b is not dgx-a's; dgx-b's GPU-b1 row is train-0's, not train-1's.
+    assert slots == {"dgx-a": ["GPU-a0", "GPU-a1"], "dgx-b": ["GPU-b0"]}
+    assert [(u.node, u.pod, u.device_id) for u in unknown] == [("dgx-b", "train-1", "GPU-not-here")]

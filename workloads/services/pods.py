@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 
 from clusters.models import Cluster, Node
+from clusters.parsers.records import PodRecord
 from inventory.models import Gpu, MigDevice
 from workloads.models import PodDevice
-from workloads.pod_devices import PodKey
+from workloads.parsers.pods import pods_to_workloads, requests_gpus
+from workloads.pod_devices import PodKey, UnknownDevice, snapshot_with_devices
+from workloads.records import JobsSnapshot
 
 # Past this many pods the filter is by namespace alone (a long IN list costs more than the
 # rows it saves, and SQLite caps the parameters of one statement).
@@ -76,3 +79,20 @@ def known_device_uuids(cluster: Cluster, node_names: Collection[str]) -> dict[st
         for name in servers[server_id]:
             known[name].add(uuid)
     return known
+
+
+def pod_workloads(
+    *, cluster: Cluster, pods: list[PodRecord]
+) -> tuple[JobsSnapshot, tuple[UnknownDevice, ...]]:
+    """A cluster's pod list as workloads with the device IDs its agents reported joined in,
+    and the IDs no GPU or MIG device of their node's server has (for a finding or a
+    rejection); four queries, for the apply to store."""
+    snapshot = pods_to_workloads(pods)
+    nodes: dict[PodKey, str] = {
+        (p.namespace, p.name): p.node_name for p in pods if p.node_name and requests_gpus(p)
+    }
+    devices = pod_devices_for(cluster, nodes, nodes=nodes)
+    if not devices:
+        return snapshot, ()
+    known = known_device_uuids(cluster, set(nodes.values()))
+    return snapshot_with_devices(snapshot, devices, known)
