@@ -109,14 +109,16 @@ def join_pod_devices(
     devices: DeviceFacts,
     known_uuids: Mapping[str, Collection[str]] | None = None,
     *,
-    sharing: str = "time-slicing",
+    node_sharing: Mapping[str, str] | None = None,
 ) -> DeviceJoin:
     """Each pod group's allocations with the devices its pods hold on each node.
 
     ``known_uuids`` maps a node name to the GPU and MIG UUIDs of its server; a node it does
     not name (no bound server) is not checked. A shared slot marks the workload's sharing
-    ``sharing`` (the device plugin spells time-slicing and MPS replicas alike; the caller
-    that knows the node's strategy passes it). Workloads of other kinds pass unchanged.
+    with its node's strategy from ``node_sharing`` (GPU Feature Discovery's
+    ``nvidia.com/gpu.sharing-strategy``: ``time-slicing`` or ``mps``, which the device
+    plugin's replica IDs do not tell apart), ``time-slicing`` where unknown. Workloads of
+    other kinds pass unchanged.
     """
     known = {
         node: frozenset(u.lower() for u in uuids) for node, uuids in (known_uuids or {}).items()
@@ -134,13 +136,15 @@ def join_pod_devices(
             )
             allocations.append(joined)
             unknown.extend(missing)
-        shared = any(s.shared for a in allocations for s in a.gpus)
+        shared = [a.node for a in allocations if any(s.shared for s in a.gpus)]
+        strategies = [(node_sharing or {}).get(node, "") for node in shared]
+        strategy = next((s for s in strategies if s and s != "none"), "time-slicing")
         out.append(
             dataclasses.replace(
                 workload,
                 allocations=tuple(allocations),
                 gpu_count=max(workload.gpu_count, sum(a.gpu_count for a in allocations)),
-                sharing=workload.sharing or (sharing if shared else ""),
+                sharing=workload.sharing or (strategy if shared else ""),
             )
         )
     return DeviceJoin(workloads=tuple(out), unknown=tuple(unknown))
@@ -150,7 +154,9 @@ def snapshot_with_devices(
     snapshot: JobsSnapshot,
     devices: DeviceFacts,
     known_uuids: Mapping[str, Collection[str]] | None = None,
+    *,
+    node_sharing: Mapping[str, str] | None = None,
 ) -> tuple[JobsSnapshot, tuple[UnknownDevice, ...]]:
     """A pod snapshot with its device IDs joined, and the IDs that matched nothing."""
-    joined = join_pod_devices(snapshot.workloads, devices, known_uuids)
+    joined = join_pod_devices(snapshot.workloads, devices, known_uuids, node_sharing=node_sharing)
     return dataclasses.replace(snapshot, workloads=joined.workloads), joined.unknown

@@ -99,6 +99,9 @@ def test_a_time_sliced_replica_id_is_its_gpu_shared():
         (A[1], True, "web-5c7f9d-2"),
     ]
     assert (allocation.gpu_count, web.sharing, joined.unknown) == (3, "time-slicing", ())
+    workloads = pods_to_workloads(parse_pods(pod_list(*pods))).workloads
+    mps = join_pod_devices(workloads, devices, node_sharing={"ts-01": "mps"})
+    assert mps.workloads[0].sharing == "mps"  # the node's strategy, where known
 
 
 def test_a_device_the_nodes_server_lacks_is_listed_not_invented():

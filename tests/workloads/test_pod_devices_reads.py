@@ -106,7 +106,7 @@ def test_a_pod_list_becomes_workloads_with_their_devices(fleet, django_assert_nu
         )
     )
     device(Server.objects.get(hostname="dgx-b"), "ml", "train-1", "GPU-not-here")
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(5):
         snapshot, unknown = pod_workloads(cluster=fleet, pods=pods)
     (train,) = snapshot.workloads
     slots = {a.node: sorted(s.uuid or "" for s in a.gpus) for a in train.allocations}

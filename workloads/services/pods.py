@@ -86,7 +86,7 @@ def pod_workloads(
 ) -> tuple[JobsSnapshot, tuple[UnknownDevice, ...]]:
     """A cluster's pod list as workloads with the device IDs its agents reported joined in,
     and the IDs no GPU or MIG device of their node's server has (for a finding or a
-    rejection); four queries, for the apply to store."""
+    rejection); five queries, for the apply to store."""
     snapshot = pods_to_workloads(pods)
     nodes: dict[PodKey, str] = {
         (p.namespace, p.name): p.node_name for p in pods if p.node_name and requests_gpus(p)
@@ -94,5 +94,11 @@ def pod_workloads(
     devices = pod_devices_for(cluster, nodes, nodes=nodes)
     if not devices:
         return snapshot, ()
-    known = known_device_uuids(cluster, set(nodes.values()))
-    return snapshot_with_devices(snapshot, devices, known)
+    names = sorted(set(nodes.values()))
+    known = known_device_uuids(cluster, names)
+    sharing = dict(
+        Node.objects.filter(cluster=cluster, name__in=names, gone_at__isnull=True)
+        .exclude(sharing_strategy="")
+        .values_list("name", "sharing_strategy")
+    )
+    return snapshot_with_devices(snapshot, devices, known, node_sharing=sharing)
