@@ -219,8 +219,8 @@ def _desired_allocations(
                     uuid=(slot.uuid or "")[:128],
                     gpu_type=(slot.mig_profile or slot.gpu_type or "")[:128],
                     gpu_serial=gpu.serial if gpu else "",
-                    pod=pods,
-                    shared=bool(slot.uuid and "::" in slot.uuid) or bool(record.sharing),
+                    pod=(slot.pod or pods)[:253],
+                    shared=slot.shared or bool(slot.uuid and "::" in slot.uuid),
                     since=since,
                 )
             )

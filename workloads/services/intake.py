@@ -111,14 +111,21 @@ def jobs_ingest(
 
 
 def pods_ingest(*, cluster_name: str, document: dict[str, Any]) -> ApplyResult | None:
-    """The pod groups of a pod list the clusters layer took (its GPUs in use per node)."""
-    from workloads.parsers.pods import pods_to_workloads
+    """The pod groups of a pod list the clusters layer took (its GPUs in use per node),
+    with the device IDs the nodes' agents reported joined in. An ID no GPU of the node's
+    server has is the agent's report at fault, refused when it arrives; here it joins no GPU.
+    """
+    from workloads.services.pods import pod_workloads
 
     try:
         pods = parse_pods(document)
     except SnapshotFormatError as exc:
         raise _rejected(exc) from None
-    return jobs_ingest(cluster_name=cluster_name, snapshot=pods_to_workloads(pods))
+    cluster = Cluster.objects.filter(name=cluster_name).first()
+    if cluster is None:
+        return None
+    snapshot, _unknown = pod_workloads(cluster=cluster, pods=pods)
+    return jobs_ingest(cluster_name=cluster_name, snapshot=snapshot)
 
 
 def _follow_ups_on_commit() -> None:
