@@ -30,6 +30,7 @@ from workloads.parsers.slurm_gres import (
 )
 from workloads.records import (
     TERMINAL,
+    GpuSlot,
     JobsSnapshot,
     NodeAllocation,
     WorkloadFormatError,
@@ -92,7 +93,7 @@ def _scheduler_id(top: dict[str, str], path: str) -> str:
     if not _NUMBER.match(job_id):
         raise WorkloadFormatError("JobId is not a number", f"{path}.JobId")
     array_job = top.get("ArrayJobId", "")
-    array_task = top.get("ArrayTaskId", "").split("%", 1)[0]
+    array_task = top.get("ArrayTaskId", "").split("%", 1)[0]  # the throttle may change
     if array_job and array_job != "0":
         if not _NUMBER.match(array_job):
             raise WorkloadFormatError("ArrayJobId is not a number", f"{path}.ArrayJobId")
@@ -111,7 +112,7 @@ def _scheduler_id(top: dict[str, str], path: str) -> str:
 
 def _details(
     pairs: list[tuple[str, str]], path: str
-) -> tuple[dict[str, str], list[tuple[list[str], int, tuple, str | None]]]:
+) -> tuple[dict[str, str], list[tuple[list[str], int, tuple[GpuSlot, ...], str | None]]]:
     """The record's top-level fields, and its per-node detail groups: (nodes, GPU count,
     GPU slots, CPU_IDs) for each ``Nodes=`` run."""
     top: dict[str, str] = {}

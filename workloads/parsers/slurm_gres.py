@@ -86,10 +86,8 @@ def node_gpus(gres: str | None, path: str) -> tuple[int, tuple[GpuSlot, ...]]:
             continue
         paren = entry.find("(")
         extra = entry[paren + 1 : entry.rfind(")")] if paren != -1 else ""
-        index_text = None
-        for part in split_top_level(extra):
-            if part.upper().startswith("IDX:"):
-                index_text = part[4:]
+        at = extra.upper().find("IDX:")
+        index_text = extra[at + 4 :] if at != -1 else None
         indices = parse_indices(index_text, path) if index_text is not None else []
         head = entry[:paren] if paren != -1 else entry
         fields = [f.strip() for f in head.split(":")]

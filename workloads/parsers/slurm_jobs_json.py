@@ -129,7 +129,9 @@ def scheduler_id(
     het_offset: int | None,
 ) -> str:
     """The contract's id: ``5679``, ``5679_12`` (array task), ``5679_[1-10]`` (a pending
-    array record not yet split), ``5680+1`` (heterogeneous component)."""
+    array record not yet split; Slurm's ``%4`` throttle left out, as it may change),
+    ``5680+1`` (heterogeneous component)."""
+    array_tasks = array_tasks.split("%", 1)[0]
     if array_job:
         if array_task is not None:
             return f"{array_job}_{array_task}"
