@@ -41,7 +41,7 @@ from workloads.records import (
 FORMAT = "slurm-scontrol-jobs-text"
 
 _KEY = re.compile(r"(?:(?<=\s)|^)([A-Z][A-Za-z0-9_/:]*)=")
-_RECORD_START = re.compile(r"^[ \t]*JobId=\d", re.MULTILINE)
+_RECORD_START = re.compile(r"^[ \t]*JobId=", re.MULTILINE)
 _DETAIL_KEYS = frozenset({"CPU_IDs", "Mem", "GRES", "GRES_IDX"})
 _REQUIRED = ("JobId", "JobState", "NumNodes")
 _EMPTY_MESSAGES = ("no jobs in the system",)
@@ -69,6 +69,8 @@ def fields_of(record: str) -> list[tuple[str, str]]:
 def split_records(text: str) -> list[str]:
     """One string per job: each record starts at a line beginning ``JobId=``."""
     starts = [m.start() for m in _RECORD_START.finditer(text)]
+    if not starts:
+        return []
     return [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
 
 

@@ -47,7 +47,9 @@ def test_text_and_json_captured_together_agree(phase):
     text = by_id(
         parse_scontrol_jobs(workload_text(f"slurm-local-2205-{phase}-scontrol-show-job-d.txt"))
     )
-    json = by_id(parse_jobs_json(workload_json(f"slurm-local-2205-{phase}-slurmrestd-v0.0.38-jobs.json")))
+    json = by_id(
+        parse_jobs_json(workload_json(f"slurm-local-2205-{phase}-slurmrestd-v0.0.38-jobs.json"))
+    )
 
     assert text.keys() == json.keys()
     for key, record in text.items():
@@ -73,7 +75,9 @@ def test_after_cancel_the_text_marks_the_job_cancelled():
     assert jobs["3"].ended_at == datetime(2026, 12, 2, 5, 52, 8, tzinfo=UTC)
 
 
-@pytest.mark.parametrize("name", ["slurm-scontrol-show-job-d-own.txt", "slurm-scontrol-o-show-job-d-own.txt"])
+@pytest.mark.parametrize(
+    "name", ["slurm-scontrol-show-job-d-own.txt", "slurm-scontrol-o-show-job-d-own.txt"]
+)
 def test_every_spelling_of_the_per_node_detail(name):
     jobs = by_id(parse_scontrol_jobs(workload_text(name)))
 

@@ -123,7 +123,11 @@ LOCAL_RUNNING = {
 
 
 @pytest.mark.parametrize(
-    "name", ["slurm-local-2205-running-slurmrestd-v0.0.38-jobs.json", "slurm-local-2205-running-squeue.json"]
+    "name",
+    [
+        "slurm-local-2205-running-slurmrestd-v0.0.38-jobs.json",
+        "slurm-local-2205-running-squeue.json",
+    ],
 )
 def test_local_2205_listing_holds_exactly_the_nodes_and_indices_slurm_gave(name):
     snapshot = parse_jobs_json(fixture(name))
@@ -149,7 +153,9 @@ def test_local_2205_listing_holds_exactly_the_nodes_and_indices_slurm_gave(name)
 
 
 def test_local_2205_after_cancel_marks_the_job_cancelled_and_frees_its_gpus():
-    jobs = by_id(parse_jobs_json(fixture("slurm-local-2205-after-cancel-slurmrestd-v0.0.38-jobs.json")))
+    jobs = by_id(
+        parse_jobs_json(fixture("slurm-local-2205-after-cancel-slurmrestd-v0.0.38-jobs.json"))
+    )
 
     assert jobs["3"].state == "cancelled" and jobs["3"].state in TERMINAL
     assert shape(jobs["3"]) == {"gpu-node1": []} and not jobs["3"].holds_gpus
@@ -244,7 +250,8 @@ def test_a_node_count_that_disagrees_with_the_nodes_is_refused():
 
 
 @pytest.mark.parametrize(
-    "detail", ["gpu:h100:1(IDX:4097)", "gpu:h100:2(IDX:0-", "gpu:h100:1(IDX:x)", "gpu:h100:2(IDX:1,1)"]
+    "detail",
+    ["gpu:h100:1(IDX:4097)", "gpu:h100:2(IDX:0-", "gpu:h100:1(IDX:x)", "gpu:h100:2(IDX:1,1)"],
 )
 def test_an_impossible_gpu_index_is_refused_with_its_path(detail):
     document = _local()
