@@ -17,6 +17,10 @@ a report is applied or          health.tasks.record_health: its events and  `aft
 superseded                      counters, then the health findings          here
 a snapshot is applied (pushed,  clusters.tasks.reconcile (coalesced)        snapshot_*, on
 pulled, imported, by a worker)                                              commit
+a cluster's nodes are pulled    workloads.tasks.sync_cluster_workloads      `after_task`
+                                (slurmrestd /jobs, or the pod list)         here
+a jobs listing (or pod list)    workloads.tasks.after_listing (coalesced),  jobs_ingest, on
+is applied                      then the placement verdicts                 commit; here
 a person binds/unbinds a node   clusters.tasks.reconcile (coalesced)        node_bind, on
                                                                             commit
 a fabric snapshot, name map or  fabric.tasks.sync_fabric_findings           fabric.services,
@@ -58,15 +62,35 @@ HEALTH_WINDOW_S = 2.0
 worker process (each run records every report applied since the last one)."""
 
 APPLY_REPORT = "inventory.tasks.apply_report"
+SYNC_CLUSTER = "clusters.tasks.sync_cluster"
+AFTER_LISTING = "workloads.tasks.after_listing"
 
 
 @task_success.connect
 def after_task(sender: Any = None, result: Any = None, **_: Any) -> None:
     """What follows a task across layers; see the table above. Called by Celery after every
     task that succeeds, in the worker that ran it (with a broker) or here (in-process)."""
-    if sender is None or sender.name != APPLY_REPORT or not isinstance(result, dict):
+    if sender is None:
         return
-    after_report(result)
+    if sender.name == APPLY_REPORT and isinstance(result, dict):
+        after_report(result)
+    elif sender.name == SYNC_CLUSTER and result == "ok":
+        after_cluster_sync(sender.request.args or ())
+    elif sender.name == AFTER_LISTING:
+        after_listing()
+
+
+def after_cluster_sync(args: tuple[Any, ...] | list[Any]) -> None:
+    """A pulled cluster's nodes are in: its workloads next (they name those nodes)."""
+    from core.tasks import enqueue
+    from workloads.tasks import sync_cluster_workloads
+
+    if args:
+        enqueue(sync_cluster_workloads, args[0])
+
+
+def after_listing() -> None:
+    """Workloads changed: placement judges how well the running ones are placed."""
 
 
 def after_report(result: dict[str, Any]) -> None:

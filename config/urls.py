@@ -25,6 +25,7 @@ api_patterns: list[URLPattern | URLResolver] = [
     path("schema/", SchemaView.as_view(), name="schema"),
     path("docs/", api_docs, name="docs"),
     path("v1/", include("inventory.api.urls")),
+    path("v1/", include("workloads.api.urls")),  # before clusters: it routes jobs listings
     path("v1/", include("clusters.api.urls")),
     path("v1/", include("findings.api.urls")),
     path("v1/", include("fabric.api.urls")),

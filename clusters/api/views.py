@@ -141,14 +141,16 @@ class SnapshotView(APIView):
         if confirm not in (None, "shrink"):
             return _snapshot_rejected(SnapshotRejected("the only value is 'shrink'", "confirm"))
         try:
-            result = snapshot_receive(
-                cluster_name=name,
-                raw=raw,
-                confirm_shrink=confirm == "shrink",
-                enqueue=enqueue_snapshot,
-            )
+            return self.receive(request, name, raw, confirm_shrink=confirm == "shrink")
         except SnapshotRejected as exc:
             return _snapshot_rejected(exc)
+
+    def receive(self, request, name: str, raw: bytes, *, confirm_shrink: bool) -> Response:
+        """Take a body that passed the size and query checks: a node set or a pod list.
+        (A layer above may route other listings first: workloads takes jobs listings.)"""
+        result = snapshot_receive(
+            cluster_name=name, raw=raw, confirm_shrink=confirm_shrink, enqueue=enqueue_snapshot
+        )
         body = SnapshotResultSerializer(result, context={"request": request}).data
         applied = result.status in (SnapshotStatus.APPLIED, SnapshotStatus.SUPERSEDED)
         return Response(body, status=201 if applied else status.HTTP_202_ACCEPTED)

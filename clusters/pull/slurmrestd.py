@@ -1,4 +1,4 @@
-"""Pull nodes from slurmrestd over HTTP with a JWT (``scontrol token``).
+"""Pull nodes (and jobs) from slurmrestd over HTTP with a JWT (``scontrol token``).
 
 slurmrestd authenticates each request by two headers, ``X-SLURM-USER-NAME`` and
 ``X-SLURM-USER-TOKEN``. The token is a secret: it goes into those headers and nowhere
@@ -53,9 +53,10 @@ def safe_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-def nodes_path(version: str) -> str:
-    """The nodes endpoint of one API version, spelled as its OpenAPI description does."""
-    return f"/slurm/{version}/nodes" if version == "v0.0.38" else f"/slurm/{version}/nodes/"
+def nodes_path(version: str, resource: str = "nodes") -> str:
+    """The nodes (or jobs) endpoint of one API version, spelled as its OpenAPI description
+    does (v0.0.38 without the trailing slash)."""
+    return f"/slurm/{version}/{resource}" + ("" if version == "v0.0.38" else "/")
 
 
 def _slurm_errors(response: requests.Response) -> str:
@@ -75,9 +76,9 @@ def _slurm_errors(response: requests.Response) -> str:
 
 
 def _get(
-    session: requests.Session, base_url: str, version: str, timeout: float
+    session: requests.Session, base_url: str, version: str, timeout: float, resource: str
 ) -> requests.Response:
-    url = base_url.rstrip("/") + nodes_path(version)
+    url = base_url.rstrip("/") + nodes_path(version, resource)
     try:
         return session.get(url, timeout=timeout, allow_redirects=False)
     except requests.Timeout:
@@ -90,7 +91,9 @@ def _get(
         ) from None
 
 
-def _check(response: requests.Response, base_url: str, version: str, token: str) -> dict[str, Any]:
+def _check(
+    response: requests.Response, base_url: str, version: str, token: str, resource: str
+) -> dict[str, Any]:
     where = f"slurmrestd at {safe_url(base_url)} ({version})"
     errors = _slurm_errors(response).replace(token, "***") if token else _slurm_errors(response)
     detail = f": {errors}" if errors else ""
@@ -108,9 +111,9 @@ def _check(response: requests.Response, base_url: str, version: str, token: str)
         document = response.json()
     except ValueError:
         raise SlurmRestError(f"{where} answered something that is not JSON", 200) from None
-    if not isinstance(document, dict) or not isinstance(document.get("nodes"), list):
-        raise SlurmRestError(f"{where} answered JSON without a nodes list", 200)
-    if errors and not document["nodes"]:
+    if not isinstance(document, dict) or not isinstance(document.get(resource), list):
+        raise SlurmRestError(f"{where} answered JSON without a {resource} list", 200)
+    if errors and not document[resource]:
         raise SlurmRestError(f"{where} reported errors{detail}", 200)
     return document
 
@@ -132,6 +135,38 @@ def fetch_nodes(
     a response that reports errors and no nodes; never returns a partial answer.
     ``verify`` is passed to requests: False, or a CA bundle path for a private CA.
     """
+    return fetch(
+        base_url, token, "nodes", user=user, version=version, timeout=timeout, verify=verify
+    )
+
+
+def fetch_jobs(
+    base_url: str,
+    token: str,
+    user: str | None = None,
+    version: str = "v0.0.38",
+    timeout: float = DEFAULT_TIMEOUT_S,
+    verify: bool | str = True,
+) -> dict[str, Any]:
+    """``GET /slurm/<version>/jobs``: every job the controller still knows, with the
+    per-node ``gres_detail`` the workloads layer reads. Same rules and errors as
+    ``fetch_nodes``."""
+    return fetch(
+        base_url, token, "jobs", user=user, version=version, timeout=timeout, verify=verify
+    )
+
+
+def fetch(
+    base_url: str,
+    token: str,
+    resource: str,
+    *,
+    user: str | None = None,
+    version: str = "v0.0.38",
+    timeout: float = DEFAULT_TIMEOUT_S,
+    verify: bool | str = True,
+) -> dict[str, Any]:
+    """``GET /slurm/<version>/<resource>`` (``nodes`` or ``jobs``); see ``fetch_nodes``."""
     if not base_url.startswith(("http://", "https://")):
         raise SlurmRestError("the slurmrestd URL must start with http:// or https://")
     if version != "auto" and not _VERSION.match(version):
@@ -144,7 +179,7 @@ def fetch_nodes(
         session.headers.update(headers)
         session.verify = verify
         for candidate in versions:
-            response = _get(session, base_url, candidate, timeout)
+            response = _get(session, base_url, candidate, timeout, resource)
             if response.status_code == 404 and version == "auto":
                 continue
             if response.status_code == 404:
@@ -153,10 +188,11 @@ def fetch_nodes(
                     "(start it with -s openapi/... for that version, or use version='auto')",
                     404,
                 )
-            document = _check(response, base_url, candidate, token)
+            document = _check(response, base_url, candidate, token, resource)
             logger.info(
-                "fetched %d nodes from slurmrestd at %s (%s)",
-                len(document["nodes"]),
+                "fetched %d %s from slurmrestd at %s (%s)",
+                len(document[resource]),
+                resource,
                 safe_url(base_url),
                 candidate,
             )

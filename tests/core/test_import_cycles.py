@@ -35,6 +35,9 @@ DEFERRED_CYCLES: set[frozenset[str]] = {
     frozenset({"fabric.services", "fabric.tasks"}),
     # Likewise a snapshot or a bind requests its reconcile on commit (clusters.services).
     frozenset({"clusters.services", "clusters.tasks"}),
+    # And an applied workload listing schedules what follows it (workloads.services.intake);
+    # the pull task is an adapter over the sync service, which ingests through intake.
+    frozenset({"workloads.services.intake", "workloads.services.sync", "workloads.tasks"}),
 }
 
 

@@ -1,11 +1,16 @@
-"""Import a saved scheduler output (kubectl / scontrol / sinfo / slurmrestd) for a cluster."""
+"""Import a saved scheduler output for a cluster: a node set or pod list (kubectl, scontrol,
+sinfo, slurmrestd), or a jobs listing (slurmrestd jobs, squeue --json, scontrol show job -d,
+sacct --json). It lives in the workloads layer, which routes jobs listings first."""
 
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
 from clusters.selectors import open_findings_by_severity
-from clusters.services import SnapshotRejected, snapshot_ingest
+from clusters.services import POD_FORMAT, SnapshotRejected, snapshot_ingest
+from core.safe_input import json_loads
+from workloads.services.intake import jobs_detect, jobs_ingest, pods_ingest
 
 
 class Command(BaseCommand):
@@ -35,7 +40,19 @@ class Command(BaseCommand):
                 raise CommandError(f"no such file: {file}")
             raw = path.read_bytes()
         try:
-            result = snapshot_ingest(cluster_name=name, raw=raw, confirm_shrink=confirm_shrink)
+            with transaction.atomic():
+                jobs = jobs_detect(raw)
+                if jobs is not None:
+                    applied = jobs_ingest(cluster_name=name, snapshot=jobs)
+                    self.stdout.write(
+                        f"{applied.cluster} ({jobs.scheduler}): {applied.format}, "
+                        f"{applied.workloads} workloads, {applied.created} new, "
+                        f"{applied.changed} changed, {applied.ended} ended"
+                    )
+                    return
+                result = snapshot_ingest(cluster_name=name, raw=raw, confirm_shrink=confirm_shrink)
+                if result.status == "applied" and result.format == POD_FORMAT:
+                    pods_ingest(cluster_name=name, document=json_loads(raw.decode()))
         except SnapshotRejected as exc:
             raise CommandError(str(exc)) from None
         if result.status != "applied":

@@ -1,0 +1,38 @@
+"""Workloads API: the snapshot endpoint's jobs listings (the rest is the clusters layer's)."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from rest_framework.response import Response
+
+from clusters.api.views import SnapshotView as NodeSnapshotView
+from clusters.services import POD_FORMAT
+from core.safe_input import json_loads
+from workloads.services.intake import jobs_detect, jobs_ingest, pods_ingest
+
+
+class SnapshotView(NodeSnapshotView):
+    """`POST clusters/{name}/snapshots/`: node sets and pod lists as before; also slurmrestd
+    jobs (or job) responses, `squeue --json`, `scontrol show job -d` text and accounting
+    (`sacct --json`), which set the cluster's workloads and never its node set."""
+
+    @transaction.atomic  # a pod list's GPUs in use and its pod groups land together, or neither
+    def receive(self, request, name: str, raw: bytes, *, confirm_shrink: bool) -> Response:
+        snapshot = jobs_detect(raw)
+        if snapshot is None:
+            answer = super().receive(request, name, raw, confirm_shrink=confirm_shrink)
+            if answer.status_code == 201 and answer.data.get("format") == POD_FORMAT:
+                workloads = pods_ingest(cluster_name=name, document=json_loads(raw.decode()))
+                if workloads is not None:
+                    answer.data["workloads"] = workloads.to_dict()
+            return answer
+        result = jobs_ingest(cluster_name=name, snapshot=snapshot)
+        body = {
+            "cluster": result.cluster,
+            "kind": snapshot.scheduler,
+            "format": result.format,
+            "status": "applied",
+            "nodes": None,
+            "workloads": result.to_dict(),
+        }
+        return Response(body, status=201)

@@ -1,0 +1,409 @@
+"""Apply a parsed workload listing to the database: Workload and Allocation rows.
+
+One pass per listing, a fixed number of queries however many jobs it holds: the
+cluster's workloads are read once (id, scheduler id, digest), unchanged records (same
+digest) cost nothing, new and changed ones are bulk-written, and their allocations are
+diffed against the open ones (an allocation the listing no longer names is closed with
+`until`, a new one created with `since`). A complete listing ends the running workloads it
+does not name. Nodes, servers, GPUs and MIG devices are joined by name, index and UUID in
+three reads. A jobs listing never changes the node set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from agent.mig import normalize_mig_profile
+from clusters.models import Cluster, Node
+from inventory.models import Gpu, MigDevice
+from workloads.choices import WorkloadKind, WorkloadState
+from workloads.models import Allocation, Workload
+from workloads.records import (
+    TERMINAL,
+    GpuSlot,
+    JobsSnapshot,
+    WorkloadFormatError,
+    WorkloadRecord,
+)
+
+BATCH = 2000
+GONE_STATE = "gone from the listing"
+
+# The Workload fields a record sets (all but the joins and the placement verdict).
+RECORD_FIELDS = (
+    "name",
+    "user",
+    "account",
+    "partition",
+    "state",
+    "raw_state",
+    "submitted_at",
+    "started_at",
+    "ended_at",
+    "node_count",
+    "gpu_count",
+    "gpus_per_node",
+    "requested",
+    "owner_kind",
+    "sharing",
+    "source",
+    "digest",
+    "last_seen",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyResult:
+    """What a listing did: workloads it named, created, changed (new digest), ended
+    (terminal in the listing, or gone from a complete one), and allocations opened/closed."""
+
+    cluster: str
+    format: str
+    workloads: int
+    created: int
+    changed: int
+    unchanged: int
+    ended: int
+    allocations_opened: int
+    allocations_closed: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+def record_digest(record: WorkloadRecord) -> str:
+    """The digest of a record's facts: equal records, equal digest (the unchanged job of a
+    listing applied every 30 s costs one comparison)."""
+    canonical = json.dumps(record.to_dict(), sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class _NodeFacts:
+    id: int
+    server_id: int | None
+    gpu_capacity: int
+
+
+@dataclass(frozen=True, slots=True)
+class _GpuFacts:
+    id: int
+    server_id: int
+    index: int
+    uuid: str
+    serial: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Joins:
+    nodes: dict[str, _NodeFacts]
+    gpu_by_slot: dict[tuple[int, int], _GpuFacts]
+    gpu_by_uuid: dict[str, _GpuFacts]
+    mig_by_uuid: dict[str, tuple[int, int]]  # MIG uuid -> (mig id, gpu id)
+    gpu_by_id: dict[int, _GpuFacts]
+
+
+def _chunks(values: list[Any], size: int = BATCH) -> Iterable[list[Any]]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
+
+
+def _joins(cluster: Cluster, records: Iterable[WorkloadRecord]) -> _Joins:
+    """The nodes, GPUs and MIG devices the records name, in three reads."""
+    names = {a.node for r in records for a in r.allocations}
+    uuids = {s.uuid for r in records for a in r.allocations for s in a.gpus if s.uuid}
+    nodes: dict[str, _NodeFacts] = {}
+    for chunk in _chunks(sorted(names)):
+        for row in Node.objects.filter(cluster=cluster, name__in=chunk).values(
+            "id", "name", "server_id", "gpu_capacity"
+        ):
+            nodes[row["name"]] = _NodeFacts(row["id"], row["server_id"], row["gpu_capacity"])
+    server_ids = sorted({n.server_id for n in nodes.values() if n.server_id is not None})
+    gpus: list[_GpuFacts] = []
+    for chunk in _chunks(server_ids):
+        gpus += [
+            _GpuFacts(**row)
+            for row in Gpu.objects.filter(server_id__in=chunk).values(
+                "id", "server_id", "index", "uuid", "serial", "name"
+            )
+        ]
+    mig_by_uuid: dict[str, tuple[int, int]] = {}
+    mig_uuids = sorted(u for u in uuids if u.startswith("MIG-"))
+    for chunk in _chunks(mig_uuids):
+        for mig_id, uuid, gpu_id in MigDevice.objects.filter(uuid__in=chunk).values_list(
+            "id", "uuid", "gpu_id"
+        ):
+            mig_by_uuid[uuid] = (mig_id, gpu_id)
+    by_id = {g.id: g for g in gpus}
+    # A MIG device's GPU may sit on a server none of the nodes names (a stale binding).
+    missing = sorted({gpu_id for _, gpu_id in mig_by_uuid.values()} - set(by_id))
+    for chunk in _chunks(missing):
+        for row in Gpu.objects.filter(id__in=chunk).values(
+            "id", "server_id", "index", "uuid", "serial", "name"
+        ):
+            by_id[row["id"]] = _GpuFacts(**row)
+    return _Joins(
+        nodes=nodes,
+        gpu_by_slot={(g.server_id, g.index): g for g in gpus},
+        gpu_by_uuid={g.uuid: g for g in gpus},
+        mig_by_uuid=mig_by_uuid,
+        gpu_by_id=by_id,
+    )
+
+
+def _is_mig_slot(slot: GpuSlot) -> bool:
+    return bool(slot.mig_profile) or bool(slot.gpu_type and normalize_mig_profile(slot.gpu_type))
+
+
+def validate_allocations(snapshot: JobsSnapshot, joins: _Joins) -> None:
+    """Refuse a listing that names a GPU index its node does not have (a field-level 400:
+    the whole listing is refused, nothing changes)."""
+    for position, record in enumerate(snapshot.workloads):
+        for a_position, allocation in enumerate(record.allocations):
+            node = joins.nodes.get(allocation.node)
+            if node is None or not node.gpu_capacity:
+                continue
+            for slot in allocation.gpus:
+                if slot.index is None or _is_mig_slot(slot):
+                    continue
+                if slot.index >= node.gpu_capacity:
+                    raise WorkloadFormatError(
+                        f"workload {record.scheduler_id[:60]!r} holds GPU index {slot.index} "
+                        f"on node {allocation.node[:60]!r}, which has {node.gpu_capacity} GPUs",
+                        f"workloads[{position}].allocations[{a_position}].gpus",
+                    )
+
+
+def _desired_allocations(
+    record: WorkloadRecord, joins: _Joins, since: datetime
+) -> list[Allocation]:
+    """The allocations a record says it holds now, joined; none once it has ended."""
+    if record.history_only or record.state in TERMINAL or record.state == "pending":
+        return []
+    rows: list[Allocation] = []
+    for allocation in record.allocations:
+        node = joins.nodes.get(allocation.node)
+        server_id = node.server_id if node else None
+        pods = ",".join(allocation.pods)[:253]
+        slots = list(allocation.gpus)
+        # Counts the source could not name one by one are kept as anonymous slots.
+        slots += [GpuSlot() for _ in range(max(allocation.gpu_count - len(slots), 0))]
+        for slot in slots:
+            gpu: _GpuFacts | None = None
+            mig_id: int | None = None
+            uuid = (slot.uuid or "").split("::")[0]  # time-slicing replicas: GPU-…::N
+            if uuid and uuid in joins.mig_by_uuid:
+                mig_id, gpu_id = joins.mig_by_uuid[uuid]
+                gpu = joins.gpu_by_id.get(gpu_id)
+            elif uuid:
+                gpu = joins.gpu_by_uuid.get(uuid)
+            elif slot.index is not None and server_id is not None and not _is_mig_slot(slot):
+                gpu = joins.gpu_by_slot.get((server_id, slot.index))
+            rows.append(
+                Allocation(
+                    node_name=allocation.node[:253],
+                    node_id=node.id if node else None,
+                    server_id=gpu.server_id if gpu else server_id,
+                    gpu_id=gpu.id if gpu else None,
+                    mig_device_id=mig_id,
+                    index=slot.index,
+                    uuid=(slot.uuid or "")[:128],
+                    gpu_type=(slot.mig_profile or slot.gpu_type or "")[:128],
+                    gpu_serial=gpu.serial if gpu else "",
+                    pod=pods,
+                    shared=bool(slot.uuid and "::" in slot.uuid) or bool(record.sharing),
+                    since=since,
+                )
+            )
+    return rows
+
+
+def _key(row: Allocation) -> tuple[Any, ...]:
+    return (row.node_name, row.index, row.uuid, row.gpu_type, row.gpu_id, row.mig_device_id)
+
+
+def _gpu_models(rows: list[Allocation], joins: _Joins) -> list[str]:
+    names = {joins.gpu_by_id[r.gpu_id].name for r in rows if r.gpu_id in joins.gpu_by_id}
+    names |= {r.gpu_type for r in rows if r.gpu_id is None and r.gpu_type}
+    return sorted(n for n in names if n)
+
+
+def _kinds(snapshot: JobsSnapshot) -> list[str]:
+    return [WorkloadKind.SLURM_JOB] if snapshot.scheduler == "slurm" else [WorkloadKind.PODS]
+
+
+@transaction.atomic
+def workloads_apply(
+    *, cluster: Cluster, snapshot: JobsSnapshot, now: datetime | None = None
+) -> ApplyResult:
+    """Apply one listing to `cluster`. Raises WorkloadFormatError (nothing written) for a
+    listing that names GPUs its nodes do not have; idempotent: the same listing twice
+    changes nothing the second time."""
+    now = now or timezone.now()
+    records = {r.scheduler_id: r for r in snapshot.workloads}
+    joins = _joins(cluster, records.values())
+    validate_allocations(snapshot, joins)
+
+    existing = {
+        (row["kind"], row["scheduler_id"]): row
+        for row in Workload.objects.filter(cluster=cluster).values(
+            "id", "kind", "scheduler_id", "digest", "state", "ended_at"
+        )
+    }
+    created: list[Workload] = []
+    changed: list[Workload] = []
+    changed_records: dict[int, WorkloadRecord] = {}
+    new_records: list[WorkloadRecord] = []
+    unchanged = 0
+    for record in records.values():
+        digest = record_digest(record)
+        row = existing.get((record.kind, record.scheduler_id))
+        if row is not None and row["digest"] == digest:
+            unchanged += 1
+            continue
+        live = row is not None and row["state"] not in TERMINAL
+        if snapshot.history and (live or row is None) and record.state not in TERMINAL:
+            unchanged += 1  # accounting says "running": the live view knows better
+            continue
+        workload = _workload(cluster, record, digest, now, snapshot.format[:64])
+        if row is None:
+            workload.first_seen = now
+            created.append(workload)
+            new_records.append(record)
+        else:
+            workload.pk = row["id"]
+            changed.append(workload)
+            changed_records[row["id"]] = record
+    Workload.objects.bulk_create(created, batch_size=BATCH)
+    if any(w.pk is None for w in created):  # backends without RETURNING ids on bulk insert
+        ids = dict(
+            Workload.objects.filter(
+                cluster=cluster, scheduler_id__in=[w.scheduler_id for w in created]
+            ).values_list("scheduler_id", "id")
+        )
+        for workload in created:
+            workload.pk = ids[workload.scheduler_id]
+    for workload, record in zip(created, new_records, strict=True):
+        changed_records[workload.pk] = record
+    Workload.objects.bulk_update(changed, RECORD_FIELDS, batch_size=BATCH)
+
+    ended = sum(1 for r in changed_records.values() if r.state in TERMINAL)
+    if snapshot.complete:
+        gone = [
+            row["id"]
+            for key, row in existing.items()
+            if key[0] in _kinds(snapshot)
+            and key[1] not in records
+            and row["state"] not in TERMINAL
+            and row["ended_at"] is None
+        ]
+        for chunk in _chunks(gone):
+            Workload.objects.filter(id__in=chunk).update(
+                state=WorkloadState.UNKNOWN, raw_state=GONE_STATE, ended_at=now, digest=""
+            )
+        ended += len(gone)
+    else:
+        gone = []
+
+    opened, closed = _allocations_apply(changed_records, gone, joins, now)
+    _models_apply(changed_records, joins)
+    return ApplyResult(
+        cluster=cluster.name,
+        format=snapshot.format,
+        workloads=len(records),
+        created=len(created),
+        changed=len(changed),
+        unchanged=unchanged,
+        ended=ended,
+        allocations_opened=opened,
+        allocations_closed=closed,
+    )
+
+
+def _workload(
+    cluster: Cluster, record: WorkloadRecord, digest: str, now: datetime, snapshot_format: str
+) -> Workload:
+    ended_at = record.ended_at
+    if ended_at is None and record.state in TERMINAL:
+        ended_at = now
+    return Workload(
+        cluster=cluster,
+        kind=record.kind,
+        scheduler_id=record.scheduler_id[:300],
+        name=record.name[:300],
+        user=record.user[:128],
+        account=record.account[:253],
+        partition=record.partition[:200],
+        state=record.state,
+        raw_state=record.raw_state[:200],
+        submitted_at=record.submitted_at,
+        started_at=record.started_at,
+        ended_at=ended_at,
+        node_count=record.node_count or len(record.allocations),
+        gpu_count=record.gpu_count
+        or sum(max(a.gpu_count, len(a.gpus)) for a in record.allocations),
+        gpus_per_node=record.gpus_per_node,
+        requested=record.requested,
+        owner_kind=record.owner_kind[:64],
+        sharing=record.sharing[:32],
+        source=snapshot_format,
+        digest=digest,
+        last_seen=now,
+    )
+
+
+def _allocations_apply(
+    records: dict[int, WorkloadRecord], gone: list[int], joins: _Joins, now: datetime
+) -> tuple[int, int]:
+    """Diff each changed workload's open allocations against what its record holds now."""
+    ids = sorted(records) + gone
+    open_rows: dict[int, list[Allocation]] = {}
+    for chunk in _chunks(ids):
+        for row in Allocation.objects.filter(workload_id__in=chunk, until__isnull=True):
+            open_rows.setdefault(row.workload_id, []).append(row)
+    to_create: list[Allocation] = []
+    to_close: list[int] = []
+    for workload_id, record in records.items():
+        since = record.started_at or now
+        desired = _desired_allocations(record, joins, since)
+        current = {_key(r): r for r in open_rows.get(workload_id, [])}
+        wanted = set()
+        for row in desired:
+            key = _key(row)
+            wanted.add(key)
+            if key not in current:
+                row.workload_id = workload_id
+                to_create.append(row)
+        to_close += [r.pk for key, r in current.items() if key not in wanted]
+    to_close += [r.pk for workload_id in gone for r in open_rows.get(workload_id, [])]
+    for chunk in _chunks(to_close):
+        Allocation.objects.filter(id__in=chunk).update(until=now)
+    Allocation.objects.bulk_create(to_create, batch_size=BATCH)
+    return len(to_create), len(to_close)
+
+
+def _models_apply(records: dict[int, WorkloadRecord], joins: _Joins) -> None:
+    """Each changed workload's GPU models, from the GPUs it holds (else the GRES types)."""
+    if not records:
+        return
+    rows: dict[int, list[Allocation]] = {}
+    for chunk in _chunks(sorted(records)):
+        for row in Allocation.objects.filter(workload_id__in=chunk).only(
+            "id", "workload_id", "gpu_id", "gpu_type", "until"
+        ):
+            rows.setdefault(row.workload_id, []).append(row)
+    updates = []
+    for workload_id in records:
+        held = rows.get(workload_id, [])
+        open_ = [r for r in held if r.until is None] or held
+        updates.append(Workload(pk=workload_id, gpu_models=_gpu_models(open_, joins)))
+    Workload.objects.bulk_update(updates, ["gpu_models"], batch_size=BATCH)
