@@ -9,10 +9,12 @@ run: ``Nodes=gpu[01-02] CPU_IDs=0-31 Mem=0 GRES=gpu:h100:4(IDX:0-3)`` (older Slu
 CPU lists itself (``CPU_IDs=…,112,115-``): that is kept as written, not an error.
 
 A capture cut short is refused (WorkloadFormatError, path ``jobs[i].<Key>``), never read as
-a smaller job: a record without ``JobId``, ``JobState`` or ``NumNodes``; a GRES cut inside
-its parentheses or IDX list; a NodeList that does not expand to NumNodes; detail nodes
-that are not the job's; or text ending inside a key. Times are local, without a zone, so
-the caller names the cluster's zone (``tz``, UTC by default).
+a smaller job: a record without ``JobId``, ``JobState`` or ``NumNodes``; a last record
+without a key every other one has (of those scontrol always prints) in a text that does
+not end with a blank line; a GRES cut inside its parentheses or IDX list; a NodeList that
+does not expand to NumNodes; detail nodes that are not the job's; or text ending inside a
+key. A listing cut exactly between two records cannot be told from a shorter one. Times
+are local, without a zone, so the caller names the cluster's zone (``tz``, UTC default).
 """
 
 from __future__ import annotations
@@ -45,6 +47,19 @@ _RECORD_START = re.compile(r"^[ \t]*JobId=", re.MULTILINE)
 _DETAIL_KEYS = frozenset({"CPU_IDs", "Mem", "GRES", "GRES_IDX"})
 _REQUIRED = ("JobId", "JobState", "NumNodes")
 _EMPTY_MESSAGES = ("no jobs in the system",)
+# Keys scontrol prints for every job (src/api/job_info.c, slurm_sprint_job_info) in 22.05
+# and later; the rest (BatchHost, JOB_GRES, StdOut, TresPerNode, the detail lines ...)
+# depend on the job, so a record may lack them and be whole.
+_ALWAYS_PRINTED = frozenset(
+    {
+        "JobId", "JobName", "UserId", "GroupId", "Priority", "Account", "QOS", "JobState",
+        "Reason", "Dependency", "Requeue", "Restarts", "BatchFlag", "ExitCode", "RunTime",
+        "TimeLimit", "SubmitTime", "EligibleTime", "StartTime", "EndTime", "Deadline",
+        "Partition", "ReqNodeList", "ExcNodeList", "NodeList", "NumNodes", "NumCPUs",
+        "NumTasks", "TRES", "MinCPUsNode", "MinMemoryNode", "MinTmpDiskNode", "Features",
+        "OverSubscribe", "Contiguous", "Licenses", "Network", "Command", "WorkDir", "Power",
+    }
+)  # fmt: skip
 _NUMBER = re.compile(r"^\d+$")
 _NUM_NODES = re.compile(r"^(\d+)(?:-(\d+))?$")
 _USER = re.compile(r"^([^()\s]*)(?:\((\d+)\))?$")
@@ -210,6 +225,20 @@ def parse_record(record: str, path: str, tz: tzinfo) -> WorkloadRecord:
     )
 
 
+def _cut_at_a_line_end(records: list[str]) -> str | None:
+    """A key every other record has, of those scontrol always prints, that the last one
+    lacks, when the text does not end as scontrol ends a record (a blank line): the
+    capture was cut between two lines. None when it looks whole (or cannot be told)."""
+    if len(records) < 2 or records[-1].rstrip(" \t").endswith("\n\n"):
+        return None
+    keys = [{key for key, _ in fields_of(record)} for record in records]
+    common = set.intersection(*keys[:-1]) & _ALWAYS_PRINTED
+    missing = common - keys[-1]
+    first = [key for key in _REQUIRED if key in missing]  # the most telling one first
+    ordered = first or sorted(missing)
+    return ordered[0] if ordered else None
+
+
 def parse_scontrol_jobs(text: str, *, tz: tzinfo = UTC) -> JobsSnapshot:
     """Every job of ``scontrol show job -d`` (either layout); ``complete`` (every job the
     controller holds). ``No jobs in the system`` is an empty listing."""
@@ -225,8 +254,16 @@ def parse_scontrol_jobs(text: str, *, tz: tzinfo = UTC) -> JobsSnapshot:
                 "the text ends inside a field name: a capture cut short",
                 f"jobs[{len(split_records(text)) - 1}]",
             )
+    records = split_records(text)
+    missing = _cut_at_a_line_end(records)
+    if missing:
+        raise WorkloadFormatError(
+            f"the last record ends before {missing}, which every other record has: "
+            "a capture cut short",
+            f"jobs[{len(records) - 1}].{missing}",
+        )
     workloads = []
-    for i, record in enumerate(split_records(text)):
+    for i, record in enumerate(records):
         path = f"jobs[{i}]"
         try:
             workloads.append(parse_record(record, path, tz))

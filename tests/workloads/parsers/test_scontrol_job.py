@@ -175,3 +175,20 @@ def test_an_older_spelling_with_a_bad_index_names_gres_idx():
 def test_a_bad_time_is_refused_with_its_field():
     text = workload_text(OWN).replace("SubmitTime=2023-11-14T22:16:40", "SubmitTime=yesterday", 1)
     assert _refused(text).path == "jobs[2].SubmitTime"
+
+
+@pytest.mark.parametrize("layout", ["scontrol-show-job-d", "scontrol-o-show-job-d"])
+def test_a_capture_cut_between_two_lines_of_the_last_record_is_refused(layout):
+    text = workload_text(f"slurm-local-2205-running-{layout}.txt")
+    last = text.rindex("JobId=")
+    cut = text[: text.index("MinCPUsNode=", last)].rstrip(" ")
+    if "-o-" in layout:
+        cut = cut.rstrip() + "\n"  # a one-line record cut, then a newline added
+    error = _refused(cut)
+    assert error.path == "jobs[7].Command"  # the first of the always-printed keys it lacks
+
+
+def test_a_whole_listing_without_its_final_blank_line_still_reads():
+    text = workload_text("slurm-local-2205-running-scontrol-show-job-d.txt")
+    assert len(parse_scontrol_jobs(text.rstrip() + "\n").workloads) == 8
+    assert len(parse_scontrol_jobs(text.rstrip()).workloads) == 8
