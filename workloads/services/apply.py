@@ -147,10 +147,10 @@ def _joins(cluster: Cluster, records: Iterable[WorkloadRecord]) -> _Joins:
     # A MIG device's GPU may sit on a server none of the nodes names (a stale binding).
     missing = sorted({gpu_id for _, gpu_id in mig_by_uuid.values()} - set(by_id))
     for chunk in _chunks(missing):
-        for row in Gpu.objects.filter(id__in=chunk).values(
+        for gpu_row in Gpu.objects.filter(id__in=chunk).values(
             "id", "server_id", "index", "uuid", "serial", "name"
         ):
-            by_id[row["id"]] = _GpuFacts(**row)
+            by_id[gpu_row["id"]] = _GpuFacts(**gpu_row)
     return _Joins(
         nodes=nodes,
         gpu_by_slot={(g.server_id, g.index): g for g in gpus},
