@@ -272,6 +272,12 @@ _TOPOLOGY = {
     "NVML_TOPOLOGY_NODE": "NODE",
     "NVML_TOPOLOGY_SYSTEM": "SYS",
 }
+# newest first; the unversioned name only where the module has neither (a stand-in)
+_PROCESS_CALLS = (
+    "nvmlDeviceGetComputeRunningProcesses_v3",
+    "nvmlDeviceGetComputeRunningProcesses_v2",
+    "nvmlDeviceGetComputeRunningProcesses",
+)
 _CPU_SET_WORDS = 64  # 64 x 64-bit words: up to 4,096 logical CPUs
 
 
@@ -743,13 +749,26 @@ class PynvmlBackend:
         return devices
 
     def _processes(self, handle: Any) -> list[ComputeProcess]:
-        """nvmlDeviceGetComputeRunningProcesses, every failure as NvmlError (see protocol)."""
-        name = "nvmlDeviceGetComputeRunningProcesses"
-        try:
-            raw = self._call(name, handle)
-        except self._unsupported as exc:
-            raise NvmlError(str(exc), call=name, kind=type(exc).__name__) from exc
-        return sorted({p.pid: p for p in map(compute_process, raw or [])}.values(), key=_by_pid)
+        """The compute processes of a GPU or MIG handle, every failure as NvmlError.
+
+        The versioned calls first: the bindings' unversioned one raises a non-NVML
+        "library mismatch" when the driver predates them, and drivers before R510 have only
+        `_v2`. NotSupported and NoPermission are errors here too (see the protocol).
+        """
+        last: BaseException | None = None
+        names = [name for name in _PROCESS_CALLS[:-1] if hasattr(self._nv, name)]
+        for name in names or _PROCESS_CALLS[-1:]:
+            try:
+                raw = self._call(name, handle)
+            except self._unsupported as exc:
+                last = exc
+                if type(exc).__name__ == "NVMLError_FunctionNotFound":
+                    continue  # an older driver: try the previous version
+                raise NvmlError(str(exc), call=name, kind=type(exc).__name__) from exc
+            found = {p.pid: p for p in map(compute_process, raw or [])}
+            return sorted(found.values(), key=_by_pid)
+        reason = str(last) if last is not None else "Function Not Found"
+        raise NvmlError(reason, call=_PROCESS_CALLS[-1], kind="NVMLError_FunctionNotFound")
 
     def compute_processes(self, handle: Any) -> list[ComputeProcess]:
         processes = self._processes(handle)
