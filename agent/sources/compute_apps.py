@@ -73,9 +73,8 @@ def _column(name: str) -> tuple[str | None, str | None]:
 
 
 def _is_header(cells: list[str]) -> bool:
-    return sum(_column(cell)[0] is not None for cell in cells) >= 2 and not any(
-        cell.strip().isdigit() for cell in cells
-    )
+    """A data row always has its pid, an integer; a header never has one."""
+    return not any(cell.strip().isdigit() for cell in cells)
 
 
 def parse_compute_apps(
