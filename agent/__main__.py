@@ -388,6 +388,7 @@ def with_workloads(
     if not apps_file and socket is None:
         return make_report
     read_apps = None
+    apps_path = str(apps_file or "")
     if apps_file:
         from .sources.compute_apps import attach_compute_apps, parse_compute_apps
         from .sources.smi_types import SmiParseError
@@ -398,9 +399,9 @@ def with_workloads(
 
         def read_apps() -> Any:
             try:
-                return parse_compute_apps(_read(apps_file), columns=columns)
+                return parse_compute_apps(_read(apps_path), columns=columns)
             except SmiParseError as exc:
-                raise BadInput(f"{apps_file}: {exc}") from exc
+                raise BadInput(f"{apps_path}: {exc}") from exc
 
         read_apps()  # fail on a bad file now, not in the first cycle of a loop
     elif args.compute_apps_columns:
@@ -412,7 +413,7 @@ def with_workloads(
         if read_apps is not None:
             apps = read_apps()
             for warning in apps.warnings:
-                STDERR_WARNINGS.tell(apps_file, warning)
+                STDERR_WARNINGS.tell(apps_path, warning)
             attach_compute_apps(report, apps, proc_root=procs)
         if socket is not None:
             from .podresources import list_pod_resources

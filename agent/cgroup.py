@@ -31,9 +31,7 @@ from typing import Any
 Workload = dict[str, Any]
 
 _SLURM_V1 = re.compile(r"/slurm(?:_[^/]+)?/uid_\d+/job_(?P<job>\d+)(?:/step_(?P<step>[^/]+))?")
-_SLURM_V2 = re.compile(
-    r"/(?:[^/]+_)?slurmstepd\.scope/job_(?P<job>\d+)(?:/step_(?P<step>[^/]+))?"
-)
+_SLURM_V2 = re.compile(r"/(?:[^/]+_)?slurmstepd\.scope/job_(?P<job>\d+)(?:/step_(?P<step>[^/]+))?")
 _STEP = re.compile(r"^(?:\d+(?:\+\d+)?|batch|extern|interactive)$")
 
 _UID = r"[0-9a-fA-F][0-9a-fA-F_-]{7,63}"
@@ -46,7 +44,9 @@ _K8S_SYSTEMD_POD = re.compile(
 _K8S_CGROUPFS_POD = re.compile(
     rf"/kubepods(?:/burstable|/besteffort)?/pod(?P<uid>{_UID})(?P<rest>/.*)?$"
 )
-_SCOPE_CONTAINER = re.compile(r"^/(?:cri-containerd|docker|crio|containerd)-(?P<id>[0-9a-f]{12,64})")
+_SCOPE_CONTAINER = re.compile(
+    r"^/(?:cri-containerd|docker|crio|containerd)-(?P<id>[0-9a-f]{12,64})"
+)
 _PLAIN_CONTAINER = re.compile(r"^/(?P<id>[0-9a-f]{12,64})(?:/|$)")
 
 

@@ -13,6 +13,7 @@ from agent.cgroup import cgroup_paths, workload_from_cgroup
 POD_UID = "a5c1f8d5-1919-434d-add7-4afaafdaef89"
 SYSTEMD_UID = POD_UID.replace("-", "_")
 CID = "5eed917563583925ffdbd40a64efb2aaffe58638e57add8becaf460fe74f5b1c"
+HOST = "d6701ec289c56e4391acb11d07474b3139466857a305490575508a8b7a9fcf22"  # a Kind node's id
 
 
 def slurm(job: str, step: str | None) -> dict[str, str | None]:
@@ -43,7 +44,10 @@ SLURM_V1 = """12:pids:/slurm/uid_1000/job_5679/step_0/task_0
         ("7:devices:/slurm_gpu007/uid_1000/job_88/step_3/task_1\n", slurm("88", "3")),
         ("7:devices:/slurm/uid_1000/job_88\n", slurm("88", None)),
         ("0::/system.slice/slurmstepd.scope/job_5679/step_0/user/task_0\n", slurm("5679", "0")),
-        ("0::/system.slice/slurmstepd.scope/job_5679/step_batch/user/task_0\n", slurm("5679", "batch")),
+        (
+            "0::/system.slice/slurmstepd.scope/job_5679/step_batch/user/task_0\n",
+            slurm("5679", "batch"),
+        ),
         ("0::/system.slice/slurmstepd.scope/job_5679/step_extern/slurm\n", slurm("5679", "extern")),
         ("0::/system.slice/slurmstepd.scope/job_41/step_2+1/user/task_0\n", slurm("41", "2+1")),
         ("0::/system.slice/cn1_slurmstepd.scope/job_7/step_0/user/task_0\n", slurm("7", "0")),
@@ -71,9 +75,9 @@ def test_slurm_jobs_under_both_cgroup_versions(text, expected):
         f"/kubepods/besteffort/pod{POD_UID}/{CID}",
         f"/kubepods/pod{POD_UID}/{CID}",
         # nested: a Kind node or Docker-in-Docker host
-        f"/docker/{'d' * 64}/kubepods/burstable/pod{POD_UID}/{CID}",
-        f"/docker/{'d' * 64}/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{SYSTEMD_UID}.slice/crio-{CID}.scope",
-        f"/system.slice/docker-{'d' * 64}.scope/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/kubelet-kubepods-besteffort-pod{SYSTEMD_UID}.slice/cri-containerd-{CID}.scope",
+        f"/docker/{HOST}/kubepods/burstable/pod{POD_UID}/{CID}",
+        f"/docker/{HOST}/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{SYSTEMD_UID}.slice/crio-{CID}.scope",
+        f"/system.slice/docker-{HOST}.scope/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/kubelet-kubepods-besteffort-pod{SYSTEMD_UID}.slice/cri-containerd-{CID}.scope",
     ],
 )
 def test_kubernetes_pods_under_both_kubelet_drivers(path):

@@ -34,7 +34,9 @@ def test_the_sample_attaches_by_bus_id_to_a_gpu_with_a_synthetic_uuid(sample_byt
         "warnings": [],
     }
     attach_compute_apps(report, parse_compute_apps(sample_bytes(SAMPLE)), proc_root=tmp_path)
-    assert [(p["pid"], p["name"], p["used_memory_bytes"]) for p in report["gpus"][0]["processes"]] == [
+    assert [
+        (p["pid"], p["name"], p["used_memory_bytes"]) for p in report["gpus"][0]["processes"]
+    ] == [
         (2165, "/usr/bin/kwin_wayland", 25 * MIB),
         (5021, "ffmpeg", 360 * MIB),
         (5022, "ffmpeg", 503 * MIB),
@@ -49,7 +51,10 @@ NOHEADER_COLUMNS = ["pid", "gpu_uuid", "used_memory", "process_name"]
     ("text", "columns"),
     [
         # the documented query, with header and units
-        (f"gpu_uuid, pid, process_name, used_gpu_memory [MiB]\n{GPU}, 4242, python, 1024 MiB\n", None),
+        (
+            f"gpu_uuid, pid, process_name, used_gpu_memory [MiB]\n{GPU}, 4242, python, 1024 MiB\n",
+            None,
+        ),
         # nounits: the unit only in the header
         (f"gpu_uuid, pid, process_name, used_gpu_memory [MiB]\n{GPU}, 4242, python, 1024\n", None),
         # another order chosen by the person, with names as the query spells them
@@ -159,8 +164,13 @@ def test_collect_names_a_missing_pod_resources_socket(samples, tmp_path, validat
     xml = samples / "nvsmi-q-x-a100-sxm4-40gb-mig-netdata.xml"
     socket = tmp_path / "kubelet.sock"
     done = agent(
-        "collect", "--nvidia-smi-xml", str(xml), "--hostname", "a100",
-        "--pod-resources-socket", str(socket),
+        "collect",
+        "--nvidia-smi-xml",
+        str(xml),
+        "--hostname",
+        "a100",
+        "--pod-resources-socket",
+        str(socket),
     )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)

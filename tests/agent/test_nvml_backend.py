@@ -287,15 +287,14 @@ def test_compute_processes_map_to_pids_and_bytes_and_mig_devices(tmp_path, valid
     by_uuid = {d["uuid"]: d["processes"] for d in mig["mig_devices"]}
     assert by_uuid == {
         "MIG-aaaa": [],
-        "MIG-bbbb": [
-            {"pid": 7001, "name": None, "used_memory_bytes": 512 << 20, "workload": None}
-        ],
+        "MIG-bbbb": [{"pid": 7001, "name": None, "used_memory_bytes": 512 << 20, "workload": None}],
         "MIG-cccc": [],
     }
 
 
 @pytest.mark.parametrize(
-    "error", [pynvml.NVMLError_NotSupported, pynvml.NVMLError_NoPermission, pynvml.NVMLError_Unknown]
+    "error",
+    [pynvml.NVMLError_NotSupported, pynvml.NVMLError_NoPermission, pynvml.NVMLError_Unknown],
 )
 def test_a_failed_process_listing_is_a_warning_not_a_failed_gpu(tmp_path, validate, error):
     stub = StubNvml(fail={"nvmlDeviceGetComputeRunningProcesses": error})

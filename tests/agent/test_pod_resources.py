@@ -68,7 +68,7 @@ def listing() -> pb.ListPodResourcesResponse:
 
 
 class Kubelet(pb_grpc.PodResourcesListerServicer):
-    def List(self, request, context):  # noqa: N802 (the proto's name)
+    def List(self, request, context):
         return listing()
 
 
@@ -77,7 +77,7 @@ class OldKubelet(pb_grpc.PodResourcesListerServicer):
 
 
 class SlowKubelet(pb_grpc.PodResourcesListerServicer):
-    def List(self, request, context):  # noqa: N802
+    def List(self, request, context):
         time.sleep(2)
         return listing()
 
@@ -113,14 +113,20 @@ def test_list_gives_each_containers_gpu_and_mig_ids(kubelet):
                 "namespace": "alice",
                 "name": "notebook",
                 "containers": [
-                    {"name": "jupyter", "devices": [{"resource": "nvidia.com/mig-1g.10gb", "ids": [MIG_A]}]}
+                    {
+                        "name": "jupyter",
+                        "devices": [{"resource": "nvidia.com/mig-1g.10gb", "ids": [MIG_A]}],
+                    }
                 ],
             },
             {
                 "namespace": "ml",
                 "name": "trainer-0",
                 "containers": [
-                    {"name": "pytorch", "devices": [{"resource": "nvidia.com/gpu", "ids": sorted([GPU_A, GPU_B])}]}
+                    {
+                        "name": "pytorch",
+                        "devices": [{"resource": "nvidia.com/gpu", "ids": sorted([GPU_A, GPU_B])}],
+                    }
                 ],
             },
         ],
