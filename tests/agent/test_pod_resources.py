@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket as socketlib
 import time
@@ -173,3 +174,44 @@ def test_a_socket_nobody_listens_on(tmp_path):
     found = list_pod_resources(path, timeout_s=1)
     assert found["available"] is False
     assert "UNAVAILABLE" in found["error"] or "did not answer" in found["error"]
+
+
+def test_collect_adds_the_kubelets_answer_to_the_report(kubelet, samples, validate):
+    """End to end: the agent process asks the server in this test over its unix socket."""
+    from .test_transport import agent
+
+    xml = samples / "nvsmi-q-x-a100-sxm4-40gb-mig-netdata.xml"
+    done = agent(
+        "collect",
+        "--nvidia-smi-xml",
+        str(xml),
+        "--hostname",
+        "a100",
+        "--pod-resources-socket",
+        kubelet,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    validate(report)
+    found = report["pod_resources"]
+    assert found["available"] is True
+    assert [(p["namespace"], p["name"]) for p in found["pods"]] == [
+        ("alice", "notebook"),
+        ("ml", "trainer-0"),
+    ]
+
+
+def test_the_default_socket_is_asked_only_where_it_exists(monkeypatch, tmp_path):
+    from agent import __main__ as cli
+
+    args = cli.build_parser().parse_args(["collect"])
+    monkeypatch.setattr(cli, "POD_RESOURCES_SOCKET", str(tmp_path / "kubelet.sock"))
+    assert cli.pod_resources_socket(args) is None
+    (tmp_path / "kubelet.sock").write_text("")
+    assert cli.pod_resources_socket(args) == str(tmp_path / "kubelet.sock")
+    args = cli.build_parser().parse_args(["collect", "--no-pod-resources"])
+    assert cli.pod_resources_socket(args) is None
+    saved = cli.build_parser().parse_args(["collect", "--nvidia-smi-xml", "q.xml"])
+    assert cli.pod_resources_socket(saved) is None  # saved files describe a past moment
+    named = cli.build_parser().parse_args(["collect", "--pod-resources-socket", "/x.sock"])
+    assert cli.pod_resources_socket(named) == "/x.sock"
