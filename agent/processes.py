@@ -48,14 +48,19 @@ def process_workload(pid: int, proc_root: Path) -> dict[str, Any] | None:
 
 
 def process_entry(
-    pid: int, used_memory_bytes: int | None, proc_root: Path, *, name: str | None = None
+    pid: int, used_memory_bytes: int | None, proc_root: Path | None, *, name: str | None = None
 ) -> dict[str, Any]:
-    """One report item: NVML's pid and memory, the name (given, else /proc's) and workload."""
+    """One report item: NVML's pid and memory, the name (given, else /proc's) and workload.
+    `proc_root` None: the pid is another machine's, its name and workload unknown here."""
+    if name:
+        name = name[:MAX_NAME]
+    elif proc_root is not None:
+        name = process_name(pid, proc_root)
     return {
         "pid": pid,
-        "name": (name[:MAX_NAME] if name else None) or process_name(pid, proc_root),
+        "name": name or None,
         "used_memory_bytes": used_memory_bytes,
-        "workload": process_workload(pid, proc_root),
+        "workload": process_workload(pid, proc_root) if proc_root is not None else None,
     }
 
 

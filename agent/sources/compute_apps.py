@@ -73,8 +73,9 @@ def _column(name: str) -> tuple[str | None, str | None]:
 
 
 def _is_header(cells: list[str]) -> bool:
-    """A data row always has its pid, an integer; a header never has one."""
-    return not any(cell.strip().isdigit() for cell in cells)
+    """A header names a query column and holds no integer (a data row's pid is one)."""
+    named = any(_column(cell)[0] is not None for cell in cells)
+    return named and not any(cell.strip().isdigit() for cell in cells)
 
 
 def parse_compute_apps(
@@ -92,7 +93,8 @@ def parse_compute_apps(
         return out  # nothing ran: nvidia-smi prints no line at all with noheader
     first = [cell.strip() for cell in lines[0].split(",")]
     units: list[str | None]
-    if _is_header(first):
+    header = _is_header(first)
+    if header:
         parsed = [_column(cell) for cell in first]
         names: list[str | None] = [name for name, _ in parsed]
         units = [unit for _, unit in parsed]
@@ -113,7 +115,7 @@ def parse_compute_apps(
         raise SmiParseError("not --query-compute-apps output: no pid column")
     if "gpu_uuid" not in names and "gpu_bus_id" not in names:
         raise SmiParseError("no gpu_uuid or gpu_bus_id column: rows name no GPU")
-    for number, line in enumerate(lines, start=2 if len(lines) else 1):
+    for number, line in enumerate(lines, start=2 if header else 1):
         cells = [cell.strip() for cell in line.split(",")]
         if len(cells) > len(names) and "process_name" in names:
             # a process name holding commas: the extra cells are part of it
@@ -158,7 +160,6 @@ def attach_compute_apps(
         for mig in gpu.get("mig_devices") or []:
             mig["processes"] = []
             targets[mig["uuid"].lower()] = mig
-    missing = proc_root or Path("/nonexistent-proc-root")
     unmatched: list[str] = []
     for row in apps.rows:
         target = targets.get((row.gpu_uuid or "").lower()) or by_bus.get(row.gpu_bus_id or "")
@@ -167,7 +168,7 @@ def attach_compute_apps(
             continue
         if len(target["processes"]) >= MAX_PROCESSES:
             continue
-        entry = process_entry(row.pid, row.used_memory_bytes, missing, name=row.process_name)
+        entry = process_entry(row.pid, row.used_memory_bytes, proc_root, name=row.process_name)
         target["processes"] = [p for p in target["processes"] if p["pid"] != row.pid] + [entry]
     for gpu in report.get("gpus", []):
         gpu["processes"].sort(key=lambda p: p["pid"])

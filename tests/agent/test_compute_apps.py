@@ -177,3 +177,19 @@ def test_collect_names_a_missing_pod_resources_socket(samples, tmp_path, validat
     validate(report)
     assert report["pod_resources"]["available"] is False
     assert str(socket) in report["pod_resources"]["error"]
+
+
+def test_another_machines_pids_name_no_workload(tmp_path):
+    """With --hostname the file is another server's: its pids mean nothing in this /proc."""
+    report = {"gpus": [{"index": 0, "uuid": GPU, "pci_bus_id": None}], "warnings": []}
+    apps = parse_compute_apps(f"{GPU}, 1, init, 1 MiB\n")
+    attach_compute_apps(report, apps, proc_root=None)
+    assert report["gpus"][0]["processes"] == [
+        {"pid": 1, "name": "init", "used_memory_bytes": MIB, "workload": None}
+    ]
+
+
+def test_a_row_without_a_pid_is_left_out_with_its_line():
+    apps = parse_compute_apps(f"{GPU}, [N/A], x, 1 MiB\n{GPU}, 9, y, 2 MiB\n")
+    assert [row.pid for row in apps.rows] == [9]
+    assert apps.warnings == ["line 1: no pid ('[N/A]'): left out"]
