@@ -294,7 +294,12 @@ def test_compute_processes_map_to_pids_and_bytes_and_mig_devices(tmp_path, valid
 
 @pytest.mark.parametrize(
     "error",
-    [pynvml.NVMLError_NotSupported, pynvml.NVMLError_NoPermission, pynvml.NVMLError_Unknown],
+    [
+        pynvml.NVMLError_NotSupported,
+        pynvml.NVMLError_NoPermission,
+        pynvml.NVMLError_FunctionNotFound,
+        pynvml.NVMLError_Unknown,
+    ],
 )
 def test_a_failed_process_listing_is_a_warning_not_a_failed_gpu(tmp_path, validate, error):
     stub = StubNvml(fail={"nvmlDeviceGetComputeRunningProcesses": error})
@@ -442,6 +447,9 @@ def test_real_bindings_against_a_stub_library(tmp_path, validate):
     root = tmp_path / "root"
     (root / "proc/sys/kernel").mkdir(parents=True)
     (root / "proc/sys/kernel/hostname").write_text("stub-gpu-host\n")
+    (root / "proc/4242").mkdir()
+    (root / "proc/4242/comm").write_text("python\n")
+    (root / "proc/4242/cgroup").write_text("4:memory:/slurm/uid_1000/job_77/step_batch/task_0\n")
     env = {**os.environ, "LD_LIBRARY_PATH": str(library)}
     done = subprocess.run(
         [sys.executable, "-m", "agent", "collect", "--root", str(root)],
@@ -469,9 +477,18 @@ def test_real_bindings_against_a_stub_library(tmp_path, validate):
     assert first["status"] == "ok"
     assert second["status"] == "error"
     assert second["error"] == "GPU is lost (while reading vbios_version)"
-    # the stub has no process calls (an old driver): a warning, never a failed GPU
-    assert first["processes"] is None and second["processes"] is None
-    assert any("compute processes unreadable" in w for w in report["warnings"])
+    # an older driver's _v2 process call, each pid's job from the root's /proc
+    assert first["processes"] == [
+        {
+            "pid": 4242,
+            "name": "python",
+            "used_memory_bytes": 1 << 30,
+            "workload": {"scheduler": "slurm", "id": "77", "step": "batch"},
+        },
+        {"pid": 4343, "name": None, "used_memory_bytes": None, "workload": None},
+    ]
+    assert second["processes"] is None  # lost before: no second warning
+    assert not any("compute processes" in w for w in report["warnings"])
     assert report["links"] == [{"a": "gpu:0", "b": "gpu:1", "link_class": "PHB"}]
 
 
