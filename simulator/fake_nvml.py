@@ -164,6 +164,8 @@ class FakeMachine:
     # LLDP neighbours lldpd would list: netdev -> (switch name, chassis MAC, port id, descr, mgmt)
     lldp: dict[str, tuple[str, str, str, str, str]] = field(default_factory=dict)
     rack: str | None = None
+    # what /proc says of the GPUs' processes: pid -> (comm, /proc/PID/cgroup text)
+    processes: dict[int, tuple[str, str]] = field(default_factory=dict)
 
     def pci_device(self, bus_id: str) -> FakePciDevice | None:
         want = _short_bus(bus_id)
@@ -454,6 +456,9 @@ def materialize(machine: FakeMachine, root: str | os.PathLike[str]) -> Path:
     _write(root, "proc/sys/kernel/domainname", machine.domain or "(none)")
     _write(root, "proc/sys/kernel/osrelease", machine.kernel)
     _write(root, "proc/cpuinfo", _cpuinfo(machine))
+    for pid, (comm, cgroup) in machine.processes.items():
+        _write(root, f"proc/{pid}/comm", comm)
+        _write(root, f"proc/{pid}/cgroup", cgroup)
     _write(
         root, "proc/meminfo", f"MemTotal:       {machine.memory_bytes // 1024} kB\nMemFree: 1 kB"
     )

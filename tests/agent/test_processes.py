@@ -43,12 +43,13 @@ def test_each_gpus_processes_carry_name_memory_and_workload(fake_root, validate)
         ComputeProcess(4001, None),  # NVML_VALUE_NOT_AVAILABLE
     ]
     machine.gpus[1].processes = [ComputeProcess(6001, 1 << 20), ComputeProcess(6002, 2 << 20)]
-    root = fake_root / "root"
-    write_process(root / "proc", 5001, "python", SLURM_V2)
-    write_process(root / "proc", 4001, "torchrun", K8S)
-    write_process(root / "proc", 6001, "sshd-session", "0::/user.slice/user-1000.slice\n")
+    machine.processes = {  # the fake machine's /proc, as materialize writes it
+        5001: ("python", SLURM_V2),
+        4001: ("torchrun", K8S),
+        6001: ("sshd-session", "0::/user.slice/user-1000.slice\n"),
+    }
     # pid 6002 has gone since NVML listed it: no /proc entry
-    report = run(machine, root)
+    report = run(machine, fake_root / "root")
     validate(report)
     first, second = report["gpus"][0]["processes"], report["gpus"][1]["processes"]
     assert first == [
