@@ -215,3 +215,25 @@ def test_the_default_socket_is_asked_only_where_it_exists(monkeypatch, tmp_path)
     assert cli.pod_resources_socket(saved) is None  # saved files describe a past moment
     named = cli.build_parser().parse_args(["collect", "--pod-resources-socket", "/x.sock"])
     assert cli.pod_resources_socket(named) == "/x.sock"
+
+
+def test_the_kept_generated_code_matches_the_proto(tmp_path):
+    """api_pb2*.py are what regenerate.sh makes of api.proto today: nobody edited them, and
+    nobody changed the proto without regenerating."""
+    protoc = pytest.importorskip("grpc_tools.protoc")
+    repo = Path(__file__).resolve().parents[2]
+    out = tmp_path / "out"
+    out.mkdir()
+    status = protoc.main(
+        [
+            "protoc",
+            f"-I{repo}",
+            f"--python_out={out}",
+            f"--grpc_python_out={out}",
+            str(repo / "agent/podresources/api.proto"),
+        ]
+    )
+    assert status == 0
+    for name in ("api_pb2.py", "api_pb2_grpc.py"):
+        kept = (repo / "agent/podresources" / name).read_text()
+        assert (out / "agent/podresources" / name).read_text() == kept, name
