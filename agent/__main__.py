@@ -368,14 +368,27 @@ def proc_root(args: argparse.Namespace) -> Path | None:
 
 def pod_resources_socket(args: argparse.Namespace) -> str | None:
     """The kubelet socket to ask: the one named, else the default where it exists on a live
-    report of this machine; None for none."""
+    report of this machine; None for none. Asked each cycle: a kubelet that starts after the
+    agent is found by the next report."""
     if getattr(args, "no_pod_resources", False):
         return None
     named = getattr(args, "pod_resources_socket", None)
     if named:
         return str(named)
-    live = not saved_sources(args) and args.root == "/"
-    return POD_RESOURCES_SOCKET if live and Path(POD_RESOURCES_SOCKET).exists() else None
+    return (
+        POD_RESOURCES_SOCKET
+        if may_ask_kubelet(args) and Path(POD_RESOURCES_SOCKET).exists()
+        else None
+    )
+
+
+def may_ask_kubelet(args: argparse.Namespace) -> bool:
+    """Whether the default kubelet socket may be asked: a live report of this machine."""
+    if getattr(args, "no_pod_resources", False):
+        return False
+    return bool(getattr(args, "pod_resources_socket", None)) or (
+        not saved_sources(args) and args.root == "/"
+    )
 
 
 def with_workloads(
@@ -384,8 +397,7 @@ def with_workloads(
     """The report source, with saved compute apps on its GPUs and the kubelet's pod
     resources added, as the options ask."""
     apps_file = getattr(args, "compute_apps", None)
-    socket = pod_resources_socket(args)
-    if not apps_file and socket is None:
+    if not apps_file and not may_ask_kubelet(args):
         return make_report
     read_apps = None
     apps_path = str(apps_file or "")
@@ -415,6 +427,7 @@ def with_workloads(
             for warning in apps.warnings:
                 STDERR_WARNINGS.tell(apps_path, warning)
             attach_compute_apps(report, apps, proc_root=procs)
+        socket = pod_resources_socket(args)
         if socket is not None:
             from .podresources import list_pod_resources
 

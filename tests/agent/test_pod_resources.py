@@ -237,3 +237,17 @@ def test_the_kept_generated_code_matches_the_proto(tmp_path):
     for name in ("api_pb2.py", "api_pb2_grpc.py"):
         kept = (repo / "agent/podresources" / name).read_text()
         assert (out / "agent/podresources" / name).read_text() == kept, name
+
+
+def test_a_kubelet_starting_after_the_agent_is_found_by_the_next_report(monkeypatch, tmp_path):
+    from agent import __main__ as cli
+
+    socket = tmp_path / "kubelet.sock"
+    if len(str(socket)) > 100:
+        pytest.skip("tmp path too long for a unix socket")
+    monkeypatch.setattr(cli, "POD_RESOURCES_SOCKET", str(socket))
+    args = cli.build_parser().parse_args(["collect"])
+    make = cli.with_workloads(lambda: {"gpus": []}, args)
+    assert "pod_resources" not in make()  # no kubelet yet: nothing asked
+    for _ in serve(Kubelet(), tmp_path):
+        assert make()["pod_resources"]["available"] is True
