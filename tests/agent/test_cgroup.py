@@ -74,6 +74,7 @@ def test_slurm_jobs_under_both_cgroup_versions(text, expected):
         f"/kubepods/burstable/pod{POD_UID}/{CID}",
         f"/kubepods/besteffort/pod{POD_UID}/{CID}",
         f"/kubepods/pod{POD_UID}/{CID}",
+        f"/kubepods/burstable/pod{POD_UID}/crio-{CID}",
         # nested: a Kind node or Docker-in-Docker host
         f"/docker/{HOST}/kubepods/burstable/pod{POD_UID}/{CID}",
         f"/docker/{HOST}/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{SYSTEMD_UID}.slice/crio-{CID}.scope",
