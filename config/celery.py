@@ -21,6 +21,8 @@ a cluster's nodes are pulled    workloads.tasks.sync_cluster_workloads      `aft
                                 (slurmrestd /jobs, or the pod list)         here
 a jobs listing (or pod list)    workloads.tasks.after_listing (coalesced),  jobs_ingest, on
 is applied                      then the placement verdicts                 commit; here
+a reconcile changed something   workloads.tasks.join_allocations            `after_task`
+                                                                            here
 a person binds/unbinds a node   clusters.tasks.reconcile (coalesced)        node_bind, on
                                                                             commit
 a fabric snapshot, name map or  fabric.tasks.sync_fabric_findings           fabric.services,
@@ -63,6 +65,7 @@ worker process (each run records every report applied since the last one)."""
 
 APPLY_REPORT = "inventory.tasks.apply_report"
 SYNC_CLUSTER = "clusters.tasks.sync_cluster"
+RECONCILE = "clusters.tasks.reconcile"
 AFTER_LISTING = "workloads.tasks.after_listing"
 
 
@@ -78,6 +81,16 @@ def after_task(sender: Any = None, result: Any = None, **_: Any) -> None:
         after_cluster_sync(sender.request.args or ())
     elif sender.name == AFTER_LISTING:
         after_listing()
+    elif sender.name == RECONCILE and result != "unchanged":
+        after_reconcile()
+
+
+def after_reconcile() -> None:
+    """Nodes may have been bound: allocations that named their GPUs before join them."""
+    from core.tasks import enqueue
+    from workloads.tasks import join_allocations
+
+    enqueue(join_allocations)
 
 
 def after_cluster_sync(args: tuple[Any, ...] | list[Any]) -> None:

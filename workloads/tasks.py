@@ -28,3 +28,12 @@ def sync_cluster_workloads(cluster_id: int) -> str:
     from workloads.services.sync import cluster_workloads_sync
 
     return cluster_workloads_sync(cluster_id=cluster_id)
+
+
+@shared_task(acks_late=True, time_limit=300, soft_time_limit=280, **retry_policy())
+def join_allocations() -> int:
+    """After a reconcile (nodes bound or rebound): join the GPUs of allocations applied
+    before their nodes were bound."""
+    from workloads.services.apply import allocations_join
+
+    return allocations_join()
