@@ -47,8 +47,8 @@ from simulator.demo import (
     demo_snapshots,
 )
 from simulator.fleet import PushResult, push_reports
-from workloads.services.apply import allocations_join
 from simulator.keepalive import Plan, post_snapshot
+from workloads.services.apply import allocations_join
 
 DEMO_USER = "admin"
 # What people declare and agents cannot know: the hardware a DGX H100 should have.
