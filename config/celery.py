@@ -15,6 +15,8 @@ a report is applied             clusters.tasks.reconcile_server: the        `aft
                                 requested (coalesced: `reconcile_soon`)
 a report is applied or          health.tasks.record_health: its events and  `after_task`
 superseded                      counters, then the health findings          here
+health is recorded (new events) workloads.tasks.name_event_holders: each    `after_task`
+                                event named by the workload on its GPU      here; beat (60 s)
 a snapshot is applied (pushed,  clusters.tasks.reconcile (coalesced)        snapshot_*, on
 pulled, imported, by a worker)                                              commit
 a person binds/unbinds a node   clusters.tasks.reconcile (coalesced)        node_bind, on
@@ -58,15 +60,28 @@ HEALTH_WINDOW_S = 2.0
 worker process (each run records every report applied since the last one)."""
 
 APPLY_REPORT = "inventory.tasks.apply_report"
+RECORD_HEALTH = "health.tasks.record_health"
 
 
 @task_success.connect
 def after_task(sender: Any = None, result: Any = None, **_: Any) -> None:
     """What follows a task across layers; see the table above. Called by Celery after every
     task that succeeds, in the worker that ran it (with a broker) or here (in-process)."""
-    if sender is None or sender.name != APPLY_REPORT or not isinstance(result, dict):
+    if sender is None:
         return
-    after_report(result)
+    if sender.name == APPLY_REPORT and isinstance(result, dict):
+        after_report(result)
+    elif sender.name == RECORD_HEALTH and isinstance(result, int) and result > 0:
+        after_health(result)
+
+
+def after_health(recorded: int) -> None:
+    """The follow-up of a `record_health` pass that recorded something: the workloads layer
+    names the job or pod that held each new event's GPU."""
+    from core.tasks import enqueue
+    from workloads.tasks import name_event_holders
+
+    enqueue(name_event_holders)
 
 
 def after_report(result: dict[str, Any]) -> None:

@@ -41,6 +41,10 @@ class HealthEvent(models.Model):
     count = models.PositiveBigIntegerField(default=1)
     dedupe_key = models.CharField(max_length=200, unique=True)
     updated_at = models.DateTimeField(default=timezone.now)
+    # The workload that held the GPU when the episode began, copied by the workloads layer
+    # (`workloads.services.holders`; health never reads workloads): `workload_id`,
+    # `scheduler_id`, `user`, `account`, `cluster`, `kind`; null while none is known.
+    holder = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["-last_seen", "-id"]
@@ -54,6 +58,23 @@ class HealthEvent(models.Model):
     def __str__(self) -> str:
         code = f" {self.code}" if self.code is not None else ""
         return f"{self.get_kind_display()}{code} x{self.count}"
+
+    @property
+    def holder_words(self) -> str:
+        """ "job 5679 of alice", "pods ml/trainer of namespace ml", or "" without a holder."""
+        return holder_words(self.holder)
+
+
+def holder_words(holder: dict | None) -> str:
+    """The holder of `HealthEvent.holder` in a few words (plain text: pages escape it)."""
+    if not holder:
+        return ""
+    sid = holder.get("scheduler_id") or "?"
+    if holder.get("kind") == "pods":
+        namespace = holder.get("account") or str(sid).partition("/")[0]
+        return f"pods {sid} of namespace {namespace}"
+    user = holder.get("user")
+    return f"job {sid} of {user}" if user else f"job {sid}"
 
 
 class HealthEventReceipt(models.Model):

@@ -1,0 +1,99 @@
+"""Health events named by the workload that held their GPU when they began.
+
+Health sits below workloads and never reads them, so this layer copies the holder into
+`HealthEvent.holder` (a plain, denormalised record the health page, the GPU page, webhooks
+and alerts show as is). Run after each `record_health` pass (`config/celery.py`) and by beat
+as the safety net: events whose holder is unset and that began within `LOOKBACK` are looked
+at again, so a jobs snapshot that arrives after the event still names it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db.models import Q
+from django.utils import timezone
+
+from health.models import HealthEvent
+
+from ..holders import HeldSpan, HolderIndex
+from ..models import Allocation
+
+LOOKBACK = timedelta(days=2)
+"""How far back an unnamed event is still looked at: a jobs listing arrives within minutes."""
+
+BATCH = 2000
+"""Events per batch: one query for their allocations, one bulk update."""
+
+
+def event_holders_name(*, since: datetime | None = None, now: datetime | None = None) -> int:
+    """Fill `holder` of the GPU events begun since `since` (default: `LOOKBACK` ago) that have
+    none; returns how many were named. Three queries a batch (events, their allocations, the
+    update), never one per event."""
+    since = since or (now or timezone.now()) - LOOKBACK
+    pending = (
+        HealthEvent.objects.filter(holder__isnull=True, first_seen__gte=since)
+        .filter(Q(gpu__isnull=False) | ~Q(gpu_serial=""))
+        .order_by("id")
+    )
+    named = 0
+    last_id = 0
+    while True:
+        events = list(
+            pending.filter(id__gt=last_id).only("id", "gpu_id", "gpu_serial", "first_seen")[:BATCH]
+        )
+        if not events:
+            return named
+        last_id = events[-1].pk
+        index = HolderIndex(_spans(events))
+        changed = []
+        for event in events:
+            holder = index.holder_at(event.gpu_id, event.gpu_serial, event.first_seen)
+            if holder is not None:
+                event.holder = holder
+                changed.append(event)
+        HealthEvent.objects.bulk_update(changed, ["holder"])
+        named += len(changed)
+
+
+def _spans(events: list[HealthEvent]) -> list[HeldSpan]:
+    """The allocations on these events' GPUs (by row or serial) that overlap their times:
+    one query."""
+    gpu_ids = {e.gpu_id for e in events if e.gpu_id is not None}
+    serials = {e.gpu_serial for e in events if e.gpu_serial}
+    earliest = min(e.first_seen for e in events)
+    latest = max(e.first_seen for e in events)
+    rows = (
+        Allocation.objects.filter(Q(gpu_id__in=gpu_ids) | Q(gpu_serial__in=serials))
+        .filter(since__lte=latest)
+        .filter(Q(until__isnull=True) | Q(until__gt=earliest))
+        .values_list(
+            "gpu_id",
+            "gpu_serial",
+            "since",
+            "until",
+            "workload_id",
+            "workload__scheduler_id",
+            "workload__user",
+            "workload__account",
+            "workload__kind",
+            "workload__cluster__name",
+        )
+    )
+    return [
+        HeldSpan(
+            gpu_id,
+            serial,
+            since,
+            until,
+            {
+                "workload_id": wid,
+                "scheduler_id": sid,
+                "user": user,
+                "account": account,
+                "kind": kind,
+                "cluster": cluster,
+            },
+        )
+        for gpu_id, serial, since, until, wid, sid, user, account, kind, cluster in rows
+    ]
