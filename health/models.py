@@ -10,6 +10,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from core.links import workload_path
 from inventory.models import Gpu, Server
 
 from .choices import EventKind, Severity
@@ -63,6 +64,12 @@ class HealthEvent(models.Model):
     def holder_words(self) -> str:
         """ "job 5679 of alice", "pods ml/trainer of namespace ml", or "" without a holder."""
         return holder_words(self.holder)
+
+    @property
+    def holder_path(self) -> str:
+        """The holder's workload page, or "" without a holder."""
+        wid = (self.holder or {}).get("workload_id")
+        return workload_path(int(wid)) if wid else ""
 
 
 def holder_words(holder: dict | None) -> str:

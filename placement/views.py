@@ -14,6 +14,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from clusters.choices import ClusterKind
+from core.links import workload_path
 from health.selectors import gpus_needing_action, gpus_needing_action_by_reason
 
 from .api.serializers import CapacityQuerySerializer, PlacementQuerySerializer
@@ -26,7 +27,7 @@ from .failure_domains import (
     failure_domain_rankings,
     server_resolve,
 )
-from .failure_domains.arithmetic import percent
+from .failure_domains.arithmetic import percent, workload_words
 from .selectors import placement_choices
 from .service import capacity_plan, placement_find
 from .types import PlacementRequestError, mig_slices, reason_text
@@ -146,6 +147,9 @@ def _failure(request: HttpRequest) -> dict[str, Any]:
         return context
     for row in domain["degraded_servers"]:  # 12.5%, as the words above the table say it
         row["share_words"] = percent(row["share_lost"] or 0.0)
+    for work in domain["workloads"]:  # "job 5679 (alice, 16 GPUs)", linked to its page
+        work["words"] = workload_words(work)
+        work["path"] = workload_path(work["id"])
     context["domain"] = domain
     return context
 

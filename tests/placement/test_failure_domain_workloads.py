@@ -180,3 +180,20 @@ def test_workloads_cost_one_query_however_many_there_are():
         return len(domain), len(ranking)
 
     assert cost(2, "few") == cost(8, "many")
+
+
+def test_the_failure_tab_names_the_workloads_it_stops_escaped(client, django_user_model):
+    client.force_login(django_user_model.objects.create_user("ops"))
+    servers = slurm_fleet(["dgx-01", "dgx-02"])
+    big = workload("5679", user="alice")
+    hold(big, servers["dgx-01"], range(8))
+    hold(big, servers["dgx-02"], range(8))
+    hold(workload("<b>9</b>", user="<script>x</script>"), servers["dgx-01"], [0])
+    Server.objects.filter(hostname__startswith="dgx").update(rack="r1")
+    page = client.get("/placement/?tab=failure&rack=r1").content.decode()
+    assert f'href="/workloads/{big.pk}/">job 5679 (alice, 16 GPUs)</a>' in page
+    assert "stops" in page
+    assert "<script>x</script>" not in page and "&lt;script&gt;x&lt;/script&gt;" in page
+    assert "<b>9</b>" not in page
+    ranking = client.get("/placement/?tab=failure").content.decode()
+    assert "Workloads (users)" in ranking and "2 (2)" in ranking
