@@ -66,6 +66,24 @@ class HealthEvent(models.Model):
         return holder_words(self.holder)
 
     @property
+    def sentence(self) -> str:
+        """ "Xid 79 on dgx-07 GPU 3 at 10:02 while job 5679 of alice held it" (the server and
+        GPU rows read with it: `select_related`)."""
+        what = (
+            f"{self.get_kind_display()} {self.code}"
+            if self.code is not None
+            else (self.get_kind_display())
+        )
+        where = self.server.hostname
+        if self.gpu_id is not None and self.gpu is not None and self.gpu.index is not None:
+            where += f" GPU {self.gpu.index}"
+        elif self.pci_bus_id:
+            where += f" {self.pci_bus_id}"
+        words = f"{what} on {where} at {timezone.localtime(self.first_seen):%Y-%m-%d %H:%M}"
+        holder = self.holder_words
+        return f"{words} while {holder} held it" if holder else words
+
+    @property
     def holder_path(self) -> str:
         """The holder's workload page, or "" without a holder."""
         wid = (self.holder or {}).get("workload_id")

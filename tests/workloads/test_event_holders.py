@@ -164,3 +164,29 @@ def test_in_process_the_follow_up_names_the_event_at_once(monkeypatch):
     monkeypatch.setattr("health.tasks.health_findings_sync", lambda: (0, 0, 0))
     record_health.apply().get()
     assert holder_of(ev)["scheduler_id"] == "5679"
+
+
+def test_the_pages_say_who_held_the_gpu_linked_and_escaped(client, django_user_model):
+    client.force_login(django_user_model.objects.create_user("ops"))
+    dgx = server_with_gpus("dgx-07")
+    job = workload("5679", user="alice")
+    hold(job, dgx, [3], since=T0)
+    ev = event(dgx, 3, T0 + timedelta(minutes=2))
+    evil = workload("<i>6</i>", user="<script>bob</script>")
+    hold(evil, dgx, [4], since=T0)
+    event(dgx, 4, T0 + timedelta(minutes=3), code=48)
+    event_holders_name()
+    link = f'<a href="/workloads/{job.pk}/">job 5679 of alice</a>'
+    health = client.get("/health/").content.decode()
+    gpu = client.get(f"/gpus/{ev.gpu_id}/").content.decode()
+    server = client.get(f"/servers/{dgx.pk}/").content.decode()
+    assert all(link in page for page in (health, gpu, server))
+    for page in (health, server):  # the GPU page lists GPU 3's events only
+        assert "<script>bob" not in page and "&lt;script&gt;bob&lt;/script&gt;" in page
+    local = timezone.localtime(ev.first_seen)
+    assert f"Xid 79 on dgx-07 GPU 3 at {local:%Y-%m-%d %H:%M} while job 5679 of alice held it" in (
+        health
+    )
+    response = client.get("/health/?format=csv&table=recent-events")
+    csv = b"".join(response.streaming_content).decode()
+    assert "job 5679 of alice" in csv
