@@ -1,4 +1,5 @@
-"""Reads behind /metrics: each figure one aggregate query, whatever the fleet's size.
+"""Reads behind /metrics (each figure one aggregate query, whatever the fleet's size), and
+the workloads that alerts and webhook bodies name.
 
 Everything is computed from the database at scrape time, so every gunicorn worker (and every
 host) answers the same numbers; nothing is counted in a process.
@@ -6,8 +7,10 @@ host) answers the same numbers; nothing is counted in a process.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db.models import (
@@ -30,6 +33,7 @@ from inventory.choices import ReportStatus
 from inventory.health import gpu_problem_code, problem_of_code
 from inventory.models import Gpu, MigDevice, Report, Server
 from inventory.selectors import server_state_expression
+from workloads.services.holders import gpu_holders_at
 
 from .choices import DeliveryStatus
 from .models import Delivery, ReportOutcomeCount, Webhook
@@ -185,3 +189,12 @@ def webhook_list() -> QuerySet[Webhook]:
 def webhook_deliveries(*, webhook: Webhook) -> QuerySet[Delivery]:
     """A webhook's deliveries, newest first, without their bodies."""
     return Delivery.objects.filter(webhook=webhook).order_by("-id").defer("payload")
+
+
+def finding_holders(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any] | None]:
+    """The workload that held each finding's GPU when it was raised (None for a finding
+    about no GPU, or a GPU no workload held): one query for all the rows, none without a
+    GPU finding."""
+    return gpu_holders_at(
+        [(r.get("gpu_id"), r.get("gpu__serial") or "", r["first_seen"]) for r in rows]
+    )

@@ -9,7 +9,9 @@ at again, so a jobs snapshot that arrives after the event still names it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db.models import Q
 from django.utils import timezone
@@ -45,7 +47,14 @@ def event_holders_name(*, since: datetime | None = None, now: datetime | None = 
         if not events:
             return named
         last_id = events[-1].pk
-        index = HolderIndex(_spans(events))
+        index = HolderIndex(
+            held_spans(
+                gpu_ids={e.gpu_id for e in events if e.gpu_id is not None},
+                serials={e.gpu_serial for e in events if e.gpu_serial},
+                earliest=min(e.first_seen for e in events),
+                latest=max(e.first_seen for e in events),
+            )
+        )
         changed = []
         for event in events:
             holder = index.holder_at(event.gpu_id, event.gpu_serial, event.first_seen)
@@ -56,13 +65,30 @@ def event_holders_name(*, since: datetime | None = None, now: datetime | None = 
         named += len(changed)
 
 
-def _spans(events: list[HealthEvent]) -> list[HeldSpan]:
-    """The allocations on these events' GPUs (by row or serial) that overlap their times:
+def gpu_holders_at(
+    moments: Sequence[tuple[int | None, str, datetime]],
+) -> list[dict[str, Any] | None]:
+    """The holder (as `HealthEvent.holder`) of each (GPU id, GPU serial, moment), or None:
+    what a webhook body or an alert about a GPU names. One query, none without moments."""
+    wanted = [m for m in moments if m[0] is not None or m[1]]
+    if not wanted:
+        return [None] * len(moments)
+    index = HolderIndex(
+        held_spans(
+            gpu_ids={g for g, _s, _at in wanted if g is not None},
+            serials={s for _g, s, _at in wanted if s},
+            earliest=min(at for _g, _s, at in wanted),
+            latest=max(at for _g, _s, at in wanted),
+        )
+    )
+    return [index.holder_at(gpu, serial, at) for gpu, serial, at in moments]
+
+
+def held_spans(
+    *, gpu_ids: set[int], serials: set[str], earliest: datetime, latest: datetime
+) -> list[HeldSpan]:
+    """The allocations on these GPUs (by row or serial) that overlap [earliest, latest]:
     one query."""
-    gpu_ids = {e.gpu_id for e in events if e.gpu_id is not None}
-    serials = {e.gpu_serial for e in events if e.gpu_serial}
-    earliest = min(e.first_seen for e in events)
-    latest = max(e.first_seen for e in events)
     rows = (
         Allocation.objects.filter(Q(gpu_id__in=gpu_ids) | Q(gpu_serial__in=serials))
         .filter(since__lte=latest)
