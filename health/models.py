@@ -6,6 +6,9 @@ row and copy its serial, server and PCI bus as they were when it happened.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -90,7 +93,7 @@ class HealthEvent(models.Model):
         return workload_path(int(wid)) if wid else ""
 
 
-def holder_words(holder: dict | None) -> str:
+def holder_words(holder: Mapping[str, Any] | None) -> str:
     """The holder of `HealthEvent.holder` in a few words (plain text: pages escape it)."""
     if not holder:
         return ""

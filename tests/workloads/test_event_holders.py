@@ -190,3 +190,23 @@ def test_the_pages_say_who_held_the_gpu_linked_and_escaped(client, django_user_m
     response = client.get("/health/?format=csv&table=recent-events")
     csv = b"".join(response.streaming_content).decode()
     assert "job 5679 of alice" in csv
+
+
+def test_the_health_events_api_names_the_workload(api):
+    dgx = server_with_gpus("dgx-07")
+    job = workload("5679", user="alice")
+    hold(job, dgx, [3], since=T0)
+    event(dgx, 3, T0 + timedelta(minutes=2))
+    event(dgx, 1, T0 + timedelta(minutes=2), code=48)
+    event_holders_name()
+    rows = api.get("/api/v1/health-events/").json()["results"]
+    by_code = {r["code"]: r["workload"] for r in rows}
+    assert by_code[48] is None
+    assert by_code[79] == {
+        "workload_id": job.pk,
+        "scheduler_id": "5679",
+        "kind": "slurm_job",
+        "cluster": "hpc",
+        "user": "alice",
+        "account": "",
+    }
