@@ -10,7 +10,7 @@ fleet as placement reads it (`capacity_after`); racks and servers rank by the GP
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -123,29 +123,45 @@ class Holdings:
     def __init__(self, held: Iterable[HeldGpus] = ()) -> None:
         self.by_server: dict[int, list[HeldGpus]] = defaultdict(list)
         self.nodes: dict[int, set[str]] = defaultdict(set)
+        self.servers: dict[int, set[int | None]] = defaultdict(set)
         for gpu in held:
             self.nodes[gpu.workload_id].add(gpu.node)
+            self.servers[gpu.workload_id].add(gpu.server_id)
             if gpu.server_id is not None:
                 self.by_server[gpu.server_id].append(gpu)
 
 
 def workloads_hit(
-    holdings: Holdings, *, lost: Iterable[int], degraded: Iterable[int] = ()
+    holdings: Holdings,
+    *,
+    lost: Iterable[int],
+    degraded: Iterable[int] = (),
+    local: Mapping[int, Hashable] | None = None,
 ) -> list[dict[str, Any]]:
     """The workloads a failure hits: every workload with a GPU on a `lost` server stops (a
     job does not survive one of its nodes; a job wholly under a leaf that cuts its servers
     off stops with them); a workload spanning several nodes with a GPU on a `degraded`
     server (a leaf's rail, a spine's share of the way up) loses bandwidth, as it runs at its
     slowest node's pace. A one-node workload on a degraded server keeps its GPUs' links and
-    is not listed. `gpus` counts the GPUs it holds on the servers named. Those that stop
-    come first, then by GPUs, most first."""
+    is not listed; so is one whose servers all share one `local` key (a spine: servers
+    under the same leaves, whose traffic never climbs to it). `gpus` counts the GPUs it
+    holds on the servers named. Those that stop come first, then by GPUs, most first."""
+
+    def stays_local(workload_id: int) -> bool:
+        if local is None:
+            return False
+        keys = {local.get(s) if s is not None else None for s in holdings.servers[workload_id]}
+        return len(keys) == 1 and None not in keys
+
     found: dict[int, dict[str, Any]] = {}
     for which, servers in (("stops", lost), ("loses_bandwidth", degraded)):
         for server_id in set(servers):
             for gpu in holdings.by_server.get(server_id, ()):
                 entry = found.get(gpu.workload_id)
                 if entry is None:
-                    if which == "loses_bandwidth" and len(holdings.nodes[gpu.workload_id]) < 2:
+                    if which == "loses_bandwidth" and (
+                        len(holdings.nodes[gpu.workload_id]) < 2 or stays_local(gpu.workload_id)
+                    ):
                         continue
                     entry = found[gpu.workload_id] = {
                         "id": gpu.workload_id,

@@ -78,6 +78,7 @@ def failure_domain(
     degraded: list[dict[str, Any]] = []
     degraded_gpus: list[dict[str, Any]] = []
     fabric: dict[str, Any] | None = None
+    local: dict[int, frozenset[int]] | None = None
     if kind == "server":
         rows = list(
             Server.objects.filter(Q(pk=server) | Q(physical_host_id=server)).values(*SERVER_FIELDS)
@@ -87,7 +88,9 @@ def failure_domain(
             Server.objects.filter(Q(rack=rack) | Q(physical_host__rack=rack)).values(*SERVER_FIELDS)
         )
     elif str(switch).strip().isdigit():  # a discovered fabric switch, by id
-        rows, degraded, degraded_gpus, fabric = _fabric_switch_servers(int(str(switch).strip()))
+        rows, degraded, degraded_gpus, fabric, local = _fabric_switch_servers(
+            int(str(switch).strip())
+        )
     else:  # a switch by the name agents' LLDP and people's locations give
         rows, degraded, degraded_gpus = _switch_servers(str(switch))
     lost_ids = {r["id"] for r in rows}
@@ -190,7 +193,7 @@ def failure_domain(
         "degraded_gpus": degraded_gpus,
         "fabric": fabric,
         "workloads": workloads_hit(
-            held_gpus(lost_ids | degraded_ids), lost=lost_ids, degraded=degraded_ids
+            held_gpus(lost_ids | degraded_ids), lost=lost_ids, degraded=degraded_ids, local=local
         ),
         **capacity_after(fleet, {twin[0] for _, twin in lost_nodes}),
     }
@@ -404,11 +407,19 @@ def _count_by_server(queryset: QuerySet, field: str) -> dict[int, int]:
 
 def _fabric_switch_servers(
     switch_id: int,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
-    """The servers a discovered fabric switch cuts off and degrades, and what it takes, in
-    words and numbers: five queries for a leaf (the switch, the cables of the servers under
-    it, their servers, their GPUs, their GPU-NIC links), six above the leaves (the switch,
-    the tiers, the trunks, the cables of the servers below, their servers, their GPUs).
+) -> tuple[
+    list[dict[str, Any]],
+    list[dict[str, Any]],
+    list[dict[str, Any]],
+    dict[str, Any],
+    dict[int, frozenset[int]] | None,
+]:
+    """The servers a discovered fabric switch cuts off and degrades, what it takes, in
+    words and numbers, and above the leaves each degraded server's leaves (a workload under
+    one set of leaves never reaches the switch: `workloads_hit`'s `local`). Five queries
+    for a leaf (the switch, the cables of the servers under it, their servers, their GPUs,
+    their GPU-NIC links), six above the leaves (the switch, the tiers, the trunks, the
+    cables of the servers below, their servers, their GPUs).
 
     A leaf degrades the servers it takes a NIC of (`rails_lost`, `nics_lost`, the GPUs whose
     nearest NIC that is); a spine the servers under the leaves it serves, by the share of
@@ -518,7 +529,8 @@ def _fabric_switch_servers(
         ),
         "per_job": per_job_words(job_slots(gpu_counts, losses), server_share),
     }
-    return rows, degraded, gpu_list, fabric
+    local = {sid: frozenset(sw for sw, _g, _r in ends) for sid, ends in cables.items()}
+    return rows, degraded, gpu_list, fabric, (None if leaf else local)
 
 
 def _degraded(
@@ -653,7 +665,9 @@ def fabric_switch_ranking(
         gbps_lost = 0.0
         servers_degraded = gpus_degraded = 0
         degraded_ids: set[int] = set()
+        local: dict[int, int] | None = None
         if sid in spines:
+            local = {}
             spine = spines[sid]
             gbps_lost = spine.gbps_lost
             shares = uplink_shares(trunks[fabric_id], tiers[fabric_id], sid)
@@ -663,6 +677,7 @@ def fabric_switch_ranking(
             for key, (gbps, total) in lost.items():
                 behind[share_of(gbps, total)] += len(alike[key])
                 degraded_ids.update(alike[key])
+                local.update(dict.fromkeys(alike[key], key))
                 servers_degraded += len(alike[key])
                 gpus_degraded += group_gpus[fabric_id][key]
         else:
@@ -690,7 +705,7 @@ def fabric_switch_ranking(
                 "bisection_share_lost": spine.share if spine else None,
                 "isolated_switches": len(spine.isolated_switches) if spine else 0,
                 "message": fabric_loss_words(label, tier, leaf, spine, behind=behind),
-                **hit_counts(workloads_hit(held, lost=cut, degraded=degraded_ids)),
+                **hit_counts(workloads_hit(held, lost=cut, degraded=degraded_ids, local=local)),
             }
         )
     if rank == "gpus":

@@ -53,6 +53,9 @@ def test_the_arithmetic_stops_what_is_on_lost_servers_and_slows_spread_jobs():
     assert hit[0]["nodes"] == 2 and hit[0]["loses_bandwidth"] is False
     assert hit_counts(hit) == {"workloads": 3, "users": 3}
     assert workloads_hit(holdings, lost=(), degraded={1, 2})[0]["gpus"] == 16
+    # above the leaves: a job whose servers share their leaves is not slowed
+    spine = workloads_hit(holdings, lost=(), degraded={1, 2, 3, 4}, local={1: "a", 2: "a", 3: "a"})
+    assert names(spine) == [("4", 16, "slows")]
     assert workload_words({"scheduler_id": "5679", "user": "alice", "gpus": 16}) == (
         "job 5679 (alice, 16 GPUs)"
     )
@@ -120,9 +123,16 @@ def test_a_fabric_leaf_slows_a_job_spread_across_leaves_and_a_spine_too(api):
     job = workload("700", user="alice")
     hold(job, servers["gpu00001"], range(8))
     hold(job, servers["gpu00003"], range(8))
+    # under one set of leaves: a leaf's rail slows it, a spine never carries its traffic
+    under_one_leaf = workload("701", user="bob")
+    hold(under_one_leaf, servers["gpu00003"], [0])
+    hold(under_one_leaf, servers["gpu00004"], [0])
     leaf = Switch.objects.get(name="leaf-su0001-r3")
     answer = api.get(f"/api/v1/failure-domains/?switch={leaf.pk}").json()
     assert names(answer["workloads"]) == [("700", 8, "slows")]
+    other_leaf = Switch.objects.get(name="leaf-su0002-r1")
+    answer = api.get(f"/api/v1/failure-domains/?switch={other_leaf.pk}").json()
+    assert names(answer["workloads"]) == [("700", 8, "slows"), ("701", 2, "slows")]
     spine = Switch.objects.filter(name="spine-p001-01").order_by("pk").last()
     answer = api.get(f"/api/v1/failure-domains/?switch={spine.pk}").json()
     assert names(answer["workloads"]) == [("700", 16, "slows")]
@@ -157,10 +167,16 @@ def test_the_switch_ranking_counts_the_workloads_a_leaf_hits():
     job = workload("700", user="alice")
     hold(job, servers["gpu00001"], range(8))
     hold(job, servers["gpu00003"], range(8))
+    local = workload("701", user="bob")
+    hold(local, servers["gpu00003"], [0])
+    hold(local, servers["gpu00004"], [0])
     items = failure_domain_ranking(by="switch", rank="workloads", limit=1000)["items"]
-    assert items[0]["workloads"] == 1 and items[0]["users"] == 1
-    leaf = next(i for i in items if i["name"].endswith("leaf-su0002-r1"))
-    assert leaf["workloads"] == 1
+    by_name = {i["name"].split("/")[-1]: (i["workloads"], i["users"]) for i in items}
+    assert by_name["leaf-su0002-r1"] == (2, 2)  # rail 1 of both jobs' nodes
+    assert by_name["leaf-su0001-r1"] == (1, 1)
+    spine = next(v for k, v in by_name.items() if k.startswith("spine-p001"))
+    assert spine == (1, 1)  # the job under one set of leaves never reaches a spine
+    assert items[0]["workloads"] == 2  # ranked by workloads
 
 
 def test_workloads_cost_one_query_however_many_there_are():
