@@ -3,8 +3,8 @@
 Health sits below workloads and never reads them, so this layer copies the holder into
 `HealthEvent.holder` (a plain, denormalised record the health page, the GPU page, webhooks
 and alerts show as is). Run after each `record_health` pass (`config/celery.py`) and by beat
-as the safety net: events whose holder is unset and that began within `LOOKBACK` are looked
-at again, so a jobs snapshot that arrives after the event still names it.
+as the safety net: events whose holder is unset and that were seen within `LOOKBACK` are
+looked at again, so a jobs snapshot that arrives after the event still names it.
 """
 
 from __future__ import annotations
@@ -29,12 +29,13 @@ BATCH = 2000
 
 
 def event_holders_name(*, since: datetime | None = None, now: datetime | None = None) -> int:
-    """Fill `holder` of the GPU events begun since `since` (default: `LOOKBACK` ago) that have
+    """Fill `holder` of the GPU events seen since `since` (default: `LOOKBACK` ago) that have
     none; returns how many were named. Three queries a batch (events, their allocations, the
     update), never one per event."""
     since = since or (now or timezone.now()) - LOOKBACK
     pending = (
-        HealthEvent.objects.filter(holder__isnull=True, first_seen__gte=since)
+        # `last_seen` is indexed, and an episode seen since `since` may have begun before it
+        HealthEvent.objects.filter(holder__isnull=True, last_seen__gte=since)
         .filter(Q(gpu__isnull=False) | ~Q(gpu_serial=""))
         .order_by("id")
     )
