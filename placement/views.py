@@ -123,9 +123,18 @@ def _placement(request: HttpRequest) -> dict[str, Any]:
     return context
 
 
+RANK_WORDS = {"gpus": "GPUs they take down", "workloads": "workloads they hit", "users": "users"}
+"""The failure tab's rankings, by `?rank=` (the API's `rank`)."""
+
+
 def _failure(request: HttpRequest) -> dict[str, Any]:
-    rankings = failure_domain_rankings(limit=10)
+    rank = request.GET.get("rank", "gpus")
+    rank = rank if rank in RANK_WORDS else "gpus"
+    rankings = failure_domain_rankings(limit=10, rank=rank)
     context: dict[str, Any] = {
+        "rank": rank,
+        "rank_words": RANK_WORDS[rank],
+        "rank_choices": list(RANK_WORDS),
         "choices": failure_domain_choices(),
         "fabric_switches": fabric_switch_choices(),
         "rack_ranking": rankings["rack"],

@@ -134,6 +134,7 @@ def test_a_fabric_leaf_slows_a_job_spread_across_leaves_and_a_spine_too(api):
     answer = api.get(f"/api/v1/failure-domains/?switch={other_leaf.pk}").json()
     assert names(answer["workloads"]) == [("700", 8, "slows"), ("701", 2, "slows")]
     spine = Switch.objects.filter(name="spine-p001-01").order_by("pk").last()
+    assert spine is not None
     answer = api.get(f"/api/v1/failure-domains/?switch={spine.pk}").json()
     assert names(answer["workloads"]) == [("700", 16, "slows")]
 
@@ -213,3 +214,6 @@ def test_the_failure_tab_names_the_workloads_it_stops_escaped(client, django_use
     assert "<b>9</b>" not in page
     ranking = client.get("/placement/?tab=failure").content.decode()
     assert "Workloads (users)" in ranking and "2 (2)" in ranking
+    by_users = client.get("/placement/?tab=failure&rank=users").content.decode()
+    assert "Racks by users" in by_users and "<strong>users</strong>" in by_users
+    assert "Racks by GPUs" in client.get("/placement/?tab=failure&rank=nope").content.decode()

@@ -4,6 +4,7 @@ and the follow-up that names them after `record_health`, in process and with a b
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -39,7 +40,7 @@ def event(server, index: int, at, *, code: int = 79, **fields) -> HealthEvent:
     )
 
 
-def holder_of(ev: HealthEvent) -> dict | None:
+def holder_of(ev: HealthEvent) -> Any:
     return HealthEvent.objects.get(pk=ev.pk).holder
 
 
