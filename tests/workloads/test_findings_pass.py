@@ -151,3 +151,25 @@ def _queries(n: int, prefix: str) -> int:
 
 def test_the_findings_pass_costs_the_same_queries_for_2_and_20_servers():
     assert _queries(2, "a") == _queries(20, "b")
+
+
+@pytest.mark.skipif(
+    "processes"
+    not in __import__("agent.schema").schema.load_schema()["$defs"]["gpu"]["properties"],
+    reason="the report schema has no processes yet",
+)
+def test_an_applied_report_is_followed_by_its_facts_and_findings():
+    """Through ingest and the apply task, as an agent's report goes (in-process tasks)."""
+    import json
+
+    from inventory.services import agent_token_create, report_receive
+    from inventory.tasks import apply_report
+    from tests.reports import make_report
+
+    payload = make_report("dgx-07", gpus=2)
+    payload["gpus"][1]["processes"] = [proc(77, memory_mib=2048)]
+    token, _ = agent_token_create(name="dgx-07")
+    received = report_receive(token=token, body=json.dumps(payload).encode())
+    assert apply_report.apply((received.report_id,)).get()["status"] == "applied"
+    assert list(GpuProcess.objects.values_list("pid", flat=True)) == [77]
+    assert open_findings() == [(FindingType.STRAY_GPU_PROCESS, Severity.WARNING)]
