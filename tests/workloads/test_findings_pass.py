@@ -7,6 +7,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from agent.schema import load_schema
 from findings.choices import Family, FindingType, Severity
 from findings.models import Finding
 from inventory.choices import GpuStatus
@@ -18,6 +19,8 @@ from workloads.services.findings import workload_findings_refresh
 from workloads.tasks import record_workload_facts
 
 pytestmark = pytest.mark.django_db
+
+REPORTS_PROCESSES = "processes" in load_schema()["$defs"]["gpu"]["properties"]
 
 
 def open_findings() -> list[tuple[str, str]]:
@@ -153,11 +156,7 @@ def test_the_findings_pass_costs_the_same_queries_for_2_and_20_servers():
     assert _queries(2, "a") == _queries(20, "b")
 
 
-@pytest.mark.skipif(
-    "processes"
-    not in __import__("agent.schema").schema.load_schema()["$defs"]["gpu"]["properties"],
-    reason="the report schema has no processes yet",
-)
+@pytest.mark.skipif(not REPORTS_PROCESSES, reason="the report schema has no processes yet")
 def test_an_applied_report_is_followed_by_its_facts_and_findings():
     """Through ingest and the apply task, as an agent's report goes (in-process tasks)."""
     import json
