@@ -224,7 +224,7 @@ def _load(report_ids: list[int]) -> list[_ServerFacts]:
     )
     newest: dict[int, _ServerFacts] = {}
     for row in rows:
-        newest[row["server_id"]] = _parse(row)
+        newest[row["server_id"]] = _parse(dict(row))
     return list(newest.values())
 
 
@@ -270,7 +270,8 @@ def _processes(facts: _ServerFacts, item: dict[str, Any], gpu: str, device: str,
     for p in item.get("processes") or []:
         if not isinstance(p, dict) or not isinstance(p.get("pid"), int):
             continue
-        ref = p.get("workload") if isinstance(p.get("workload"), dict) else {}
+        found = p.get("workload")
+        ref: dict[str, Any] = found if isinstance(found, dict) else {}
         scheduler = str(ref.get("scheduler") or "")
         memory = p.get("used_memory_bytes")
         facts.processes.append(
@@ -344,7 +345,7 @@ def _slurm_clusters(server_ids: list[int]) -> dict[int, tuple[int, ...]]:
     return {s: tuple(sorted(c)) for s, c in out.items()}
 
 
-_RANK = {WorkloadState.RUNNING: 0, WorkloadState.PENDING: 1}
+_RANK: dict[str, int] = {WorkloadState.RUNNING: 0, WorkloadState.PENDING: 1}
 
 
 def _best(candidates: Iterable[tuple[int, str] | None]) -> tuple[int, str] | None:

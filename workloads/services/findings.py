@@ -52,7 +52,14 @@ def workload_findings_refresh(*, now: datetime | None = None) -> tuple[int, int,
 
 
 def _ref(wid: int, row: dict[str, Any], prefix: str) -> WorkloadRef:
-    return WorkloadRef(id=wid, **{f: row[f"{prefix}{f}"] or "" for f in _WORKLOAD_FIELDS})
+    return WorkloadRef(
+        id=wid,
+        cluster_id=row[f"{prefix}cluster_id"],
+        scheduler_id=row[f"{prefix}scheduler_id"],
+        user=row[f"{prefix}user"] or "",
+        account=row[f"{prefix}account"] or "",
+        state=row[f"{prefix}state"] or "",
+    )
 
 
 def workload_facts_gather() -> WorkloadFacts:
@@ -224,9 +231,9 @@ def _wrong_places() -> tuple[dict[int, WrongPlace], dict[int, WrongPlace]]:
     for r in rows:
         sid = r["server_id"] or r["node__server_id"]
         if sid is not None:
-            servers.setdefault(sid, []).append(r)
+            servers.setdefault(sid, []).append(dict(r))
         elif r["node_id"] is not None:
-            nodes.setdefault(r["node_id"], []).append(r)
+            nodes.setdefault(r["node_id"], []).append(dict(r))
 
     def place(sid: int | None, found: list[dict[str, Any]]) -> WrongPlace:
         first = found[0]

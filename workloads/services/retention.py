@@ -58,7 +58,7 @@ def workloads_summarise(*, now: datetime, batch: int = BATCH) -> int:
             )
             if not rows:
                 return done
-            _summarise(rows)
+            _summarise([dict(r) for r in rows])
             Workload.objects.filter(id__in=[r["id"] for r in rows]).delete()
         done += len(rows)
         if len(rows) < batch:
