@@ -203,18 +203,25 @@ def _by_device(processes: Iterable[ProcessFact]) -> dict[tuple[int, str], list[P
 def process_outside_allocation(facts: WorkloadFacts) -> list[FindingFact]:
     """A running workload's process on a GPU its allocations on that server do not include:
     the allocation is not enforced (Slurm's `ConstrainDevices=no`, a container given every
-    GPU). Judged only where the scheduler named the workload's devices there: an allocation
-    known by count alone says nothing about which GPU is right."""
+    GPU, a job's process on a server it was not given). Judged only where the scheduler named
+    the workload's devices: an allocation known by count alone says nothing about which GPU
+    is right."""
     held: dict[tuple[int, int | None], list[HeldDevice]] = defaultdict(list)
+    named: set[int] = set()  # workloads whose devices the scheduler named somewhere
     for h in facts.held:
         held[(h.workload_id, h.server_id)].append(h)
+        if h.known:
+            named.add(h.workload_id)
     groups: dict[tuple[int, int, str], list[ProcessFact]] = defaultdict(list)
     for p in facts.processes:
         w = facts.workloads.get(p.workload_id) if p.workload_id is not None else None
         if w is None or not w.running:
             continue
         rows = held.get((w.id, p.server_id), [])
-        if not any(h.known for h in rows) or any(_on_device(h, p) for h in rows):
+        # Judged where its devices here are named, or where it holds nothing here at all
+        # while its devices elsewhere are: a process on a server the job was not given.
+        judged = any(h.known for h in rows) if rows else w.id in named
+        if not judged or any(_on_device(h, p) for h in rows):
             continue
         groups[(w.id, p.server_id, p.device_uuid)].append(p)
     out = []
@@ -223,7 +230,12 @@ def process_outside_allocation(facts: WorkloadFacts) -> list[FindingFact]:
         given = sorted(
             h.gpu_index for h in held[(wid, server_id)] if h.gpu_index is not None and h.known
         )
-        given_words = f"GPUs {', '.join(map(str, given))}" if given else "other devices"
+        if not held[(wid, server_id)]:
+            given_words = "no GPU of this server"
+        elif given:
+            given_words = f"GPUs {', '.join(map(str, given))} here"
+        else:
+            given_words = "other devices here"
         out.append(
             FindingFact(
                 type=FindingType.PROCESS_OUTSIDE_ALLOCATION,
@@ -231,7 +243,7 @@ def process_outside_allocation(facts: WorkloadFacts) -> list[FindingFact]:
                 subject=f"workload:{wid}:server:{server_id}:device:{device}",
                 message=(
                     f"{_where(group[0])}: {len(group)} process(es) of {w.words()} "
-                    f"({_memory_words(_memory(group))}), which was given {given_words} there"
+                    f"({_memory_words(_memory(group))}), which was given {given_words}"
                 ),
                 server_id=server_id,
                 cluster_id=w.cluster_id,

@@ -81,6 +81,13 @@ def test_an_allocation_known_by_count_only_is_not_judged():
     assert evaluate(facts(processes=(p(1, 5, 1),), held=counted)) == {}
 
 
+def test_a_process_on_a_server_its_job_holds_nothing_on_is_outside_it():
+    elsewhere = held(1, 0, server=8)
+    found = evaluate(facts(processes=(p(1, 2, 1),), held=elsewhere))
+    assert types(found) == [("process_outside_allocation", "workload:1:server:7:device:GPU-2")]
+    assert "given no GPU of this server" in next(iter(found.values())).message
+
+
 def test_a_mig_allocation_covers_only_its_own_mig_device():
     mig = (HeldDevice(workload_id=1, server_id=7, node_id=70, gpu_id=100, mig_device_id=11),)
     on_it = p(1, 0, 1, mig_device_id=11, device_uuid="MIG-a")
