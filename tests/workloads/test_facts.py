@@ -185,3 +185,24 @@ def _queries(n: int, prefix: str) -> int:
 
 def test_the_pass_costs_the_same_queries_for_2_and_20_servers():
     assert _queries(2, "a") == _queries(20, "b")
+
+
+def test_a_report_that_cannot_be_stored_stops_no_other_server(monkeypatch, caplog):
+    from workloads.services import facts as facts_module
+
+    fleet = servers("dgx-01", "dgx-02")
+    report(fleet["dgx-01"], {0: [proc(666)]})
+    report(fleet["dgx-02"], {0: [proc(2)]})
+    real = facts_module._processes
+
+    def poisoned(facts, item, gpu, device, mig):
+        if any(p.get("pid") == 666 for p in item.get("processes") or []):
+            raise ValueError("boom")
+        real(facts, item, gpu, device, mig)
+
+    monkeypatch.setattr(facts_module, "_processes", poisoned)
+    assert workload_facts_record() == 2
+    assert rows() == [(2, 0, None)]
+    assert "not stored" in caplog.text
+    assert ServerWorkloadView.objects.get(server=fleet["dgx-01"]).processes_reported is False
+    assert workload_facts_record() == 0  # not due again until its next report

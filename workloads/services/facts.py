@@ -24,9 +24,11 @@ whose allocation names that pod. A batch of servers costs a fixed number of quer
 from __future__ import annotations
 
 import json
+import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -41,6 +43,8 @@ from inventory.models import Gpu, MigDevice, Report, Server
 from ..choices import WorkloadKind, WorkloadState
 from ..models import Allocation, GpuProcess, PodDevice, ServerWorkloadView, Workload
 from ..rules import strip_replica
+
+logger = logging.getLogger(__name__)
 
 BATCH = 500  # servers per transaction
 IN_CHUNK = 1000  # ids per IN (...) list
@@ -99,16 +103,47 @@ def workload_facts_record(*, since_report_id: int | None = None, batch: int = BA
         if not pairs:
             return done
         with transaction.atomic():
-            workload_facts_store(report_ids=[report_id for _server, report_id in pairs])
+            _store_or_skip(pairs)
         done += len(pairs)
         if len(pairs) < batch:
             return done
 
 
-def workload_facts_store(*, report_ids: list[int]) -> int:
-    """Store the facts of these applied reports (one per server: each its server's newest),
-    in a fixed number of queries. Returns the number of servers stored."""
-    facts = _load(report_ids)
+def _store_or_skip(pairs: list[tuple[int, int]]) -> None:
+    """Store a batch; where it fails, each server alone (each in its own savepoint).
+
+    A server whose report this code cannot store would otherwise be due again at every pass,
+    and stop every server behind it: it is logged, and its view moves to that report with no
+    facts (nothing is known of its processes until its next report)."""
+    try:
+        with transaction.atomic():
+            workload_facts_store(reports=pairs)
+        return
+    except Exception:  # one bad report must not stop the fleet's facts: found below, logged
+        if len(pairs) > 1:
+            for pair in pairs:
+                _store_or_skip([pair])
+            return
+    server_id, report_id = pairs[0]
+    logger.exception("workloads: report %s of server %s not stored", report_id, server_id)
+    GpuProcess.objects.filter(server_id=server_id).delete()
+    PodDevice.objects.filter(server_id=server_id).delete()
+    ServerWorkloadView.objects.update_or_create(
+        server_id=server_id,
+        defaults={
+            "report_id": report_id,
+            "seen_at": timezone.now(),
+            "processes_reported": False,
+            "pod_resources_available": None,
+            "pod_resources_error": "",
+        },
+    )
+
+
+def workload_facts_store(*, reports: list[tuple[int, int]]) -> int:
+    """Store the facts of these (server id, report id) pairs, each report its server's newest
+    applied one, in a fixed number of queries. Returns the number of servers stored."""
+    facts = _load(reports)
     if not facts:
         return 0
     now = timezone.now()
@@ -198,7 +233,7 @@ def workload_facts_store(*, report_ids: list[int]) -> int:
     return len(facts)
 
 
-def _view(f: _ServerFacts, before: bool | None, now: Any) -> ServerWorkloadView:
+def _view(f: _ServerFacts, before: bool | None, now: datetime) -> ServerWorkloadView:
     reported = f.processes_reported or (f.partial and bool(before))
     pr = f.pod_resources
     available = pr.get("available") if pr is not None else None
@@ -215,17 +250,19 @@ def _view(f: _ServerFacts, before: bool | None, now: Any) -> ServerWorkloadView:
 # -- reading the reports ---------------------------------------------------------------------
 
 
-def _load(report_ids: list[int]) -> list[_ServerFacts]:
-    """The parts of the stored reports this pass reads (the GPUs and the kubelet's view)."""
-    rows = (
-        Report.objects.filter(id__in=report_ids, status=ReportStatus.APPLIED, server__isnull=False)
-        .order_by("id")
-        .values("id", "server_id", "payload__gpus", "payload__pod_resources", "payload__partial")
+def _load(reports: list[tuple[int, int]]) -> list[_ServerFacts]:
+    """The parts of the stored reports this pass reads (the GPUs and the kubelet's view); a
+    report that cannot be read gives its server no facts (a view saying so)."""
+    server_of = {report_id: server_id for server_id, report_id in reports}
+    rows = Report.objects.filter(id__in=list(server_of)).values(
+        "id", "payload__gpus", "payload__pod_resources", "payload__partial"
     )
-    newest: dict[int, _ServerFacts] = {}
-    for row in rows:
-        newest[row["server_id"]] = _parse(dict(row))
-    return list(newest.values())
+    read = {row["id"]: dict(row) for row in rows}
+    empty = {"payload__gpus": None, "payload__pod_resources": None, "payload__partial": None}
+    return [
+        _parse(server_id, report_id, read.get(report_id, empty))
+        for report_id, server_id in sorted(server_of.items())
+    ]
 
 
 def _json(value: Any) -> Any:
@@ -237,13 +274,13 @@ def _json(value: Any) -> Any:
     return value
 
 
-def _parse(row: dict[str, Any]) -> _ServerFacts:
+def _parse(server_id: int, report_id: int, row: dict[str, Any]) -> _ServerFacts:
     gpus = _json(row["payload__gpus"])
     pod_resources = _json(row["payload__pod_resources"])
     partial = _json(row["payload__partial"]) is True
     facts = _ServerFacts(
-        server_id=row["server_id"],
-        report_id=row["id"],
+        server_id=server_id,
+        report_id=report_id,
         partial=partial,
         processes_reported=False,
         pod_resources=pod_resources if isinstance(pod_resources, dict) else None,
