@@ -33,8 +33,9 @@ class ProcessFact:
     `device_uuid` is the MIG device's UUID for a process on a MIG device, else the GPU's.
     `owner_knowable` says the backend could have joined the process to a workload had one
     been running: true without a scheduler reference (a login shell's python), for a Slurm job
-    on a server bound to a cluster whose jobs are listed, for a pod on a server whose
-    kubelet's pod-resources view answered. A process that is not knowable is never a stray.
+    on a server bound to a cluster whose jobs are listed, for a pod on a server bound to a
+    cluster whose pods are listed and whose kubelet's pod-resources view answered. A process
+    that is not knowable is never a stray.
     """
 
     server_id: int

@@ -12,7 +12,17 @@ from findings.choices import Family, FindingType, Severity
 from findings.models import Finding
 from inventory.choices import GpuStatus
 from inventory.models import Gpu
-from tests.workloads.gpu_facts import pod, proc, report, servers, slurm, slurm_job
+from tests.reports import gpu_uuid
+from tests.workloads.gpu_facts import (
+    pod,
+    pod_group,
+    pods_view,
+    proc,
+    report,
+    servers,
+    slurm,
+    slurm_job,
+)
 from workloads.models import GpuProcess
 from workloads.services.facts import workload_facts_record
 from workloads.services.findings import workload_findings_refresh
@@ -65,6 +75,18 @@ def test_a_stray_process_with_no_workload_warns_and_resolves_once_gone():
     assert open_findings() == []
 
 
+def test_a_job_listed_after_the_report_joins_its_processes_on_the_next_pass():
+    s = servers("dgx-07")["dgx-07"]
+    slurm_job("1", {s: [7]})  # the cluster's jobs are listed
+    report(s, {0: [proc(100, workload=slurm("5679"))]})
+    judge()
+    assert open_findings() == [(FindingType.STRAY_GPU_PROCESS, Severity.WARNING)]
+    job = slurm_job("5679", {s: [0]})  # the jobs snapshot that names it, applied later
+    workload_findings_refresh()  # what the apply service calls
+    assert GpuProcess.objects.get().workload == job
+    assert open_findings() == []
+
+
 def test_an_ended_jobs_process_on_a_gpu_given_to_another_job_is_critical():
     s = servers("dgx-07")["dgx-07"]
     slurm_job("100", {s: [2]}, state="completed")
@@ -80,6 +102,18 @@ def test_a_pod_process_on_a_server_without_the_kubelets_view_is_no_stray():
     report(s, {0: [proc(1, workload=pod("uid-a"))]})
     judge()
     assert open_findings() == []
+
+
+def test_a_pod_process_no_pod_holds_is_a_stray_where_the_pods_are_listed():
+    s = servers("gpu-k01")["gpu-k01"]
+    view = pods_view(("ml", "trainer-0", "main", [gpu_uuid("gpu-k01", 0)]))
+    report(s, {4: [proc(1, workload=pod("uid-x"))]}, pod_resources=view)
+    judge()
+    assert open_findings() == []  # the cluster's pods are not listed: nobody can tell
+    pod_group("ml/trainer", s, {"trainer-0": [0]})
+    judge()
+    assert open_findings() == [(FindingType.STRAY_GPU_PROCESS, Severity.WARNING)]
+    assert Finding.objects.get().details["pod_uids"] == ["uid-x"]
 
 
 def test_a_job_on_a_gpu_that_needs_action_until_it_is_fixed():

@@ -149,9 +149,7 @@ def workload_facts_store(*, reports: list[tuple[int, int]]) -> int:
     now = timezone.now()
     gpus, migs = _devices(facts)
     server_ids = [f.server_id for f in facts]
-    clusters = _slurm_clusters(server_ids)
-    slurm = _slurm_workloads(facts, clusters)
-    pods = _pod_workloads(facts, server_ids)
+    joined = _join(facts)
     previous = dict(
         ServerWorkloadView.objects.filter(server_id__in=server_ids).values_list(
             "server_id", "processes_reported"
@@ -159,18 +157,10 @@ def workload_facts_store(*, reports: list[tuple[int, int]]) -> int:
     )
 
     rows: list[GpuProcess] = []
-    for f in facts:
-        pod_of_uid = _pods_by_uid(f)
-        for p in f.processes:
+    for f, workload_ids in zip(facts, joined, strict=True):
+        for p, workload_id in zip(f.processes, workload_ids, strict=True):
             gpu = gpus.get(p.gpu_uuid)
             mig = migs.get(p.device_uuid) if p.mig else None
-            workload_id = None
-            if p.scheduler == "slurm" and p.job_id:
-                workload_id = _pick(slurm.get((c, p.job_id)) for c in clusters.get(f.server_id, ()))
-            elif p.scheduler == "kubernetes" and p.pod_uid:
-                ns_pod = pod_of_uid.get(p.pod_uid)
-                if ns_pod is not None:
-                    workload_id = pods.get((f.server_id, *ns_pod))
             rows.append(
                 GpuProcess(
                     server_id=f.server_id,
@@ -420,6 +410,85 @@ def _slurm_workloads(
             for job in {scheduler_id, "" if raw is None else str(raw)} - {""}:
                 candidates[(cluster_id, job)].append((wid, state))
     return {key: best for key, c in candidates.items() if (best := _best(c)) is not None}
+
+
+def _join(facts: list[_ServerFacts]) -> list[list[int | None]]:
+    """Per server, per process (in order): the workload its cgroup names, or None."""
+    server_ids = [f.server_id for f in facts]
+    clusters = _slurm_clusters(server_ids)
+    slurm = _slurm_workloads(facts, clusters)
+    pods = _pod_workloads(facts, server_ids)
+    out: list[list[int | None]] = []
+    for f in facts:
+        pod_of_uid = _pods_by_uid(f)
+        ids: list[int | None] = []
+        for p in f.processes:
+            workload_id = None
+            if p.scheduler == "slurm" and p.job_id:
+                workload_id = _pick(slurm.get((c, p.job_id)) for c in clusters.get(f.server_id, ()))
+            elif p.scheduler == "kubernetes" and p.pod_uid:
+                ns_pod = pod_of_uid.get(p.pod_uid)
+                if ns_pod is not None:
+                    workload_id = pods.get((f.server_id, *ns_pod))
+            ids.append(workload_id)
+        out.append(ids)
+    return out
+
+
+def workload_processes_rejoin() -> int:
+    """Join the stored processes that name a scheduler but no workload yet: a job's process
+    reported before the jobs listing that names the job was applied. Called by the findings
+    pass, so a jobs snapshot applied after the report joins them without waiting for the
+    next report. A fixed number of queries; returns the number joined."""
+    rows = list(
+        GpuProcess.objects.filter(workload__isnull=True)
+        .exclude(scheduler="")
+        .order_by("server_id", "id")
+        .values("id", "server_id", "gpu_uuid", "scheduler", "job_id", "pod_uid", "container")
+    )
+    if not rows:
+        return 0
+    by_server: dict[int, _ServerFacts] = {}
+    ids: dict[int, list[int]] = defaultdict(list)
+    for r in rows:
+        f = by_server.get(r["server_id"])
+        if f is None:
+            f = by_server[r["server_id"]] = _ServerFacts(
+                server_id=r["server_id"], report_id=0, partial=False, processes_reported=True
+            )
+        f.processes.append(
+            _Process(
+                gpu_uuid=r["gpu_uuid"],
+                device_uuid=r["gpu_uuid"],
+                mig=False,
+                pid=0,
+                name="",
+                used_memory_bytes=None,
+                scheduler=r["scheduler"],
+                job_id=r["job_id"],
+                step="",
+                pod_uid=r["pod_uid"],
+                container=r["container"],
+            )
+        )
+        ids[r["server_id"]].append(r["id"])
+    if any(r["scheduler"] == "kubernetes" for r in rows):
+        devices = PodDevice.objects.filter(server_id__in=list(by_server)).values_list(
+            "server_id", "namespace", "pod", "container", "resource", "device_id"
+        )
+        for server_id, namespace, pod, container, resource, device_id in devices:
+            by_server[server_id].pod_devices.append(
+                _PodDevice(namespace, pod, container, resource, device_id)
+            )
+    facts = list(by_server.values())
+    found = [
+        GpuProcess(id=row_id, workload_id=wid)
+        for f, joined in zip(facts, _join(facts), strict=True)
+        for row_id, wid in zip(ids[f.server_id], joined, strict=True)
+        if wid is not None
+    ]
+    GpuProcess.objects.bulk_update(found, ["workload"], batch_size=IN_CHUNK)
+    return len(found)
 
 
 def _pods_by_uid(f: _ServerFacts) -> dict[str, tuple[str, str]]:

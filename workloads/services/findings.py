@@ -4,10 +4,11 @@ and this pass resolves no other family's).
 
 Run after each batch of reports' facts is stored, after a jobs snapshot is applied
 (`workload_findings_refresh`, called by the apply service), and by beat (the GPUs that need
-action and the reconciliation findings move without either). The whole fleet is judged in a
-fixed number of queries: the process rows, the GPUs needing action (`health.selectors`, the
-one rule), the open critical reconciliation findings, and only those open allocations that
-one of these touches.
+action and the reconciliation findings move without either). Processes stored before the
+jobs listing that names them are joined first (`workload_processes_rejoin`). The whole fleet
+is judged in a fixed number of queries: the process rows, the GPUs needing action
+(`health.selectors`, the one rule), the open critical reconciliation findings, and only
+those open allocations that one of these touches.
 """
 
 from __future__ import annotations
@@ -38,16 +39,19 @@ from ..rules import (
     evaluate,
     strip_replica,
 )
+from .facts import workload_processes_rejoin
 
 _WORKLOAD_FIELDS = ("cluster_id", "scheduler_id", "user", "account", "state")
 
 
 def workload_findings_refresh(*, now: datetime | None = None) -> tuple[int, int, int]:
     """Judge the fleet's workloads findings again and write them: raise, reopen, resolve.
-    Returns (raised, resolved, open)."""
+    Processes stored before the listing that names their job are joined first. Returns
+    (raised, resolved, open)."""
     now = now or timezone.now()
-    desired = evaluate(workload_facts_gather())
     with transaction.atomic():
+        workload_processes_rejoin()
+        desired = evaluate(workload_facts_gather())
         return findings_write(desired=desired, now=now, family=Family.WORKLOADS)
 
 
@@ -89,22 +93,23 @@ def workload_facts_gather() -> WorkloadFacts:
         for r in proc_rows
         if r["scheduler"] and not r["workload_id"]
     }
-    slurm_listed = set()
-    if any(s == "slurm" for s, _ in unjoined):
-        slurm_listed = set(
+    # (scheduler, server) where that scheduler's workloads are listed for the server's node:
+    # an unjoined process there has no running workload; elsewhere nobody can tell.
+    listed: set[tuple[str, int]] = set()
+    if unjoined:
+        listed = set(
             Node.objects.filter(
-                server_id__in={sid for s, sid in unjoined if s == "slurm"},
-                kind=ClusterKind.SLURM,
+                server_id__in={sid for _s, sid in unjoined},
                 cluster__workloads__isnull=False,
             )
-            .values_list("server_id", flat=True)
+            .values_list("kind", "server_id")
             .distinct()
         )
-    pods_listed = set()
-    if any(s == "kubernetes" for s, _ in unjoined):
-        pods_listed = set(
+    pods_seen: set[int] = set()  # and the kubelet's view answered (pod UIDs resolve)
+    if any(s == ClusterKind.KUBERNETES for s, _ in unjoined):
+        pods_seen = set(
             ServerWorkloadView.objects.filter(
-                server_id__in={sid for s, sid in unjoined if s == "kubernetes"},
+                server_id__in={sid for s, sid in unjoined if s == ClusterKind.KUBERNETES},
                 pod_resources_available=True,
             ).values_list("server_id", flat=True)
         )
@@ -112,10 +117,9 @@ def workload_facts_gather() -> WorkloadFacts:
     for r in proc_rows:
         if r["workload_id"]:
             workloads[r["workload_id"]] = _ref(r["workload_id"], r, "workload__")
-        knowable = (
-            not r["scheduler"]
-            or (r["scheduler"] == "slurm" and r["server_id"] in slurm_listed)
-            or (r["scheduler"] == "kubernetes" and r["server_id"] in pods_listed)
+        knowable = not r["scheduler"] or (
+            (r["scheduler"], r["server_id"]) in listed
+            and (r["scheduler"] != ClusterKind.KUBERNETES or r["server_id"] in pods_seen)
         )
         processes.append(
             ProcessFact(
