@@ -77,7 +77,12 @@ def bind(server: Server, cluster: str = "hpc", kind: str = "slurm") -> Node:
 
 
 def pod_group(
-    scheduler_id: str, on: Server, pods: dict[str, list[int]], *, cluster: str = "k8s"
+    scheduler_id: str,
+    on: Server,
+    pods: dict[str, list[int]],
+    *,
+    cluster: str = "k8s",
+    uids: list[str] | None = None,
 ) -> Workload:
     """A pod group whose pods hold these GPU indexes of one server."""
     namespace = scheduler_id.split("/", 1)[0]
@@ -90,6 +95,7 @@ def pod_group(
         user="bob",
         account=namespace,
         state="running",
+        requested={"pod_uids": uids} if uids else {},
     )
     gpus = {g.index: g for g in Gpu.objects.filter(server=on)}
     Allocation.objects.bulk_create(

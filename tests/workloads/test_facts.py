@@ -133,6 +133,14 @@ def test_a_pod_process_joins_its_pod_group_through_the_kubelets_devices():
     assert (view.pod_resources_available, view.pod_resources_error) == (True, "")
 
 
+def test_a_pod_process_joins_its_pod_group_by_the_uids_of_its_pods():
+    s = servers("gpu-k01")["gpu-k01"]
+    group = pod_group("ml/trainer", s, {"trainer-0": [0]}, uids=["uid-a"])
+    report(s, {0: [proc(10, workload=pod("uid-a"))], 3: [proc(11, workload=pod("uid-z"))]})
+    workload_facts_record()  # no kubelet view: the UIDs alone
+    assert rows() == [(10, 0, group.pk), (11, 3, None)]
+
+
 def test_without_the_kubelets_view_the_server_says_so():
     s = servers("gpu-k01")["gpu-k01"]
     report(s, {0: [proc(10, workload=pod("uid-a"))]}, pod_resources=pods_view(available=False))

@@ -15,10 +15,12 @@ replaces only the rows of the GPUs it names, and the pod devices only where it c
 
 Each process is joined to a workload: a Slurm job by the job id in its cgroup among the
 Slurm clusters of the server's bound nodes (`scheduler_id`, or `requested["job_id"]` for an
-array task or heterogeneous component, whose cgroup holds the raw job id); a pod by its UID,
-which the kubelet's view turns into a namespace and pod name (the container holding the
-process's GPU, or any GPU of the same pod UID on that server) and then into the pod group
-whose allocation names that pod. A batch of servers costs a fixed number of queries.
+array task or heterogeneous component, whose cgroup holds the raw job id); a pod by its UID:
+the pod group on that server whose pods carry it (`requested["pod_uids"]`, from the pod
+list), else through the kubelet's view, which turns the UID into a namespace and pod name
+(the container holding the process's GPU, or any GPU of the same pod UID on that server) and
+then into the pod group whose allocation names that pod. A batch of servers costs a fixed
+number of queries.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
@@ -418,6 +420,7 @@ def _join(facts: list[_ServerFacts]) -> list[list[int | None]]:
     clusters = _slurm_clusters(server_ids)
     slurm = _slurm_workloads(facts, clusters)
     pods = _pod_workloads(facts, server_ids)
+    uids = _uid_workloads(facts, server_ids)
     out: list[list[int | None]] = []
     for f in facts:
         pod_of_uid = _pods_by_uid(f)
@@ -427,8 +430,9 @@ def _join(facts: list[_ServerFacts]) -> list[list[int | None]]:
             if p.scheduler == "slurm" and p.job_id:
                 workload_id = _pick(slurm.get((c, p.job_id)) for c in clusters.get(f.server_id, ()))
             elif p.scheduler == "kubernetes" and p.pod_uid:
+                workload_id = uids.get((f.server_id, p.pod_uid))
                 ns_pod = pod_of_uid.get(p.pod_uid)
-                if ns_pod is not None:
+                if workload_id is None and ns_pod is not None:
                     workload_id = pods.get((f.server_id, *ns_pod))
             ids.append(workload_id)
         out.append(ids)
@@ -489,6 +493,40 @@ def workload_processes_rejoin() -> int:
     ]
     GpuProcess.objects.bulk_update(found, ["workload"], batch_size=IN_CHUNK)
     return len(found)
+
+
+UID_HISTORY = timedelta(days=1)
+"""A pod group that gave its GPUs back this recently still names its pods' UIDs: a process it
+left behind is a stray of that group, not of nobody."""
+
+
+def _uid_workloads(facts: list[_ServerFacts], server_ids: list[int]) -> dict[tuple[int, str], int]:
+    """(server, pod UID) -> the pod group holding GPUs of that server whose pods carry that
+    UID (`requested["pod_uids"]`, from the pod list), a live group first; one query."""
+    if not any(p.pod_uid for f in facts for p in f.processes):
+        return {}
+    rows = (
+        Allocation.objects.filter(
+            Q(server_id__in=server_ids) | Q(node__server_id__in=server_ids),
+            Q(until__isnull=True) | Q(until__gte=timezone.now() - UID_HISTORY),
+            workload__kind=WorkloadKind.PODS,
+        )
+        .values_list(
+            "workload_id",
+            "server_id",
+            "node__server_id",
+            "workload__state",
+            "workload__requested__pod_uids",
+        )
+        .distinct()
+    )
+    candidates: dict[tuple[int, str], list[tuple[int, str]]] = defaultdict(list)
+    for wid, server_id, node_server_id, state, found in rows:
+        found = _json(found)
+        for uid in found if isinstance(found, list) else []:
+            for sid in {server_id, node_server_id} - {None}:
+                candidates[(sid, str(uid))].append((wid, state))
+    return {key: w for key, c in candidates.items() if (w := _pick(c)) is not None}
 
 
 def _pods_by_uid(f: _ServerFacts) -> dict[str, tuple[str, str]]:
