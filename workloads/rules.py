@@ -302,7 +302,11 @@ def stray_gpu_process(facts: WorkloadFacts) -> list[FindingFact]:
         out.append(
             FindingFact(
                 type=FindingType.STRAY_GPU_PROCESS,
-                severity=Severity.CRITICAL if holders else Severity.WARNING,
+                # Critical only about a known GPU: a critical finding about the server
+                # itself would make every GPU of it need action (health.action).
+                severity=Severity.CRITICAL
+                if holders and first.gpu_id is not None
+                else Severity.WARNING,
                 subject=f"server:{server_id}:device:{device}",
                 message=(
                     f"{_where(first)}: {len(group)} process(es){whose} hold "

@@ -121,6 +121,12 @@ def test_a_process_of_an_ended_job_on_another_jobs_gpu_is_a_critical_stray():
     assert [w["user"] for w in fact.details["allocated_to"]] == ["bob"]
 
 
+def test_a_critical_stray_is_about_its_gpu_never_the_whole_server():
+    unknown_gpu = p(40, 3, 3, gpu_id=None)
+    (fact,) = evaluate(facts(processes=(unknown_gpu,), held=held(2, 3))).values()
+    assert (fact.severity, fact.gpu_id) == ("warning", None)
+
+
 def test_a_process_whose_owner_cannot_be_seen_is_not_a_stray():
     unseen = p(40, 3, None, scheduler="kubernetes", pod_uid="u", owner_knowable=False)
     assert evaluate(facts(processes=(unseen,))) == {}
