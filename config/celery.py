@@ -17,6 +17,9 @@ a report is applied or          health.tasks.record_health: its events and  `aft
 superseded                      counters, then the health findings          here
 health is recorded (new events) workloads.tasks.name_event_holders: each    `after_task`
                                 event named by the workload on its GPU      here; beat (60 s)
+a report is applied             workloads.tasks.record_workload_facts: its  `after_task`
+                                GPU processes and pod devices, then the     here; beat (15 s)
+                                workloads findings (coalesced)
 a snapshot is applied (pushed,  clusters.tasks.reconcile (coalesced)        snapshot_*, on
 pulled, imported, by a worker)                                              commit
 a cluster's nodes are pulled    workloads.tasks.sync_cluster_workloads      `after_task`
@@ -64,6 +67,10 @@ app.autodiscover_tasks()
 HEALTH_WINDOW_S = 2.0
 """With a broker, a burst of applied reports queues one `record_health` per this window per
 worker process (each run records every report applied since the last one)."""
+
+WORKLOAD_FACTS_WINDOW_S = 2.0
+"""Likewise one `record_workload_facts` per window (each run stores every server whose newest
+applied report is newer than its facts)."""
 
 APPLY_REPORT = "inventory.tasks.apply_report"
 SYNC_CLUSTER = "clusters.tasks.sync_cluster"
@@ -126,6 +133,7 @@ def after_report(result: dict[str, Any]) -> None:
     from core.tasks import enqueue, enqueue_soon
     from health.tasks import record_health
     from inventory.choices import ReportStatus
+    from workloads.tasks import record_workload_facts
 
     status = result.get("status")
     if status == ReportStatus.APPLIED and result.get("server_id") is not None:
@@ -133,3 +141,6 @@ def after_report(result: dict[str, Any]) -> None:
         enqueue(reconcile_server, result["server_id"], identity_changed=changed)
     if status in (ReportStatus.APPLIED, ReportStatus.SUPERSEDED):
         enqueue_soon(record_health, window_s=HEALTH_WINDOW_S)
+    if status == ReportStatus.APPLIED and result.get("server_id") is not None:
+        # After health, so the findings pass sees the GPUs this report made need action.
+        enqueue_soon(record_workload_facts, window_s=WORKLOAD_FACTS_WINDOW_S)
