@@ -24,7 +24,7 @@ from health.selectors import needing_action_share
 
 from .alternatives import mig_elsewhere, placement_alternatives
 from .capacity import capacity_compare
-from .facts import Fleet, fleet_merge
+from .facts import Fleet, HeldOnNode, fleet_merge
 from .locality import Locality, Place
 from .planner import (
     BLOCK_ORDER,
@@ -44,7 +44,7 @@ from .planner import (
     option_for,
     plan_request,
 )
-from .selectors import answer_details, fleet_load, fleet_places, twins_load
+from .selectors import answer_details, fleet_load, fleet_places, twins_load, workload_labels
 from .types import (
     Alternative,
     BlockedNode,
@@ -174,7 +174,7 @@ def placement_find(
         reason=reason,
         candidates=[node_choice(o, answered, filters) for o in spare],
         alternatives=alternatives,
-        blocked=_blocked_list(blocked),
+        blocked=name_holders(_blocked_list(blocked), fleet.held),
         # "model" nodes are out of scope, not excluded: the blocked list leaves them out too
         blocked_counts=dict(blocked_counts(blocked)),
         clusters=[
@@ -388,6 +388,30 @@ def _blocked_list(blocked: list[BlockedNode]) -> list[BlockedNode]:
             seen.add(b.node_id)
             unique.append(b)
     return unique[:BLOCKED_LIMIT]
+
+
+def name_holders(rows: list[BlockedNode], held: dict[int, HeldOnNode]) -> list[BlockedNode]:
+    """Each passed-over node names the running workloads holding its GPUs, the most GPUs
+    first (one query for their labels, none when no row holds any)."""
+    holding = {r.node_id: held[r.node_id] for r in rows if r.node_id in held}
+    labels = workload_labels({w for on in holding.values() for w in on.workloads})
+    for row in rows:
+        on = holding.get(row.node_id)
+        if on is None:
+            continue
+        ranked = sorted(on.workloads.items(), key=lambda kv: (-kv[1], kv[0]))
+        row.filled_by = [holder_text(labels.get(w), n) for w, n in ranked]
+    return rows
+
+
+def holder_text(label: tuple[str, str, str] | None, gpus: int) -> str:
+    """`job 5679 (alice, 8 GPUs)`, `pods ml/trainer (bob, 2 GPUs)`."""
+    count = f"{gpus} GPU{'s' if gpus != 1 else ''}"
+    if label is None:
+        return f"a workload ({count})"
+    kind, scheduler_id, user = label
+    word = "job" if kind == "slurm_job" else "pods"
+    return f"{word} {scheduler_id} ({user + ', ' if user else ''}{count})"
 
 
 def capacity_plan(

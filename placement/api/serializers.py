@@ -129,6 +129,10 @@ class BlockedNodeSerializer(serializers.Serializer):
     reason_text = serializers.CharField(help_text="the reason in words")
     detail = serializers.CharField()
     gpus_needing_action = serializers.IntegerField(help_text="GPUs of its server needing action")
+    filled_by = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="the running workloads holding its GPUs: `job 5679 (alice, 8 GPUs)`",
+    )
 
 
 class NeedingActionSerializer(serializers.Serializer):
