@@ -314,7 +314,8 @@ def group_nodes(
     scheduler on their server; the same place on the fabric; the same GPUs held by running
     workloads (`held`: their indices are then the node's busy GPUs, `held_gpus`). The planner
     then works once per kind of node: 25,000 nodes of a few kinds cost little more than
-    reading them. The first of each set by name stands for it. Two queries: the nodes, their clusters.
+    reading them. The first of each set by name stands for it. Two queries: the nodes, their
+    clusters.
     """
     names, rows = _node_rows(scope)
     first = len(names) - 1  # the shape column
