@@ -304,6 +304,7 @@ def group_nodes(
     criticals: Criticals | None = None,
     places: dict[int, Place] | None = None,
     held: dict[int, HeldOnNode] | None = None,
+    twins: bool = True,
 ) -> NodeGroups:
     """The nodes in scope, one `FleetNode` per set of twins: nodes alike in everything
     placement and failure domains read but who they are (`FleetNode.twins`).
@@ -332,7 +333,7 @@ def group_nodes(
     held = held or {}
     more = bool(marks or by_node or by_server or places or held)  # else none has more to tell
     for row in rows:
-        offer = row[IDENTITY:first] if TWINS else row[:1]
+        offer = row[IDENTITY:first] if TWINS and twins else row[:1]
         kind = kinds.get(offer)
         if kind is None:
             kind = kinds[offer] = len(bases)
@@ -605,6 +606,7 @@ def fleet_load(
     with_links: bool = True,
     places: dict[int, Place] | None = None,
     with_held: bool = True,
+    twins: bool = True,
 ) -> Fleet:
     """Nodes in scope with their servers' GPUs and GPU-pair link classes, nodes alike as one
     with their twins (`group_nodes`): at most ten queries (GPUs needing action, critical
@@ -616,7 +618,8 @@ def fleet_load(
     Servers are alike by their summary's shape (`summaries.shape_of`) and the GPUs needing
     action on them; with `places` (multi-node requests), by their place on the fabric too.
     A server without a fresh summary is read from its rows, the same way the summaries are
-    built, so the answers do not depend on which.
+    built, so the answers do not depend on which. `twins=False`: every node its own (the
+    workloads' verdicts change each node's busy GPUs to what they were at a start).
     """
     scope = _scope(cluster, other_than)
     servers = scope.filter(server__isnull=False).values("server_id")
@@ -632,6 +635,7 @@ def fleet_load(
         criticals=criticals,
         places=places,
         held=held,
+        twins=twins,
     )
     nodes = grouped.nodes
     facts = server_facts(
@@ -952,3 +956,127 @@ def workload_labels(ids: Iterable[int]) -> dict[int, tuple[str, str, str]]:
             "pk", "kind", "scheduler_id", "user"
         )
     }
+
+
+class WorkloadRow(NamedTuple):
+    """A running workload as its verdict reads it (`running_workloads`)."""
+
+    id: int
+    cluster: str
+    cluster_kind: str
+    started_at: Any
+    node_count: int
+    gpus_per_node: int | None
+    gpu_models: list[str]
+    judged_digest: str
+
+
+class AllocationRow(NamedTuple):
+    """One GPU a workload holds or held: on which node, which GPU, from when until when."""
+
+    workload_id: int
+    node_id: int | None
+    node_name: str
+    server_id: int | None
+    gpu_id: int | None
+    index: int | None
+    model: str
+    since: Any
+    until: Any
+
+
+def running_workloads() -> list[WorkloadRow]:
+    """Running workloads of more than one GPU, with the digest of their last judgement (one
+    query)."""
+    from workloads.choices import WorkloadState
+    from workloads.models import Workload
+
+    rows = (
+        Workload.objects.filter(state=WorkloadState.RUNNING, gpu_count__gt=1)
+        .order_by("id")
+        .values_list(
+            "id",
+            "cluster__name",
+            "cluster__kind",
+            "started_at",
+            "node_count",
+            "gpus_per_node",
+            "gpu_models",
+            Coalesce(KT("locality__judged_digest"), Value(""), output_field=TextField()),
+        )
+    )
+    return [WorkloadRow(*row) for row in rows]
+
+
+def workload_allocations(*, since_before: Any = None) -> list[AllocationRow]:
+    """The whole-GPU allocations the verdicts read (one query): those of running workloads
+    held now, and with `since_before` (the earliest start judged) every allocation alive at
+    some moment after it: what the fleet had taken at each workload's start."""
+    from workloads.choices import WorkloadState
+    from workloads.models import Allocation
+
+    alive = Q(until__isnull=True, workload__state=WorkloadState.RUNNING)
+    if since_before is not None:
+        alive |= Q(until__gt=since_before)
+    rows = (
+        Allocation.objects.filter(alive, mig_device__isnull=True)
+        .order_by()
+        .values_list(
+            "workload_id",
+            "node_id",
+            "node_name",
+            Coalesce("server_id", "node__server_id"),
+            "gpu_id",
+            Coalesce("gpu__index", "index", output_field=IntegerField()),
+            Coalesce("gpu__name", "gpu_type", output_field=TextField()),
+            "since",
+            "until",
+        )
+    )
+    return [AllocationRow(*row) for row in rows]
+
+
+def server_networks(server_ids: Iterable[int]) -> tuple[dict[int, float], dict[int, set[int]]]:
+    """Per server: the Gb/s of its NICs' fabric links that are up, and the rails its adapters
+    are on (one query, none without servers)."""
+    from fabric.choices import LinkState
+    from fabric.models import FabricLink
+
+    wanted = set(server_ids)
+    gbps: dict[int, float] = defaultdict(float)
+    rails: dict[int, set[int]] = defaultdict(set)
+    if not wanted:
+        return {}, {}
+    for server_id, speed, rail in (
+        FabricLink.objects.filter(
+            gone_at__isnull=True, state=LinkState.UP, b_adapter__server_id__in=wanted
+        )
+        .order_by()
+        .values_list("b_adapter__server_id", "gbps", "b_adapter__rail")
+    ):
+        gbps[server_id] += speed or 0.0
+        if rail is not None:
+            rails[server_id].add(rail)
+    return dict(gbps), dict(rails)
+
+
+def gpus_with_pix_nic(server_ids: Iterable[int]) -> dict[int, set[int]]:
+    """Server id -> the ids of its GPUs with a NIC at PIX distance (one query; none without
+    servers). A server absent knows no NIC affinity."""
+    wanted = set(server_ids)
+    found: dict[int, set[int]] = {}
+    if not wanted:
+        return found
+    for server_id, gpu_id in (
+        Link.objects.filter(server_id__in=wanted, nic__isnull=False)
+        .order_by()
+        .values_list(
+            "server_id",
+            Case(When(link_class="PIX", then=F("gpu_a_id")), output_field=IntegerField()),
+        )
+        .distinct()
+    ):
+        found.setdefault(server_id, set())
+        if gpu_id is not None:
+            found[server_id].add(gpu_id)
+    return found

@@ -1,0 +1,1 @@
+"""Writes of the workloads layer, one module per concern."""
