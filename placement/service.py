@@ -25,6 +25,7 @@ from health.selectors import needing_action_share
 from .alternatives import mig_elsewhere, placement_alternatives
 from .capacity import capacity_compare
 from .facts import Fleet, HeldOnNode, fleet_merge
+from .fragmentation import ClusterFragmentation, NodeFree, fragmentation
 from .locality import Locality, Place
 from .planner import (
     BLOCK_ORDER,
@@ -39,12 +40,20 @@ from .planner import (
     fleet_mig_profiles,
     needing_action_words,
     node_choice,
+    node_free_gpus,
     node_offer,
     nodes_needing_action,
     option_for,
     plan_request,
 )
-from .selectors import answer_details, fleet_load, fleet_places, twins_load, workload_labels
+from .selectors import (
+    answer_details,
+    fleet_counts,
+    fleet_load,
+    fleet_places,
+    twins_load,
+    workload_labels,
+)
 from .types import (
     Alternative,
     BlockedNode,
@@ -414,15 +423,35 @@ def holder_text(label: tuple[str, str, str] | None, gpus: int) -> str:
     return f"{word} {scheduler_id} ({user + ', ' if user else ''}{count})"
 
 
+def fleet_fragmentation(*, cluster: str | None = None) -> list[ClusterFragmentation]:
+    """The fleet's fragmentation per cluster now (`fragmentation`): every schedulable node's
+    whole GPUs and how many are free, the GPUs running workloads hold counted as used
+    (`selectors.fleet_counts` with them: six queries, whatever the fleet)."""
+    fleet = fleet_counts(cluster=cluster, with_held=True)
+    free = node_free_gpus(fleet)
+    nodes = []
+    for node in fleet.nodes:
+        if node.id not in free:
+            continue
+        usable = node.healthy_whole if node.healthy_whole is not None else len(node.gpus)
+        capacity = min(node.whole_allocatable, usable) if usable else node.whole_allocatable
+        nodes.append(
+            NodeFree(node.cluster, node.kind, capacity, min(free[node.id], capacity), node.weight)
+        )
+    return fragmentation(nodes)
+
+
 def capacity_plan(
     *, gpus: int, per_server: Iterable[int], nvlink: bool = True, model: str | None = None
 ) -> dict:
     """The capacity planner as the API and the page answer it: `capacity_compare` at the
-    fleet's share of GPUs needing action now (one query). Raises CapacityRequestError."""
-    return capacity_compare(
+    fleet's share of GPUs needing action now (one query), beside the fleet's fragmentation
+    now (`fleet_fragmentation`). Raises CapacityRequestError."""
+    compared = capacity_compare(
         gpus=gpus,
         per_server=per_server,
         nvlink=nvlink,
         model=model,
         action_share=needing_action_share(),
     )
+    return {**compared, "fragmentation": fleet_fragmentation()}
