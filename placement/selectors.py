@@ -979,7 +979,7 @@ class AllocationRow(NamedTuple):
     node_name: str
     server_id: int | None
     gpu_id: int | None
-    index: int | None
+    gpu_index: int | None
     model: str
     since: Any
     until: Any

@@ -67,7 +67,8 @@ class Best:
 def allocation_digest(started_at: Any, allocations: Iterable[AllocationRow]) -> str:
     """What a judgement depends on of the workload itself: its start and the GPUs it holds."""
     held = sorted(
-        (a.node_name, a.index if a.index is not None else -1, a.gpu_id or 0) for a in allocations
+        (a.node_name, a.gpu_index if a.gpu_index is not None else -1, a.gpu_id or 0)
+        for a in allocations
     )
     text = f"{JUDGING_VERSION}|{started_at.isoformat() if started_at else ''}|{held}"
     return hashlib.sha256(text.encode()).hexdigest()[:20]
@@ -112,10 +113,10 @@ def fleet_then(
             continue
         if a.since > moment or (a.until is not None and a.until <= moment):
             continue
-        if a.index is None:
+        if a.gpu_index is None:
             counted[a.node_id] += 1
         else:
-            busy[a.node_id].add(a.index)
+            busy[a.node_id].add(a.gpu_index)
     return [
         replace(
             n,
@@ -186,7 +187,7 @@ def held_nodes(
     found = []
     for name, rows in sorted(by_node.items()):
         server = next((a.server_id for a in rows if a.server_id is not None), None)
-        ids = {a.index: a.gpu_id for a in rows if a.index is not None}
+        ids = {a.gpu_index: a.gpu_id for a in rows if a.gpu_index is not None}
 
         def pair(a: int, b: int, server: int | None = server, ids: dict = ids) -> str | None:
             if server is None or ids.get(a) is None or ids.get(b) is None:

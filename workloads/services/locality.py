@@ -23,13 +23,14 @@ def workload_locality_write(*, rows: Iterable[tuple[int, dict[str, Any]]]) -> in
         return 0
     present = set(Workload.objects.filter(pk__in=records).values_list("pk", flat=True))
     changed = [
-        Workload(
-            pk=pk,
-            locality=record,
-            verdict=record.get("verdict") if record.get("verdict") in Verdict.values else "unknown",
-        )
+        Workload(pk=pk, locality=record, verdict=_verdict(record))
         for pk, record in records.items()
         if pk in present
     ]
     Workload.objects.bulk_update(changed, ["locality", "verdict"], batch_size=BATCH)
     return len(changed)
+
+
+def _verdict(record: dict[str, Any]) -> str:
+    verdict = str(record.get("verdict") or "")
+    return verdict if verdict in Verdict.values else Verdict.UNKNOWN
