@@ -27,8 +27,8 @@ from .failure_domains import (
     server_resolve,
 )
 from .failure_domains.arithmetic import percent
-from .selectors import placement_choices
 from .fragmentation import fragmentation_figure
+from .selectors import placement_choices
 from .service import capacity_plan, fleet_fragmentation, placement_find
 from .types import PlacementRequestError, mig_slices, reason_text
 
