@@ -106,3 +106,21 @@ def test_without_a_fabric_a_multi_node_job_is_unknown():
     single.refresh_from_db()
     assert job.verdict == "unknown" and job.locality["switch_hops"] is None
     assert single.verdict == "good" and single.locality["switch_hops"] == 0
+
+
+def test_a_pass_reads_the_fleet_once_however_many_workloads_it_judges(tree):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def judged_with_queries() -> tuple[int, int]:
+        with CaptureQueriesContext(connection) as seen:
+            judged = judge_workloads(force=True).judged
+        return judged, len(seen.captured_queries)
+
+    workload("1", {tree[0]: ALL, tree[1]: ALL})
+    one, queries = judged_with_queries()
+    for i, (a, b) in enumerate([(2, 3), (4, 5), (6, 8)], start=2):
+        workload(str(i), {tree[a]: ALL, tree[b]: ALL}, started=i)
+    many, more_queries = judged_with_queries()
+    assert (one, many) == (1, 4)
+    assert more_queries == queries
