@@ -607,10 +607,12 @@ def fleet_load(
     places: dict[int, Place] | None = None,
     with_held: bool = True,
     twins: bool = True,
+    held: dict[int, HeldOnNode] | None = None,
 ) -> Fleet:
     """Nodes in scope with their servers' GPUs and GPU-pair link classes, nodes alike as one
     with their twins (`group_nodes`): at most ten queries (GPUs needing action, critical
-    findings, with `with_held` the GPUs running workloads hold (`held_gpus`), nodes with their
+    findings, with `with_held` the GPUs running workloads hold (`held_gpus`, unless `held`
+    gives them, read once for several reads of one answer), nodes with their
     summaries' shapes, clusters, the summaries of the servers
     standing for their twins; only when some server has no fresh summary, those servers'
     GPUs, MIG devices with `with_mig`, link classes and mixed pairs with `with_links`).
@@ -628,7 +630,8 @@ def fleet_load(
     for server_id, finding_type, _state, index in actions.values():
         acted[server_id].append((index, finding_type))
     criticals = critical_counts()
-    held = held_gpus(scope if cluster or other_than else None) if with_held else {}
+    if held is None:
+        held = held_gpus(scope if cluster or other_than else None) if with_held else {}
     grouped = group_nodes(
         scope,
         marks={server_id: tuple(sorted(found)) for server_id, found in acted.items()},

@@ -51,6 +51,7 @@ from .selectors import (
     fleet_counts,
     fleet_load,
     fleet_places,
+    held_gpus,
     twins_load,
     workload_labels,
 )
@@ -134,7 +135,8 @@ def placement_find(
     for kind in [request.scheduler] if request.scheduler else ClusterKind.values:
         request_shape(request, kind)  # validate before touching the database
     places = fleet_places() if _may_span_nodes(request) else None  # multi-node: the fabric
-    fleet = fleet_load(cluster=request.cluster, with_mig=bool(profile), places=places)
+    held = held_gpus()  # once: every read of this answer shares it
+    fleet = fleet_load(cluster=request.cluster, with_mig=bool(profile), places=places, held=held)
     fleet.places = places or {}
     _check_scheduler(request, fleet.clusters())
     planner = Planner(fleet.of_kind(request.scheduler))
@@ -160,7 +162,9 @@ def placement_find(
         )
         if places is None and any(a.node_count > 1 for a in alternatives):
             places = fleet_places()
-            on_fabric = fleet_load(cluster=request.cluster, with_mig=bool(profile), places=places)
+            on_fabric = fleet_load(
+                cluster=request.cluster, with_mig=bool(profile), places=places, held=held
+            )
             whole = _alternatives_fleet(request, on_fabric, places)
             alternatives = placement_alternatives(
                 Planner(whole.of_kind(request.scheduler)), request, excluded
@@ -222,7 +226,10 @@ def _alternatives_fleet(
     cluster's (read here, a fixed number of queries) when it named one."""
     if request.cluster:
         others = fleet_load(
-            other_than=request.cluster, with_mig=bool(request.mig_profile), places=places
+            other_than=request.cluster,
+            with_mig=bool(request.mig_profile),
+            places=places,
+            held=fleet.held,
         )
         fleet = fleet_merge(fleet, others, request.cluster)
     fleet.places = places or {}
