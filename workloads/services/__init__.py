@@ -1,1 +1,0 @@
-"""Writes of the workloads layer, one module per concern."""
