@@ -222,6 +222,7 @@ def measure(label: str, fn, floor_fetch, floor_scan) -> None:
 def main() -> None:
     setup()
     from django.db import connection
+    from django.test.utils import CaptureQueriesContext
 
     from placement.failure_domains import failure_domain, failure_domain_ranking
     from placement.service import placement_find
@@ -356,6 +357,21 @@ def main() -> None:
             domain_rows,
             ranking_scan,
         )
+        if ALLOCATIONS:
+            from placement.workload_verdicts import JUDGE_LIMIT, judge_workloads
+
+            with CaptureQueriesContext(connection) as ctx:
+                start = time.perf_counter()
+                judged = judge_workloads(force=True).judged
+                took = time.perf_counter() - start
+            start = time.perf_counter()
+            judge_workloads()
+            idle = time.perf_counter() - start
+            print(
+                f"  workload verdicts: {judged} judged (at most {JUDGE_LIMIT} a pass) in "
+                f"{took * 1000:.0f} ms, {len(ctx.captured_queries)} queries; a pass with "
+                f"nothing changed {idle * 1000:.0f} ms"
+            )
 
 
 if __name__ == "__main__":
