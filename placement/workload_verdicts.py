@@ -162,7 +162,9 @@ def best_for(
     if len(chosen) == 1:
         option = chosen[0]
         link = option.gpu_set.link_class if option.gpu_set else None
-        words = f"{option.node.name} had {option.m} GPUs free {link_words(link) or 'together'}"
+        gpus = ", ".join(str(g.index) for g in option.gpu_set.gpus) if option.gpu_set else ""
+        which = f"GPUs {gpus}" if gpus else f"{option.m} GPUs"
+        words = f"{option.node.name} had {which} free {link_words(link) or 'together'}"
         return Best((option.node.name,), 0, worst, words)
     locality = plan.locality
     return Best(
@@ -211,6 +213,21 @@ def held_nodes(
             )
         )
     return found
+
+
+def _as_wired_as_can_be(spread: Spread, servers: set[int | None], fleet: Fleet) -> bool:
+    """Under one leaf (or on one node) on servers whose GPU pairs are all of one known class:
+    no placement of its shape has fewer hops or a better link (most workloads, judged without
+    planning them again)."""
+    if (spread.switch_hops is None and spread.nodes > 1) or (spread.switch_hops or 0) > 1:
+        return False
+    if None in servers:
+        return False
+    for server in servers:
+        uniform, link = fleet.uniform_class(server)
+        if not uniform or link is None:
+            return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,7 +284,9 @@ def judge_workloads(*, limit: int = JUDGE_LIMIT, force: bool = False) -> JudgeRe
         spread = workload_spread(nodes)
         per_node = [len(n.gpus) for n in nodes]
         best = None
-        if w.started_at is not None:
+        if _as_wired_as_can_be(spread, {a.server_id for a in held}, fleet):
+            pass  # no set of its shape does better: the planner is not asked
+        elif w.started_at is not None:
             then = fleet_then(by_cluster.get(w.cluster, []), history, w.started_at, exclude=w.id)
             best = best_for(fleet, then, w.cluster, per_node, spread.models or tuple(w.gpu_models))
         verdict, because, better = verdict_of(spread, best)

@@ -14,7 +14,7 @@ from tests.reports import make_report
 from tests.workloads.factory import workload
 from workloads.models import Workload
 
-from .fleets import slurm_fleet
+from .fleets import pcie_report, slurm_fleet
 
 pytestmark = pytest.mark.django_db
 
@@ -124,3 +124,19 @@ def test_a_pass_reads_the_fleet_once_however_many_workloads_it_judges(tree):
     many, more_queries = judged_with_queries()
     assert (one, many) == (1, 4)
     assert more_queries == queries
+
+
+def test_a_pair_across_sockets_while_a_pcie_switch_pair_was_free_is_poorly_placed():
+    slurm_fleet(["pcie-01"], reports=[pcie_report("pcie-01", [[0, 1], [2, 3]])])
+    workload("1", {"pcie-01": [2, 3]}, started=0)
+    job = workload("5679", {"pcie-01": [1, 4]}, started=5)
+    judge_workloads()
+    job.refresh_from_db()
+    assert (job.verdict, job.locality["within_node"], job.locality["switch_hops"]) == (
+        "poorly_placed",
+        "SYS",
+        0,
+    )
+    assert job.locality["better"] == ["pcie-01"]
+    assert "pcie-01 had GPUs 0, 1 free through one PCIe switch" in job.locality["why"]
+    assert Workload.objects.get(scheduler_id="1").verdict == "good"
