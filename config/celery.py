@@ -116,6 +116,10 @@ def after_cluster_sync(args: tuple[Any, ...] | list[Any]) -> None:
 
 def after_listing() -> None:
     """Workloads changed: placement judges how well the running ones are placed."""
+    from core.tasks import enqueue
+    from placement.tasks import judge_workloads
+
+    enqueue(judge_workloads)
 
 
 def after_health(recorded: int) -> None:

@@ -290,6 +290,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "placement.tasks.refresh_placement_summaries",
         "schedule": 30,
     },
+    # How well each running workload is placed; only those whose GPUs or start changed.
+    "judge-workloads": {
+        "task": "placement.tasks.judge_workloads",
+        "schedule": env_int("ATLAS_WORKLOAD_JUDGE_INTERVAL_S", 120),
+    },
     # Fabric adapters bind to servers that reported after the fabric's last snapshot.
     "rebind-fabrics": {
         "task": "fabric.tasks.rebind_fabrics",
