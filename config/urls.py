@@ -20,6 +20,7 @@ from integrations import views as integrations_views
 from inventory import views as inventory_views
 from placement import views as placement_views
 from topology import views as topology_views
+from workloads import views as workload_views
 
 api_patterns: list[URLPattern | URLResolver] = [
     path("schema/", SchemaView.as_view(), name="schema"),
@@ -32,6 +33,7 @@ api_patterns: list[URLPattern | URLResolver] = [
     path("v1/", include("topology.api.urls")),
     path("v1/", include("placement.api.urls")),
     path("v1/", include("integrations.api.urls")),
+    path("v1/", include("workloads.api.urls")),
 ]
 
 urlpatterns = [
@@ -41,6 +43,8 @@ urlpatterns = [
     path("gpus/", health_views.gpu_list, name="gpu-list"),
     path("nodes/", cluster_views.node_list, name="node-list"),
     path("nodes/<int:pk>/", topology_views.node_detail, name="node-detail"),
+    path("workloads/", workload_views.workload_list, name="workload-list"),
+    path("workloads/<int:pk>/", topology_views.workload_detail, name="workload-detail"),
     path("findings/", finding_views.finding_list, name="finding-list"),
     path("findings/<int:pk>/", finding_views.finding_detail, name="finding-detail"),
     path("docs/findings/", finding_views.runbook, name="runbook-findings"),

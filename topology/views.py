@@ -20,6 +20,7 @@ from .interconnect import server_interconnect
 from .render import server_figures
 from .search import search as global_search
 from .server_page import gpus_in_page_order, node_commands_for, server_page, worst_first
+from .workload_page import workload_page
 
 
 @login_required
@@ -61,6 +62,15 @@ def server_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "matrix_rows": list(zip(interconnect["devices"], interconnect["matrix"], strict=True)),
         },
     )
+
+
+@login_required
+def workload_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """One workload: its GPUs per node, drawn on its servers' interconnect, its locality."""
+    page = workload_page(pk)
+    if page is None:
+        raise Http404("no such workload")
+    return render(request, "topology/workload.html", page)
 
 
 @login_required
