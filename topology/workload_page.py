@@ -54,7 +54,7 @@ def workload_page(pk: int) -> dict[str, Any] | None:
         return None
     allocations = list(workload.allocations.all())
     shown = shown_allocations(allocations)
-    nodes = by_node(shown)
+    nodes = by_node(shown, with_server=True)
     locality = workload.locality if isinstance(workload.locality, dict) else {}
     return {
         "workload": workload,

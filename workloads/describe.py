@@ -47,8 +47,14 @@ def shown_allocations(allocations: Sequence[AllocationLike]) -> list[AllocationL
     return [a for a in allocations if a.until == last]
 
 
-def by_node(allocations: Iterable[AllocationLike]) -> list[NodeAllocations]:
-    """One entry per node in first-seen order (the prefetch orders by node name, index)."""
+def by_node(
+    allocations: Iterable[AllocationLike], *, with_server: bool = False
+) -> list[NodeAllocations]:
+    """One entry per node in first-seen order (the prefetch orders by node name, index).
+
+    `with_server`: the rows carry their server (selected with them), kept for links; off,
+    nothing reads `.server`, which would cost a query per node otherwise.
+    """
     nodes: dict[str, NodeAllocations] = {}
     for a in allocations:
         entry = nodes.get(a.node_name)
@@ -57,7 +63,7 @@ def by_node(allocations: Iterable[AllocationLike]) -> list[NodeAllocations]:
                 node=a.node_name,
                 node_id=a.node_id,
                 server_id=a.server_id,
-                server=getattr(a, "server", None) if a.server_id else None,
+                server=getattr(a, "server", None) if with_server and a.server_id else None,
             )
         entry.gpus.append(a)
     return list(nodes.values())
