@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from inventory import selectors as inventory_selectors
+from inventory.models import Gpu
 from workloads import selectors as workload_selectors
 from workloads.describe import (
     NodeAllocations,
@@ -123,3 +124,14 @@ def _names(value: Any) -> list[str]:
             names.append(str(item["node"]))
     return names
 
+
+
+def gpu_workloads(gpu: Gpu) -> dict[str, Any]:
+    """The GPU page's workloads: who holds it now, and those it ran, followed by serial so a
+    GPU keeps its past workloads after it moved (two queries)."""
+    return {
+        "held_by": workload_selectors.held_now(gpu_id=gpu.pk).get(gpu.pk, []),
+        "recent_workloads": workload_selectors.recent_workloads(
+            gpu_id=gpu.pk, gpu_serial=gpu.serial
+        ),
+    }
