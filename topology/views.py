@@ -10,8 +10,8 @@ from django.template.response import TemplateResponse
 from clusters import selectors as cluster_selectors
 from clusters import views as cluster_views
 from fabric import views as fabric_views
-from health import views as health_views
 from findings import selectors as finding_selectors
+from health import views as health_views
 from health.selectors import health_overview
 from inventory import selectors as inventory_selectors
 from workloads import selectors as workload_selectors

@@ -125,7 +125,6 @@ def _names(value: Any) -> list[str]:
     return names
 
 
-
 def gpu_workloads(gpu: Gpu) -> dict[str, Any]:
     """The GPU page's workloads: who holds it now, and those it ran, followed by serial so a
     GPU keeps its past workloads after it moved (two queries)."""

@@ -27,6 +27,12 @@ def locality(w: Workload) -> str:
     return locality_text(w.locality if isinstance(w.locality, dict) else {}, w.node_count)
 
 
+def locality_value(w: Workload) -> str:
+    """The CSV's cell: the words, then the verdict (`NVLink within the node; good`)."""
+    words = locality(w)
+    return f"{words}; {w.verdict}" if words else w.verdict
+
+
 def _locality_cell(w: Workload) -> SafeString:
     words = locality(w)
     verdict = badge(w.verdict, w.get_verdict_display())
@@ -65,10 +71,12 @@ WORKLOAD_TABLE = Table(
         Column("Account", lambda w: w.account, "account"),
         Column("Shape", shape, "gpu_count"),
         Column("Model", lambda w: ", ".join(w.gpu_models or [])),
-        Column("Locality", locality, cell=_locality_cell),
-        Column("Verdict", lambda w: w.verdict, "verdict", cell=lambda w: badge(w.verdict, w.get_verdict_display())),
+        Column("Locality", locality_value, "verdict", cell=_locality_cell),
         Column(
-            "State", lambda w: w.state, "state", cell=lambda w: badge(w.state, w.get_state_display())
+            "State",
+            lambda w: w.state,
+            "state",
+            cell=lambda w: badge(w.state, w.get_state_display()),
         ),
         Column("Started", lambda w: iso(w.started_at), "started_at", cell=_started_cell),
     ),
