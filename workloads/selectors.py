@@ -24,6 +24,12 @@ RECENT_LIMIT = 10
 _ALLOCATION_ORDER = ("node_name", "index", "id")
 
 
+def workload_rows() -> QuerySet[Workload]:
+    """Workloads with their cluster, no allocations: the list page's and CSV's columns are
+    the row's own (shape, models, locality), so one query a page."""
+    return Workload.objects.select_related("cluster")
+
+
 def workload_list() -> QuerySet[Workload]:
     """Workloads with their cluster and every allocation (the shown set is picked from
     them: `describe.shown_allocations`), two queries for any page."""

@@ -19,7 +19,7 @@ def workload_list(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     return table_page(
         request,
         table=WORKLOAD_TABLE,
-        filterset=WorkloadFilter(request.GET, queryset=selectors.workload_list()),
+        filterset=WorkloadFilter(request.GET, queryset=selectors.workload_rows()),
         filters=WORKLOAD_FILTERS,
         known=lambda: {"cluster": cluster_names(), "gpu_model": selectors.gpu_models()},
         template="workloads/workload_list.html",
