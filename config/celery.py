@@ -26,8 +26,9 @@ a cluster's nodes are pulled    workloads.tasks.sync_cluster_workloads      `aft
                                 (slurmrestd /jobs, or the pod list)         here
 a jobs listing (or pod list)    workloads.tasks.after_listing (coalesced),  jobs_ingest, on
 is applied                      then the placement verdicts                 commit; here
-a reconcile changed something   workloads.tasks.join_allocations            `after_task`
-                                                                            here
+a reconcile changed something   workloads.tasks.join_allocations (then the  `after_task`
+                                workloads findings and, when it joined      here
+                                any, the placement verdicts)
 a person binds/unbinds a node   clusters.tasks.reconcile (coalesced)        node_bind, on
                                                                             commit
 a fabric snapshot, name map or  fabric.tasks.sync_fabric_findings           fabric.services,
@@ -76,6 +77,7 @@ APPLY_REPORT = "inventory.tasks.apply_report"
 SYNC_CLUSTER = "clusters.tasks.sync_cluster"
 RECONCILE = "clusters.tasks.reconcile"
 AFTER_LISTING = "workloads.tasks.after_listing"
+JOIN_ALLOCATIONS = "workloads.tasks.join_allocations"
 RECORD_HEALTH = "health.tasks.record_health"
 
 
@@ -91,7 +93,7 @@ def after_task(sender: Any = None, result: Any = None, **_: Any) -> None:
         after_health(result)
     elif sender.name == SYNC_CLUSTER and result == "ok":
         after_cluster_sync(sender.request.args or ())
-    elif sender.name == AFTER_LISTING:
+    elif sender.name == AFTER_LISTING or (sender.name == JOIN_ALLOCATIONS and result):
         after_listing()
     elif sender.name == RECONCILE and result != "unchanged":
         after_reconcile()

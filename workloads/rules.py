@@ -349,35 +349,48 @@ def _running_on_gpus(facts: WorkloadFacts) -> dict[tuple[int, int], HeldDevice |
 
 def workload_on_gpu_needing_action(facts: WorkloadFacts) -> list[FindingFact]:
     """A running workload on a GPU that needs action (drain, reset, RMA): the job is at risk,
-    and the GPU cannot be fixed until it ends or moves."""
-    out = []
+    and the GPU cannot be fixed until it ends or moves. One finding per workload, server and
+    reason: a reason that holds for the whole server (its critical finding) is one finding
+    naming the GPUs, not one per GPU."""
+    groups: dict[tuple[int, int, str], list[GpuNeed]] = defaultdict(list)
     for (wid, gpu_id), _seen in sorted(_running_on_gpus(facts).items()):
         need = facts.needing_action.get(gpu_id)
-        if need is None:
-            continue
+        if need is not None:
+            groups[(wid, need.server_id, need.words)].append(need)
+    out = []
+    for (wid, server_id, words), needs in sorted(groups.items()):
         w = facts.workloads[wid]
+        first = needs[0]
+        one = len(needs) == 1
+        gpus = f"GPU {first.index}" if one else "GPUs " + ", ".join(str(n.index) for n in needs)
         out.append(
             FindingFact(
                 type=FindingType.WORKLOAD_ON_GPU_NEEDING_ACTION,
                 severity=Severity.WARNING,
-                subject=f"workload:{wid}:gpu:{gpu_id}",
-                message=f"{w.words()} runs on {need.hostname} GPU {need.index}: {need.words}",
-                server_id=need.server_id,
+                subject=(
+                    f"workload:{wid}:gpu:{first.gpu_id}"
+                    if one
+                    else f"workload:{wid}:server:{server_id}:{first.reason}"
+                ),
+                message=f"{w.words()} runs on {first.hostname} {gpus}: {words}",
+                server_id=server_id,
                 cluster_id=w.cluster_id,
-                gpu_id=gpu_id,
+                gpu_id=first.gpu_id if one else None,
                 action=(
                     "Tell the workload's owner; let it end or requeue it elsewhere, then act "
                     "on the GPU."
                 ),
                 details={
                     **w.details(),
-                    "server": need.server_id,
-                    "hostname": need.hostname,
-                    "gpu": gpu_id,
-                    "gpu_index": need.index,
-                    "gpu_uuid": need.uuid,
-                    "reason": need.reason,
-                    "reason_words": need.words,
+                    "server": server_id,
+                    "hostname": first.hostname,
+                    "gpu": first.gpu_id if one else None,
+                    "gpus": [n.gpu_id for n in needs],
+                    "gpu_index": first.index if one else None,
+                    "gpu_indexes": [n.index for n in needs],
+                    "gpu_uuid": first.uuid if one else None,
+                    "reason": first.reason,
+                    "reason_words": words,
                 },
             )
         )

@@ -46,10 +46,14 @@ def sync_cluster_workloads(cluster_id: int) -> str:
 @shared_task(acks_late=True, time_limit=300, soft_time_limit=280, **retry_policy())
 def join_allocations() -> int:
     """After a reconcile (nodes bound or rebound): join the GPUs of allocations applied
-    before their nodes were bound."""
+    before their nodes were bound, then judge the workloads findings again; the placement
+    verdicts follow (config/celery.py)."""
     from workloads.services.apply import allocations_join
 
-    return allocations_join()
+    joined = allocations_join()
+    if joined:  # processes reported before the binding join their workloads now
+        workload_findings_refresh()
+    return joined
 
 
 @shared_task(**DATABASE_RETRIES)
