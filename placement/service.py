@@ -21,6 +21,7 @@ from typing import Any, ParamSpec, TypeVar
 from clusters.choices import ClusterKind
 from clusters.selectors import cluster_kind
 from health.selectors import needing_action_share
+from workloads.describe import workload_label
 
 from .alternatives import mig_elsewhere, placement_alternatives
 from .capacity import capacity_compare
@@ -421,13 +422,11 @@ def name_holders(rows: list[BlockedNode], held: dict[int, HeldOnNode]) -> list[B
 
 
 def holder_text(label: tuple[str, str, str] | None, gpus: int) -> str:
-    """`job 5679 (alice, 8 GPUs)`, `pods ml/trainer (bob, 2 GPUs)`."""
-    count = f"{gpus} GPU{'s' if gpus != 1 else ''}"
+    """`job 5679 of alice, 8 GPUs` (`workload_label`); `a workload, 8 GPUs` unnamed."""
     if label is None:
-        return f"a workload ({count})"
+        return f"a workload, {gpus} GPU{'s' if gpus != 1 else ''}"
     kind, scheduler_id, user = label
-    word = "job" if kind == "slurm_job" else "pods"
-    return f"{word} {scheduler_id} ({user + ', ' if user else ''}{count})"
+    return workload_label(kind, scheduler_id, user, gpus)
 
 
 def fleet_fragmentation(*, cluster: str | None = None) -> list[ClusterFragmentation]:

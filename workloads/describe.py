@@ -73,6 +73,15 @@ def _gpus(n: int) -> str:
     return f"{n} GPU{'' if n == 1 else 's'}"
 
 
+def workload_label(kind: str, scheduler_id: str, user: str = "", gpus: int | None = None) -> str:
+    """How every page, finding, alert and webhook names a workload: "job 5679 of alice",
+    "pods ml/trainer" (the namespace is in the id), with its GPUs when they matter:
+    "job 5679 of alice, 16 GPUs". Plain text: pages escape it."""
+    word = "pods" if kind == "pods" else "job"
+    text = f"{word} {scheduler_id or '?'}" + (f" of {user}" if user else "")
+    return text if gpus is None else f"{text}, {_gpus(gpus)}"
+
+
 def shape_text(node_count: int, gpu_count: int, gpus_per_node: int | None) -> str:
     """`2 nodes × 8 GPUs = 16`, `1 node × 4 GPUs = 4`; uneven: `3 nodes, 10 GPUs`."""
     if node_count <= 0:

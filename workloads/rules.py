@@ -22,6 +22,7 @@ from typing import Any
 
 from findings.choices import FindingType, Severity
 from findings.facts import FindingFact
+from workloads.describe import workload_label
 
 MIB = 2**20
 
@@ -65,14 +66,14 @@ class WorkloadRef:
     user: str = ""
     account: str = ""
     state: str = "running"
+    kind: str = "slurm_job"
 
     @property
     def running(self) -> bool:
         return self.state == "running"
 
     def words(self) -> str:
-        who = f" of {self.user}" if self.user else ""
-        return f"{self.scheduler_id}{who}"
+        return workload_label(self.kind, self.scheduler_id, self.user)
 
     def details(self) -> dict[str, Any]:
         return {

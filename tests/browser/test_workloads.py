@@ -47,6 +47,6 @@ def test_from_the_menu_to_a_workloads_server_and_who_holds_its_gpus(signed_in, l
     gpus.first.locator("a.server-link").click()
     page.wait_for_url(f"**/servers/{nodes['dgx-01'].server_id}/")
     first = page.locator("#gpu-table tbody tr").first
-    assert "held by job 5679 (alice)" in first.locator("td.workload").inner_text()
+    assert "held by job 5679 of alice" in first.locator("td.workload").inner_text()
     assert "held by" not in page.locator("#gpu-table tbody tr").nth(4).inner_text()
     watched.assert_clean()

@@ -44,15 +44,15 @@ def test_the_nodes_passed_over_name_the_workloads_that_fill_them(api, client, us
     result = placement_find(cluster="hpc", nodes=3, gpus_per_node=8)
     assert not result.fits
     filled = {b.node: b.filled_by for b in result.blocked}
-    assert filled["dgx-03"] == ["job 5679 (alice, 8 GPUs)"]
-    assert filled["dgx-02"] == ["job 5680 (bob, 4 GPUs)", "job 5681 (carol, 2 GPUs)"]
+    assert filled["dgx-03"] == ["job 5679 of alice, 8 GPUs"]
+    assert filled["dgx-02"] == ["job 5680 of bob, 4 GPUs", "job 5681 of carol, 2 GPUs"]
     body = api.get("/api/v1/placement/", {"cluster": "hpc", "nodes": 3, "gpus_per_node": 8})
     rows = {b["node"]: b for b in body.json()["blocked"]}
-    assert rows["dgx-03"]["filled_by"] == ["job 5679 (alice, 8 GPUs)"]
+    assert rows["dgx-03"]["filled_by"] == ["job 5679 of alice, 8 GPUs"]
     assert rows["dgx-03"]["detail"] == "0 of 8 GPUs free (8 in use)"
     client.force_login(user)
     page = client.get("/placement/", {"cluster": "hpc", "nodes": 3, "gpus_per_node": 8})
-    assert "held by job 5679 (alice, 8 GPUs)" in page.content.decode()
+    assert "held by job 5679 of alice, 8 GPUs" in page.content.decode()
 
 
 def test_the_query_count_does_not_grow_with_the_workloads():

@@ -237,9 +237,9 @@ def test_the_server_page_says_who_holds_each_gpu_and_what_ended_there(signed_in,
     page = _text(signed_in.get(f"/servers/{server.pk}/"))
     row = re.search(r'<table class="data" id="gpu-table">.*?</table>', page, re.S).group(0)
     rows = re.findall(r"<tr.*?</tr>", row, re.S)[1:]
-    assert "held by" in rows[0] and "job 5680</a> (bob)" in rows[0]
+    assert "held by" in rows[0] and "job 5680 of bob</a>" in rows[0]
     assert f'href="/workloads/{demo_like["four"].pk}/"' in rows[0]
-    assert "job 5681</a> (carol)" in rows[4] and "job 5681" in rows[6]
+    assert "job 5681 of carol</a>" in rows[4] and "job 5681" in rows[6]
     assert "held by" not in rows[5]
     recent = re.search(r'id="recent-workloads".*?</section>', page, re.S).group(0)
     assert "5600" in recent and "dave" in recent and "5680" not in recent
@@ -270,7 +270,7 @@ def test_the_node_page_says_who_holds_each_gpu(signed_in, demo_like):
     node = demo_like["nodes"]["dgx-03"]
     page = _text(signed_in.get(f"/nodes/{node.pk}/"))
     table = re.search(r'id="node-gpu-table".*?</table>', page, re.S).group(0)
-    assert "job 5680</a> (bob)" in table
+    assert "job 5680 of bob</a>" in table
     recent = re.search(r'id="recent-workloads".*?</section>', page, re.S).group(0)
     assert "5600" in recent
 
@@ -291,7 +291,7 @@ def test_the_gpu_page_says_who_holds_it_and_keeps_past_workloads_by_serial(signe
     )
     page = _text(signed_in.get(f"/gpus/{gpu.pk}/"))
     held = re.search(r'id="gpu-held-by".*?</section>', page, re.S).group(0)
-    assert "job 5679</a> (alice)" in held
+    assert "job 5679 of alice</a>" in held
     recent = re.search(r'id="recent-workloads".*?</section>', page, re.S).group(0)
     assert "4000" in recent and "erin" in recent
 

@@ -41,7 +41,7 @@ from ..rules import (
 )
 from .facts import workload_processes_rejoin
 
-_WORKLOAD_FIELDS = ("cluster_id", "scheduler_id", "user", "account", "state")
+_WORKLOAD_FIELDS = ("cluster_id", "scheduler_id", "user", "account", "state", "kind")
 
 
 def workload_findings_refresh(*, now: datetime | None = None) -> tuple[int, int, int]:
@@ -63,6 +63,7 @@ def _ref(wid: int, row: dict[str, Any], prefix: str) -> WorkloadRef:
         user=row[f"{prefix}user"] or "",
         account=row[f"{prefix}account"] or "",
         state=row[f"{prefix}state"] or "",
+        kind=row[f"{prefix}kind"] or "",
     )
 
 
