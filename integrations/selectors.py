@@ -35,8 +35,8 @@ from inventory.health import gpu_problem_code, problem_of_code
 from inventory.models import Gpu, MigDevice, Report, Server
 from inventory.selectors import server_state_expression
 from workloads.choices import WorkloadKind, WorkloadState
-from workloads.fragments import stranded_gpus
 from workloads.models import Allocation, Workload
+from workloads.selectors import gpus_stranded  # noqa: F401 - /metrics reads it here
 from workloads.services.holders import gpu_holders_at
 
 from .choices import DeliveryStatus
@@ -250,25 +250,3 @@ def capped(counts: Mapping[tuple[str, str], int], limit: int) -> dict[tuple[str,
     for (cluster, _who), n in ranked[limit:]:
         kept[(cluster, OTHER)] = kept.get((cluster, OTHER), 0) + n
     return kept
-
-
-def gpus_stranded() -> dict[str, int]:
-    """Free GPUs on partly used nodes per cluster (`workloads.fragments`), over the live,
-    ready and schedulable nodes: held is the larger of the allocations recorded and the
-    scheduler's own count (a source that gives counts only). One query."""
-    held = Subquery(
-        Allocation.objects.filter(node_id=OuterRef("pk"), until__isnull=True)
-        .order_by()
-        .values("node_id")
-        .annotate(n=Count("id"))
-        .values("n")[:1]
-    )
-    rows = (
-        Node.objects.filter(gone_at__isnull=True, ready=True, schedulable=True)
-        .annotate(held=held)
-        .values_list("cluster__name", "gpu_capacity", "gpu_used", "held")
-    )
-    found: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    for cluster, capacity, used, allocated in rows:
-        found[cluster].append((capacity or 0, max(used or 0, allocated or 0)))
-    return {cluster: stranded_gpus(nodes) for cluster, nodes in found.items()}

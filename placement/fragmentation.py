@@ -16,6 +16,7 @@ from typing import Any
 
 from clusters.choices import ClusterKind
 from core.figures import GROUP_COLOURS, Figure, base_layout, empty_figure, esc, figure_title, plural
+from workloads.fragments import stranded_gpus  # the one rule, /metrics reads it too
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,12 +29,6 @@ class NodeFree:
     free: int
     weight: int = 1
     """The nodes it stands for (twins alike in all this reads)."""
-
-
-def stranded_gpus(nodes: Iterable[tuple[int, int]]) -> int:
-    """Free GPUs on partly used nodes, over (capacity, held) pairs: the one definition (the
-    overview, `/metrics` and the capacity page count the same way)."""
-    return sum(capacity - held for capacity, held in nodes if 0 < held < capacity)
 
 
 @dataclass(slots=True)

@@ -13,9 +13,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Subquery
+
+from clusters.models import Node
 
 from .choices import Verdict, WorkloadState
+from .fragments import stranded_gpus
 from .models import Allocation, Workload
 
 RECENT_LIMIT = 10
@@ -70,21 +73,27 @@ def workload_users() -> list[str]:
 
 @dataclass(frozen=True)
 class WorkloadCounts:
-    """The overview's figures: running workloads, the GPUs they hold, the poorly placed."""
+    """The overview's figures: running workloads, the GPUs they hold, the poorly placed, and
+    the free GPUs stranded on partly used nodes."""
 
     running: int
     gpus_held: int
     poorly_placed: int
+    stranded: int = 0
 
 
 def workload_counts() -> WorkloadCounts:
-    """Two queries: the running workloads (and how many are poorly placed), the GPUs held."""
+    """Three queries: the running workloads (and how many are poorly placed), the GPUs
+    held, the stranded GPUs (`gpus_stranded`)."""
     running = Workload.objects.filter(state=WorkloadState.RUNNING).aggregate(
         running=Count("id"), poorly=Count("id", filter=Q(verdict=Verdict.POORLY_PLACED))
     )
     held = Allocation.objects.filter(until__isnull=True).count()
     return WorkloadCounts(
-        running=running["running"], gpus_held=held, poorly_placed=running["poorly"]
+        running=running["running"],
+        gpus_held=held,
+        poorly_placed=running["poorly"],
+        stranded=sum(gpus_stranded().values()),
     )
 
 
@@ -166,3 +175,25 @@ def _group_recent(rows: Iterable[Allocation], limit: int) -> list[RecentWorkload
             entry = recent[a.workload_id] = RecentWorkload(workload=a.workload, until=a.until)
         entry.allocations.append(a)
     return list(recent.values())
+
+
+def gpus_stranded() -> dict[str, int]:
+    """Free GPUs on partly used nodes per cluster (`workloads.fragments`), over the live,
+    ready and schedulable nodes: held is the larger of the allocations recorded and the
+    scheduler's own count (a source that gives counts only). One query."""
+    held = Subquery(
+        Allocation.objects.filter(node_id=OuterRef("pk"), until__isnull=True)
+        .order_by()
+        .values("node_id")
+        .annotate(n=Count("id"))
+        .values("n")[:1]
+    )
+    rows = (
+        Node.objects.filter(gone_at__isnull=True, ready=True, schedulable=True)
+        .annotate(held=held)
+        .values_list("cluster__name", "gpu_capacity", "gpu_used", "held")
+    )
+    found: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for cluster, capacity, used, allocated in rows:
+        found[cluster].append((capacity or 0, max(used or 0, allocated or 0)))
+    return {cluster: stranded_gpus(nodes) for cluster, nodes in found.items()}
