@@ -169,3 +169,23 @@ def test_allocations_applied_before_their_node_was_bound_join_once_it_is(hpc):
     assert _held("8") == [("gpu-01", 2, 2), ("gpu-01", 3, 3)]
     assert Workload.objects.get(scheduler_id="8").gpu_models == ["NVIDIA H100 80GB HBM3"]
     assert allocations_join() == 0  # nothing left to join
+
+
+def test_counted_gpus_are_replaced_one_for_one_when_the_devices_are_named(hpc):
+    from workloads.records import GpuSlot, NodeAllocation, WorkloadRecord
+
+    def pods(slots: tuple[GpuSlot, ...]) -> WorkloadRecord:
+        return WorkloadRecord(
+            kind="slurm_job",
+            scheduler_id="p",
+            state="running",
+            started_at=STARTED,
+            allocations=(NodeAllocation(node="gpu-01", gpu_count=4, gpus=slots),),
+        )
+
+    workloads_apply(cluster=hpc, snapshot=listing(pods(())))
+    assert Allocation.objects.filter(until__isnull=True).count() == 4
+    named = tuple(GpuSlot(index=i) for i in range(4))
+    result = workloads_apply(cluster=hpc, snapshot=listing(pods(named)))
+    assert (result.allocations_opened, result.allocations_closed) == (4, 4)
+    assert _held("p") == [("gpu-01", i, i) for i in range(4)]

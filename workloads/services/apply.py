@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -405,15 +406,19 @@ def _allocations_apply(
     for workload_id, record in records.items():
         since = record.started_at or now
         desired = _desired_allocations(record, joins, since)
-        current = {_key(r): r for r in open_rows.get(workload_id, [])}
-        wanted = set()
+        # A multiset diff: GPUs known only by count share one key, and 8 counted GPUs
+        # replaced by the 8 the kubelet names close all 8.
+        current: dict[tuple[Any, ...], list[Allocation]] = defaultdict(list)
+        for held in open_rows.get(workload_id, []):
+            current[_key(held)].append(held)
         for row in desired:
-            key = _key(row)
-            wanted.add(key)
-            if key not in current:
-                row.workload_id = workload_id
-                to_create.append(row)
-        to_close += [r.pk for key, r in current.items() if key not in wanted]
+            kept = current.get(_key(row))
+            if kept:
+                kept.pop()
+                continue
+            row.workload_id = workload_id
+            to_create.append(row)
+        to_close += [r.pk for rows in current.values() for r in rows]
     to_close += [r.pk for workload_id in gone for r in open_rows.get(workload_id, [])]
     for chunk in _chunks(to_close):
         Allocation.objects.filter(id__in=chunk).update(until=now)
