@@ -130,14 +130,12 @@ def name_range(names: Sequence[str]) -> str:
     first three and how many more). Not escaped."""
     if len(names) <= 1:
         return "".join(names)
-    found = [re.fullmatch(r"(.*?)(\d+)", name) for name in names]
-    if all(found):
-        stems = {m.group(1) for m in found if m}
-        numbers = [int(m.group(2)) for m in found if m]
-        if len(stems) == 1 and numbers == list(range(numbers[0], numbers[0] + len(numbers))):
-            stem = stems.pop()
-            tail = re.findall(r"[^\W\d_]*$", stem)[0]  # the letters before the number
-            return f"{names[0]}…{tail}{numbers[-1]}"
+    found = [m for name in names if (m := re.fullmatch(r"(.*?)(\d+)", name))]
+    if len(found) == len(names) and len({m.group(1) for m in found}) == 1:
+        numbers = [int(m.group(2)) for m in found]
+        if numbers == list(range(numbers[0], numbers[0] + len(numbers))):
+            tail = re.findall(r"[^\W\d_]*$", found[0].group(1))[0]  # the letters before it
+            return f"{names[0]}…{tail}{found[-1].group(2)}"
     if len(names) <= 3:
         return ", ".join(names)
     return f"{', '.join(names[:3])} and {len(names) - 3} more"
@@ -172,7 +170,8 @@ def _bounded(on: ServersOnFabric, paths: Paths) -> tuple[FabricFigureFacts, list
     kept_hosts = {h.key for h in hosts}
     serving = {c.a for c in facts.cables if c.b in kept_hosts}
     wanted = [s for s in facts.switches if (s.tier or 1) > 1 or s.key in serving]
-    wanted.sort(key=lambda s: (s.key not in paths.switches, s.tier or 1, natural_key(s.name)))
+    # the paths' spines first (few, and they join the leaves), then their leaves, then the rest
+    wanted.sort(key=lambda s: (s.key not in paths.switches, -(s.tier or 1), natural_key(s.name)))
     switches = wanted[:MAX_SWITCHES]
     kept = {s.key for s in switches} | kept_hosts
     cut = []

@@ -82,7 +82,7 @@ def fabric_figure(nodes: list[NodeAllocations]) -> dict[str, Any]:
     held: dict[int, int] = {}
     for entry in nodes:
         if entry.server_id is not None:
-            held[entry.server_id] = held.get(entry.server_id, 0) + len(entry.gpus)
+            held[entry.server_id] = held.get(entry.server_id, 0) + gpus_held(entry)
     on = servers_on_fabric(held)
     if len(held) < 2:
         note = "one node: no switch between its GPUs" if held else ""
@@ -129,6 +129,14 @@ def server_figures(nodes: list[NodeAllocations]) -> list[ServerFigure]:
             )
         )
     return out
+
+
+def gpus_held(entry: NodeAllocations) -> int:
+    """The GPUs held on one node: those named (by index, device ID or join), else those held
+    by count alone. Named devices supersede a count: a pod's count rows that outlived the
+    kubelet's device IDs (as the demo's training pods have) are not GPUs twice."""
+    named = [a for a in entry.gpus if a.gpu_id or a.mig_device_id or a.uuid or a.index is not None]
+    return len(named) or len(entry.gpus)
 
 
 def _names(value: Any) -> list[str]:

@@ -122,6 +122,8 @@ def test_a_large_workload_is_drawn_bounded_and_says_so():
         len(traces[n]["x"]) for n in ("switches on its paths", "other switches") if n in traces
     )
     assert drawn <= MAX_SWITCHES
+    lit = traces["switches on its paths"]["texttemplate"]
+    assert {f"ib-spine-{n}" for n in range(1, 9)} <= set(lit)  # the spines that join them stay
     title = figure["layout"]["title"]["text"]
     assert f"drawn: the first {MAX_SERVERS} of 64 servers" in title
     assert "64 servers under 128 leaves" in title
@@ -152,6 +154,7 @@ def test_a_down_cable_leaves_its_server_without_a_path_and_stays_marked():
 def test_names_in_a_run_are_written_as_a_range():
     assert name_range([f"ib-leaf-r{r}" for r in range(1, 9)]) == "ib-leaf-r1…r8"
     assert name_range(["ib-spine-1", "ib-spine-2"]) == "ib-spine-1…2"
+    assert name_range(["spine-p001-01", "spine-p001-02"]) == "spine-p001-01…02"
     assert name_range(["leaf-10", "leaf-12"]) == "leaf-10, leaf-12"
     assert name_range(["a", "b", "c", "d"]) == "a, b, c and 1 more"
     assert name_range(["x"]) == "x"
