@@ -1,10 +1,10 @@
 """One workload's page: its facts, its GPUs per node, and those GPUs drawn on each of its
-servers' interconnect, with the hops between its nodes in words.
+servers' interconnect and on the fabric, with the hops between its nodes in words.
 
 Here, not in workloads/, because it draws topology's server figures (workloads/ sits below
 topology/). A fixed number of queries whatever the workload's size: the workload with its
 allocations (two), and its servers' GPUs, NICs and links (server_detail's prefetches, over
-at most MAX_SERVER_FIGURES servers).
+at most MAX_SERVER_FIGURES servers), and its servers on the fabric (`fabric.selectors.servers`).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from fabric.figures_servers import NO_FABRIC, servers_fabric_figure
+from fabric.selectors import servers_on_fabric
 from inventory import selectors as inventory_selectors
 from inventory.models import Gpu
 from workloads import selectors as workload_selectors
@@ -70,7 +72,24 @@ def workload_page(pk: int) -> dict[str, Any] | None:
         "history": len(allocations) > len(shown),
         "server_figures": server_figures(nodes),
         "drawn_all": len({n.server_id for n in nodes if n.server_id}) <= MAX_SERVER_FIGURES,
+        **fabric_figure(nodes),
     }
+
+
+def fabric_figure(nodes: list[NodeAllocations]) -> dict[str, Any]:
+    """Its servers on the fabric (`fabric_figure`), or why not (`fabric_note`). Read even for
+    one server, so that the page costs the same queries whatever the workload's size."""
+    held: dict[int, int] = {}
+    for entry in nodes:
+        if entry.server_id is not None:
+            held[entry.server_id] = held.get(entry.server_id, 0) + gpus_held(entry)
+    on = servers_on_fabric(held)
+    if len(held) < 2:
+        note = "one node: no switch between its GPUs" if held else ""
+        return {"fabric_figure": None, "fabric_note": note}
+    if on is None:
+        return {"fabric_figure": None, "fabric_note": NO_FABRIC}
+    return {"fabric_figure": servers_fabric_figure(on), "fabric_note": ""}
 
 
 def server_figures(nodes: list[NodeAllocations]) -> list[ServerFigure]:
@@ -110,6 +129,14 @@ def server_figures(nodes: list[NodeAllocations]) -> list[ServerFigure]:
             )
         )
     return out
+
+
+def gpus_held(entry: NodeAllocations) -> int:
+    """The GPUs held on one node: those named (by index, device ID or join), else those held
+    by count alone. Named devices supersede a count: a pod's count rows that outlived the
+    kubelet's device IDs (as the demo's training pods have) are not GPUs twice."""
+    named = [a for a in entry.gpus if a.gpu_id or a.mig_device_id or a.uuid or a.index is not None]
+    return len(named) or len(entry.gpus)
 
 
 def _names(value: Any) -> list[str]:

@@ -4,7 +4,8 @@ of queries whatever the fabric's size.
 
 `cabling`: switches, adapters, cables, the tree, labels, bandwidth, the rules' facts, one
 switch's ports, one server's cables, each fabric's card. `search`: a switch by name or GUID.
-`figure`: the figure's facts and the cables the open findings call degraded.
+`figure`: the figure's facts and the cables the open findings call degraded. `servers`: some
+servers (a workload's) with their leaves and the spines above them.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from .figure import (
     fabrics_degraded_keys,
 )
 from .search import switch_search, switch_search_q
+from .servers import servers_on_fabric
 
 __all__ = [
     "LINK_FACT_FIELDS",
@@ -62,6 +64,7 @@ __all__ = [
     "fabrics_degraded_keys",
     "link_list",
     "server_fabric",
+    "servers_on_fabric",
     "snapshot_list",
     "switch_list",
     "switch_ports",

@@ -115,6 +115,7 @@ PURE = [
     "fabric/graph.py",
     "fabric/lldp.py",
     "fabric/exports.py",
+    "fabric/figures_servers.py",
     "fabric/rules.py",
     "fabric/parsers/ibnetdiscover.py",
     "health/rules.py",
