@@ -306,8 +306,9 @@ class Listing:
         for job in running:
             if job.job_id not in ended:
                 by_shape.setdefault((len(job.nodes), job.gpus_per_node), []).append(job)
-        for _ in range(changed // 10):
-            shape = self.rng.choice([s for s, jobs in by_shape.items() if len(jobs) >= 2])
+        pairs = [s for s, jobs in by_shape.items() if len(jobs) >= 2]
+        for _ in range(changed // 10 if pairs else 0):
+            shape = self.rng.choice(pairs)
             a, b = self.rng.sample(by_shape[shape], 2)
             if a.job_id in ids or b.job_id in ids:
                 continue
@@ -531,7 +532,8 @@ def pages(client, listing: Listing, servers: int) -> dict[str, tuple[float, int]
     from inventory.models import Server
 
     logging.getLogger("django.request").setLevel(logging.ERROR)  # the 404 probes are expected
-    wide = next(j for j in listing.jobs.values() if len(j.nodes) > 1 and j.state == "RUNNING")
+    running = [j for j in listing.jobs.values() if j.state == "RUNNING"]
+    wide = max(running, key=lambda j: len(j.nodes))
     server_id = Server.objects.get(hostname=node_name(wide.nodes[0])).id
     figures: dict[str, tuple[float, int] | None] = {}
     candidates = (("/workloads/", "/api/v1/workloads/"), (f"/servers/{server_id}/",))
