@@ -59,6 +59,9 @@ class DemoServer:
     nodes: tuple[DemoNode, ...] = ()
 
 
+TRAIN = ("PyTorchJob", "llm-train")  # one workload of two 8-GPU pods: 2 nodes x 8 GPUs
+
+
 def _k8s(*pods: Pod) -> DemoNode:
     return DemoNode(K8S_CLUSTER, pods=pods)
 
@@ -68,8 +71,8 @@ def _slurm(state: str = "IDLE", *, reason: str = "", gpus_used: int = 0) -> Demo
 
 
 DEMO_FLEET: tuple[DemoServer, ...] = (
-    DemoServer("dgx-h100-01", "h100", "rack-01", 2, (_k8s(Pod("llm-train-0", 8)),)),
-    DemoServer("dgx-h100-02", "h100", "rack-01", 10, (_k8s(Pod("llm-train-1", 8)),)),
+    DemoServer("dgx-h100-01", "h100", "rack-01", 2, (_k8s(Pod("llm-train-worker-0", 8, TRAIN)),)),
+    DemoServer("dgx-h100-02", "h100", "rack-01", 10, (_k8s(Pod("llm-train-worker-1", 8, TRAIN)),)),
     DemoServer("dgx-h100-03", "h100", "rack-01", 18, (_k8s(Pod("notebook-ana", 1)),)),
     DemoServer("dgx-h100-04", "h100", "rack-01", 26, (_k8s(),)),
     DemoServer("dgx-h100-05", "h100", "rack-02", 2, (_k8s(),)),

@@ -7,8 +7,10 @@ the backend parses these exactly as it parses the real tools' output.
 from __future__ import annotations
 
 import json
+import uuid as uuidlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 
@@ -23,10 +25,16 @@ class Snapshot:
 
 @dataclass(frozen=True)
 class Pod:
-    """A running pod holding whole GPUs (`nvidia.com/gpu` limits)."""
+    """A running pod holding whole GPUs (`nvidia.com/gpu` limits) or MIG devices (`mig`:
+    profile -> count, as `nvidia.com/mig-<profile>` limits), owned by `owner` (kind, name)
+    when a controller made it (a PyTorchJob's workers are one workload)."""
 
     name: str
     gpus: int
+    owner: tuple[str, str] | None = None
+    namespace: str = "ml"
+    mig: tuple[tuple[str, int], ...] = ()
+    started_ago_s: int = 3600
 
 
 @dataclass(frozen=True)
@@ -118,27 +126,47 @@ def kubernetes_nodes(entries: Sequence[Entry]) -> str:
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": items, "metadata": {}})
 
 
-def kubernetes_pods(entries: Sequence[Entry]) -> str:
+def pod_uid(namespace: str, name: str) -> str:
+    """A pod's stable UID in the demo (the kubelet's cgroup paths name it)."""
+    return str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"pod/{namespace}/{name}"))
+
+
+def kubernetes_pods(entries: Sequence[Entry], now: datetime | None = None) -> str:
     """`kubectl get pods -A -o json`: the declared pods, running on their nodes."""
 
-    def pod(name: str, node: str, gpus: int) -> dict[str, Any]:
+    def pod(p: Pod, node: str) -> dict[str, Any]:
+        limits = {"nvidia.com/gpu": str(p.gpus)} if p.gpus else {}
+        limits.update({f"nvidia.com/mig-{profile}": str(n) for profile, n in p.mig})
+        metadata: dict[str, Any] = {
+            "name": p.name,
+            "namespace": p.namespace,
+            "uid": pod_uid(p.namespace, p.name),
+        }
+        if p.owner:
+            kind, owner = p.owner
+            metadata["ownerReferences"] = [
+                {
+                    "apiVersion": "kubeflow.org/v1" if kind == "PyTorchJob" else "batch/v1",
+                    "kind": kind,
+                    "name": owner,
+                    "uid": pod_uid(p.namespace, f"{kind}/{owner}"),
+                    "controller": True,
+                }
+            ]
+            metadata["labels"] = {"training.kubeflow.org/job-name": owner}
+        started = (at - timedelta(seconds=p.started_ago_s)).strftime("%Y-%m-%dT%H:%M:%SZ")
         return {
             "kind": "Pod",
-            "metadata": {"name": name, "namespace": "ml"},
+            "metadata": metadata,
             "spec": {
                 "nodeName": node,
-                "containers": [
-                    {"name": "main", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}
-                ],
+                "containers": [{"name": "main", "resources": {"limits": limits}}],
             },
-            "status": {"phase": "Running"},
+            "status": {"phase": "Running", "startTime": started},
         }
 
-    pods = [
-        pod(p.name, report["host"]["hostname"], p.gpus)
-        for report, node in entries
-        for p in node.pods
-    ]
+    at = now or datetime.now(UTC)
+    pods = [pod(p, report["host"]["hostname"]) for report, node in entries for p in node.pods]
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": pods, "metadata": {}})
 
 

@@ -102,13 +102,17 @@ class GpuSlot:
 
     ``index`` is the scheduler's index on that node (Slurm's IDX); ``uuid`` the device ID
     the kubelet names (``GPU-…`` or ``MIG-…``); ``gpu_type`` the GRES type (``h100``) or the
-    Kubernetes resource (``nvidia.com/mig-1g.10gb``), when the source names one.
+    Kubernetes resource (``nvidia.com/mig-1g.10gb``), when the source names one. ``shared``
+    marks a GPU the scheduler shares (a time-sliced or MPS replica, a Slurm shard); ``pod``
+    names the pod of a pod group that holds it, when the kubelet said.
     """
 
     index: int | None = None
     uuid: str | None = None
     gpu_type: str | None = None
     mig_profile: str | None = None
+    shared: bool = False
+    pod: str = ""
 
 
 @dataclass(frozen=True, slots=True)

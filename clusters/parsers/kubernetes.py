@@ -5,7 +5,8 @@
 ``Node``. All three are read here, from JSON or (``-o yaml``) YAML. GPU facts come from
 the NVIDIA device plugin's extended resources (``nvidia.com/gpu``, ``nvidia.com/gpu.shared``,
 ``nvidia.com/mig-<profile>``) and GPU Feature Discovery labels (``nvidia.com/gpu.*``).
-Pods (``kubectl get pods -A -o json``) are read by ``parse_pods`` for GPU use and placement.
+Pods (``kubectl get pods -A -o json``) are read by ``parse_pods`` for GPU use and placement,
+with the owner, labels and times that ``workloads`` groups them by.
 """
 
 from __future__ import annotations
@@ -13,10 +14,17 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from clusters.parsers.records import NodeRecord, PodRecord, Snapshot, SnapshotFormatError
+from clusters.parsers.records import (
+    POD_GROUPING_LABELS,
+    NodeRecord,
+    PodRecord,
+    Snapshot,
+    SnapshotFormatError,
+)
 from clusters.parsers.shape import (
     child,
     field,
@@ -372,6 +380,54 @@ def _effective_requests(spec: dict[str, Any], path: str) -> dict[str, int]:
     return total
 
 
+def _is_gpu_resource(name: str) -> bool:
+    return name == GPU_RESOURCE or name.startswith(MIG_RESOURCE_PREFIX)
+
+
+def _timestamp(parent: Mapping[str, Any], key: str, path: str) -> datetime | None:
+    """An RFC 3339 time (``2024-05-01T10:00:00Z``) as an aware datetime; None when absent."""
+    text = field(parent, key, path, str)
+    if not text:
+        return None
+    try:
+        value = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise SnapshotFormatError(f"{child(path, key)}: expected an RFC 3339 time") from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _controller(metadata: dict[str, Any], path: str) -> tuple[str, str]:
+    """The controller ownerReference's kind and name (the first owner when none is marked
+    controller, as some operators leave it unset); empty for a lone pod."""
+    owners: list[tuple[str, str]] = []
+    for owner, where in objects(metadata, "ownerReferences", path):
+        kind = field(owner, "kind", where, str) or ""
+        name = field(owner, "name", where, str) or ""
+        if field(owner, "controller", where, bool):
+            return kind, name
+        owners.append((kind, name))
+    return owners[0] if owners else ("", "")
+
+
+def _terminated(status: dict[str, Any], path: str) -> tuple[tuple[str, ...], datetime | None]:
+    """What the containers' terminated states say (``OOMKilled``, ``Error``, ``Completed``),
+    and when the last app container finished."""
+    reasons: list[str] = []
+    finished: list[datetime] = []
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for container, where in objects(status, key, path):
+            state_path = child(where, "state")
+            terminated = mapping(mapping(container, "state", where), "terminated", state_path)
+            where = child(state_path, "terminated")
+            reason = field(terminated, "reason", where, str)
+            if reason:
+                reasons.append(reason)
+            at = _timestamp(terminated, "finishedAt", where)
+            if at and key == "containerStatuses":
+                finished.append(at)
+    return tuple(reasons), max(finished) if finished else None
+
+
 def parse_pod(pod: dict[str, Any], path: str = "") -> PodRecord:
     """One Pod object as a PodRecord (GPU and MIG requests summed the Kubernetes way).
 
@@ -382,18 +438,46 @@ def parse_pod(pod: dict[str, Any], path: str = "") -> PodRecord:
     spec = mapping(pod, "spec", path)
     status = mapping(pod, "status", path)
     meta_path, spec_path = child(path, "metadata"), child(path, "spec")
-    # Not read yet, but its shape is checked like the rest: a controller lookup will read it.
-    list(objects(metadata, "ownerReferences", meta_path))
+    status_path = child(path, "status")
+    owner_kind, owner_name = _controller(metadata, meta_path)
     requests = _effective_requests(spec, spec_path)
     mig = mig_counts(requests)
+    containers: list[str] = []
+    gpu_containers: dict[str, dict[str, int]] = {}
+    for key in ("initContainers", "containers"):
+        for container, where in objects(spec, key, spec_path):
+            name = field(container, "name", where, str) or ""
+            if key == "containers":
+                containers.append(name)
+            gpus = {
+                resource: amount
+                for resource, amount in _container_requests(container, where).items()
+                if _is_gpu_resource(resource)
+            }
+            if gpus:
+                gpu_containers[name] = gpus
+    labels = scalars(metadata, "labels", meta_path)
+    terminated_reasons, finished_at = _terminated(status, status_path)
     return PodRecord(
         namespace=field(metadata, "namespace", meta_path, str) or "default",
         name=field(metadata, "name", meta_path, str) or "",
         node_name=field(spec, "nodeName", spec_path, str) or None,
-        phase=field(status, "phase", child(path, "status"), str) or None,
+        phase=field(status, "phase", status_path, str) or None,
         gpu_requests=requests.get(GPU_RESOURCE, 0),
         mig_requests=mig,
         extended_requests=requests,
+        uid=field(metadata, "uid", meta_path, str) or "",
+        owner_kind=owner_kind,
+        owner_name=owner_name,
+        labels={key: labels[key] for key in POD_GROUPING_LABELS if key in labels},
+        priority_class=field(spec, "priorityClassName", spec_path, str) or "",
+        created_at=_timestamp(metadata, "creationTimestamp", meta_path),
+        start_time=_timestamp(status, "startTime", status_path),
+        reason=field(status, "reason", status_path, str) or "",
+        terminated_reasons=terminated_reasons,
+        finished_at=finished_at,
+        containers=tuple(containers),
+        gpu_containers=gpu_containers,
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 NodeKind = Literal["kubernetes", "slurm"]
@@ -181,15 +182,46 @@ class Snapshot:
         return dataclasses.asdict(self)
 
 
+# The pod labels workloads read to group pods and to name their user and queue (others are
+# dropped: a pod's labels are unbounded, these are what grouping needs).
+POD_GROUPING_LABELS: tuple[str, ...] = (
+    "pod-template-hash",
+    "controller-revision-hash",
+    "batch.kubernetes.io/job-name",
+    "job-name",
+    "jobset.sigs.k8s.io/jobset-name",
+    "jobset.sigs.k8s.io/replicatedjob-name",
+    "training.kubeflow.org/job-name",
+    "training.kubeflow.org/replica-type",
+    "leaderworkerset.sigs.k8s.io/name",
+    "volcano.sh/job-name",
+    "kueue.x-k8s.io/queue-name",
+    "scheduling.x-k8s.io/pod-group",
+    "app.kubernetes.io/name",
+    "app.kubernetes.io/created-by",
+    "app",
+    "user",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class PodRecord:
     """A Kubernetes pod reduced to what GPU placement needs.
 
-    ``gpu_requests`` and ``mig_requests`` are the pod's effective requests (Kubernetes
-    rules: the larger of the app containers' sum and any one init container; sidecar init
-    containers add to the sum). Extended resources cannot be overcommitted, so a limit
-    without a request counts as the request. ``holds_resources`` is True while the pod is
-    bound to a node and not finished: such a pod occupies its GPUs.
+        ``gpu_requests`` and ``mig_requests`` are the pod's effective requests (Kubernetes
+        rules: the larger of the app containers' sum and any one init container; sidecar init
+        containers add to the sum). Extended resources cannot be overcommitted, so a limit
+        without a request counts as the request. ``holds_resources`` is True while the pod is
+        bound to a node and not finished: such a pod occupies its GPUs.
+
+        What grouping pods into workloads needs rides along: ``owner_kind``/``owner_name`` are
+        the controller ownerReference (a ReplicaSet, a Job, a PyTorchJob; empty for a lone
+        pod), ``labels`` only the keys in ``POD_GROUPING_LABELS`` (a pod may carry hundreds),
+        ``reason`` the pod's ``status.reason`` (``Evicted``) and ``terminated_reasons`` what
+        its containers' terminated states say (``OOMKilled``, ``Error``), ``finished_at`` when
+    its last app container finished. ``gpu_containers``
+        names the containers that request GPU or MIG resources, with their amounts, since the
+        kubelet names device IDs per container. Times are aware datetimes or None.
     """
 
     namespace: str
@@ -199,6 +231,18 @@ class PodRecord:
     gpu_requests: int = 0
     mig_requests: dict[str, int] = field(default_factory=dict)
     extended_requests: dict[str, int] = field(default_factory=dict)
+    uid: str = ""
+    owner_kind: str = ""
+    owner_name: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    priority_class: str = ""
+    created_at: datetime | None = None
+    start_time: datetime | None = None
+    finished_at: datetime | None = None
+    reason: str = ""
+    terminated_reasons: tuple[str, ...] = ()
+    containers: tuple[str, ...] = ()
+    gpu_containers: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def holds_resources(self) -> bool:

@@ -163,7 +163,9 @@ def list_nodes_and_pods(
 ) -> list[dict[str, Any]]:
     """The cluster's NodeList and PodList (or the `lists` named), through one API client.
 
-    Each is a whole list read page by page (``parse_document`` and ``parse_pods`` read them).
+    Each is a whole list read page by page (``parse_document`` and ``parse_pods`` read them),
+    of whole objects and with no field or label selector: the pods' owners, labels, start
+    times and finished pods (how a workload ended) are what workloads are grouped by.
     Raises KubernetesPullError on any failure; a partial list is never returned.
     """
     with api_client(kubeconfig_path, context, in_cluster) as api:

@@ -219,6 +219,27 @@ def test_pods_of_all_namespaces_are_paged_too(fake_api, tmp_path):
     assert {p.name for p in pods} == {p["metadata"]["name"] for p in api.pods}
 
 
+def test_pulled_pods_carry_what_grouping_them_into_workloads_needs(fake_api, tmp_path):
+    # Issue 24: owners, labels, start times and terminated reasons survive the pull, and no
+    # field or label selector drops the finished pods that say how a workload ended.
+    api, url = fake_api
+    kubectl = fixture_json("k8s-kubectl-get-pods-workloads.json")
+    api.pods = _api_items(kubectl)
+    document = list_pods(kubeconfig_path=_kubeconfig(tmp_path, {"lab": url}, "lab"), page_size=10)
+    pulled = {p.name: p for p in parse_pods(document)}
+    assert pulled == {p.name: p for p in parse_pods(kubectl)}
+    assert (
+        pulled["llama-ft-worker-2"].owner_kind,
+        pulled["tokenize-8fj2k"].terminated_reasons,
+    ) == (
+        "PyTorchJob",
+        ("OOMKilled",),
+    )
+    assert pulled["old-train"].reason == "Evicted" and pulled["llama-ft-master-0"].start_time
+    queries = [r["query"] for r in api.requests if r["path"] == "/api/v1/pods"]
+    assert queries and not any("fieldSelector" in q or "labelSelector" in q for q in queries)
+
+
 def test_a_refusal_names_the_api_message_and_never_the_token(fake_api, tmp_path, caplog):
     api, url = fake_api
     api.forbid = True

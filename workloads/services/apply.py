@@ -178,10 +178,10 @@ def _joins(all_nodes: dict[str, _NodeFacts], records: Iterable[WorkloadRecord]) 
     # A MIG device's GPU may sit on a server none of the nodes names (a stale binding).
     missing = sorted({gpu_id for _, gpu_id in mig_by_uuid.values()} - set(by_id))
     for chunk in _chunks(missing):
-        for row in Gpu.objects.filter(id__in=chunk).values(
+        for gpu_row in Gpu.objects.filter(id__in=chunk).values(
             "id", "server_id", "index", "uuid", "serial", "name"
         ):
-            by_id[row["id"]] = _GpuFacts(**row)
+            by_id[gpu_row["id"]] = _GpuFacts(**gpu_row)
     return _Joins(
         nodes=nodes,
         gpu_by_slot={(g.server_id, g.index): g for g in gpus},
@@ -250,8 +250,8 @@ def _desired_allocations(
                     uuid=(slot.uuid or "")[:128],
                     gpu_type=(slot.mig_profile or slot.gpu_type or "")[:128],
                     gpu_serial=gpu.serial if gpu else "",
-                    pod=pods,
-                    shared=bool(slot.uuid and "::" in slot.uuid) or bool(record.sharing),
+                    pod=(slot.pod or pods)[:253],
+                    shared=slot.shared or bool(slot.uuid and "::" in slot.uuid),
                     since=since,
                 )
             )

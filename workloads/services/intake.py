@@ -10,6 +10,7 @@ refused (field-level, nothing written) for a cluster whose nodes were never post
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from datetime import datetime
@@ -75,15 +76,25 @@ def jobs_detect(raw: bytes) -> JobsSnapshot | None:
 
 
 def jobs_parse(source: dict[str, Any] | str) -> JobsSnapshot:
-    """Parse a jobs document or text; every failure a SnapshotRejected naming the field."""
+    """Parse a jobs document or text; every failure a SnapshotRejected naming the field.
+
+    A listing of exactly one job is taken as that job alone (slurmrestd's `/job/{id}` and
+    `scontrol show job -d <id>` look like a listing of one): it ends no other workload. A
+    cluster whose whole listing is one job has its ended jobs ended by the next listing of
+    none or several.
+    """
     try:
         if isinstance(source, str):
-            return parse_jobs_text(source)
-        return parse_jobs_document(source)
+            snapshot = parse_jobs_text(source)
+        else:
+            snapshot = parse_jobs_document(source)
     except (WorkloadFormatError, SnapshotFormatError) as exc:
         raise _rejected(exc) from None
     except (ArithmeticError, RecursionError, KeyError, TypeError, ValueError) as exc:
         raise SnapshotRejected(f"the input is malformed ({type(exc).__name__})") from None
+    if snapshot.complete and len(snapshot.workloads) == 1:
+        return dataclasses.replace(snapshot, complete=False)
+    return snapshot
 
 
 def jobs_ingest(
@@ -111,14 +122,21 @@ def jobs_ingest(
 
 
 def pods_ingest(*, cluster_name: str, document: dict[str, Any]) -> ApplyResult | None:
-    """The pod groups of a pod list the clusters layer took (its GPUs in use per node)."""
-    from workloads.parsers.pods import pods_to_workloads
+    """The pod groups of a pod list the clusters layer took (its GPUs in use per node),
+    with the device IDs the nodes' agents reported joined in. An ID no GPU of the node's
+    server has is the agent's report at fault, refused when it arrives; here it joins no GPU.
+    """
+    from workloads.services.pods import pod_workloads
 
     try:
         pods = parse_pods(document)
     except SnapshotFormatError as exc:
         raise _rejected(exc) from None
-    return jobs_ingest(cluster_name=cluster_name, snapshot=pods_to_workloads(pods))
+    cluster = Cluster.objects.filter(name=cluster_name).first()
+    if cluster is None:
+        return None
+    snapshot, _unknown = pod_workloads(cluster=cluster, pods=pods)
+    return jobs_ingest(cluster_name=cluster_name, snapshot=snapshot)
 
 
 def _follow_ups_on_commit() -> None:
