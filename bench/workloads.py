@@ -137,14 +137,20 @@ def _gres(job: Job) -> str:
     return f"gpu:{GPU_TYPE}:{job.gpus_per_node}(IDX:{idx})"
 
 
+def _tres(job: Job) -> str:
+    n, g = len(job.nodes), job.gpus_per_node
+    cpus, gpus = 16 * g * n, g * n
+    return f"cpu={cpus},mem={128 * gpus}G,node={n},billing={cpus},gres/gpu={gpus}"
+
+
 def job_json(job: Job) -> dict[str, Any]:
     """The job as slurmrestd v0.0.41 `/jobs` lists it (the fields a real listing carries,
     after `samples/slurm-restd-v0.0.41-job-13-gpu-per-node-2405-slurmweb.json`; the per-core
     detail of `job_resources` left out)."""
     n, g = len(job.nodes), job.gpus_per_node
-    cpus, gpus = 16 * g * n, g * n
+    cpus = 16 * g * n
     names = [node_name(x) for x in job.nodes]
-    tres = f"cpu={cpus},mem={128 * gpus}G,node={n},billing={cpus},gres/gpu={gpus}"
+    tres = _tres(job)
     return {
         "account": job.account,
         "accrue_time": _number(job.submitted),
@@ -225,7 +231,8 @@ def job_json(job: Job) -> dict[str, Any]:
 
 
 def job_record(job: Job):
-    """The job as a parser returns it (`workloads.records`)."""
+    """The job as `parse_jobs_document` returns it from `job_json` (the same digest: a
+    test holds it), for applying the listing without parsing it."""
     from workloads.records import GpuSlot, NodeAllocation, WorkloadRecord, slurm_state
 
     g = job.gpus_per_node
@@ -245,7 +252,11 @@ def job_record(job: Job):
         node_count=len(job.nodes),
         gpu_count=g * len(job.nodes),
         gpus_per_node=g,
-        requested={"tres_per_node": f"gres/gpu:{g}"},
+        requested={
+            "tres_per_node": f"gres/gpu:{g}",
+            "tres_req_str": _tres(job),
+            "tres_alloc_str": _tres(job),
+        },
         allocations=tuple(
             NodeAllocation(node=node_name(x), gpu_count=g, gpus=slots) for x in job.nodes
         ),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -43,3 +44,16 @@ def test_the_listing_packs_every_gpu_at_most_once():
     assert len(held) == len(set(held)) and all(0 <= g < bench.GPUS for _, g in held)
     assert {len(j.nodes) for j in jobs} == {1, 2, 4}
     assert bench.hostlist((4, 5)) == "gpu[00004-00005]"
+
+
+def test_the_listing_parses_to_the_records_the_bench_applies():
+    """The JSON and the records are one listing: the real parser's records digest alike."""
+    from workloads.parsers.detect import parse_jobs_document
+    from workloads.services.apply import record_digest
+
+    bench = _bench_module()
+    listing = bench.Listing()
+    listing.add(bench.pack(0, 20, 40, 1))
+    parsed = parse_jobs_document(json.loads(listing.raw(bench.EPOCH)))
+    mine = {r.scheduler_id: record_digest(r) for r in listing.snapshot().workloads}
+    assert {r.scheduler_id: record_digest(r) for r in parsed.workloads} == mine
