@@ -39,6 +39,7 @@ import argparse
 import json
 import logging
 import random
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -730,7 +731,88 @@ def run(
         assert response.status_code == 201, (response.status_code, response.content[:300])
         say(f"  POST snapshots/ ({len(body) / 2**20:.1f} MiB, in-process): {seconds:.2f} s")
         figures["post"] = seconds
+    figures["listing"] = listing
     return figures
+
+
+def http_post(listing: Listing, now: int, churn: float) -> float:
+    """The production shape (deploy/systemd: gunicorn sync workers, `--timeout 60`; a
+    private Redis and one Celery worker for the follow-ups) on the benchmark's PostgreSQL
+    database: the next tick's listing POSTed with a person's token. Seconds to the 201."""
+    import http.client
+    import os
+    import shutil
+    import tempfile
+    from contextlib import ExitStack
+    from pathlib import Path
+
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from load import celery_worker, free_port, process
+
+    from inventory.services.tokens import user_token_create
+
+    settings = connection.settings_dict
+    db_url = (
+        f"postgres://{settings['USER']}@{settings['HOST']}:{settings['PORT']}/{settings['NAME']}"
+    )
+    _, key = user_token_create(user=get_user_model().objects.get(username="bench"), name="bench")
+    listing.churn(max(1, int(len(listing.jobs) * churn)), now)
+    body = listing.raw(now)
+    work = Path(tempfile.mkdtemp(prefix="atlas-workloads-"))
+    redis_port, port = free_port(), free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": db_url,
+        "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+        "DJANGO_DEBUG": "0",
+        "DJANGO_SECRET_KEY": "workloads-bench-" + uuid.uuid4().hex,
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "ATLAS_LOG_LEVEL": "WARNING",
+        "ATLAS_VAR_DIR": str(work / "var"),
+        "C_FORCE_ROOT": "1",
+    }
+    env.pop("CELERY_BROKER_URL", None)
+    redis = [shutil.which("redis-server") or "redis-server", "--port", str(redis_port)]
+    redis += ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    gunicorn = [str(Path(sys.executable).parent / "gunicorn"), "config.wsgi"]
+    gunicorn += ["--bind", f"127.0.0.1:{port}", "--workers", "2", "--timeout", "60"]
+    with ExitStack() as stack:
+        stack.callback(shutil.rmtree, work, True)
+        stack.enter_context(
+            process(redis, env=env, what="redis", log=work / "r.log", port=redis_port)
+        )
+        stack.enter_context(celery_worker(1, 1, env, work, work / "celery.log"))
+        stack.enter_context(
+            process(gunicorn, env=env, what="gunicorn", log=work / "g.log", port=port)
+        )
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+        for _ in range(4):  # both workers booted and warm (the master listens before them)
+            conn.request(
+                "GET", f"/api/v1/clusters/{CLUSTER}/", headers={"Authorization": f"Token {key}"}
+            )
+            conn.getresponse().read()
+        start = time.perf_counter()
+        conn.request(
+            "POST",
+            f"/api/v1/clusters/{CLUSTER}/snapshots/",
+            body=body,
+            headers={"Authorization": f"Token {key}", "Content-Type": "application/json"},
+        )
+        response = conn.getresponse()
+        answer = response.read()
+        seconds = time.perf_counter() - start
+        if response.status != 201:
+            say(
+                f"  POST through gunicorn: {response.status} after {seconds:.1f} s {answer[:200]!r}"
+            )
+            say("  " + (work / "g.log").read_text()[-400:].replace("\n", "\n  "))
+            return seconds
+    say(
+        f"  POST snapshots/ through gunicorn (2 sync workers, timeout 60 s; {len(body) / 2**20:.1f}"
+        f" MiB): {seconds:.2f} s to the 201"
+    )
+    return seconds
 
 
 def main() -> None:
@@ -740,16 +822,24 @@ def main() -> None:
     parser.add_argument("--ticks", type=int, default=5, help="steady-state listings applied")
     parser.add_argument("--churn", type=float, default=0.01, help="jobs changed per tick")
     parser.add_argument("--pass-jobs", type=int, default=500, help="jobs of the changed pass")
+    parser.add_argument(
+        "--http", action="store_true", help="also POST through gunicorn (PostgreSQL only)"
+    )
     args = parser.parse_args()
     setup()
-    with bench_database():
-        run(
+    with bench_database() as (vendor, _):
+        figures = run(
             args.servers,
             args.workloads or 2 * args.servers,
             ticks=args.ticks,
             churn=args.churn,
             pass_jobs=args.pass_jobs,
         )
+        if args.http and vendor == "postgresql" and "post" in figures:
+            from django.db import connection
+
+            connection.close()  # gunicorn's workers and the worker take their own
+            http_post(figures["listing"], EPOCH + 10 * 3600, args.churn)
 
 
 if __name__ == "__main__":
