@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test test-fast lint format venv demo migrate worker beat bench clean
+.PHONY: run test test-fast lint format venv demo migrate worker beat bench clean podresources-proto
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -61,6 +61,10 @@ beat: venv
 
 bench: venv
 	for b in bench/*.py; do $(PY) $$b || exit 1; done
+
+# The agent's kubelet pod-resources gRPC code, from the published proto (grpcio-tools).
+podresources-proto: venv
+	PYTHON=$(PY) agent/podresources/regenerate.sh
 
 clean:
 	rm -rf $(VENV) var staticfiles .pytest_cache

@@ -32,6 +32,7 @@ from .transport import (
     read_token,
 )
 
+POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"  # the kubelet's default
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_NO_NVML = 3
@@ -85,9 +86,44 @@ def _source_options(parser: argparse.ArgumentParser) -> None:
         "marked partial, so the backend marks nothing lost",
     )
     group.add_argument("--root", default="/", help=argparse.SUPPRESS)  # a fake tree, for tests
+    add_workload_options(group)
     add_kernel_log_options(group)
     group.add_argument(
         "--no-kernel-log", action="store_true", help="do not read this machine's kernel log"
+    )
+
+
+def add_workload_options(group: argparse._ArgumentGroup) -> None:
+    """What runs on the GPUs: saved compute apps, the proc root, the kubelet's socket."""
+    group.add_argument(
+        "--compute-apps",
+        metavar="FILE",
+        help="saved `nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory "
+        "--format=csv` output (any columns and order; noheader, nounits): each GPU's "
+        "processes, instead of NVML's",
+    )
+    group.add_argument(
+        "--compute-apps-columns",
+        metavar="LIST",
+        help="the query's columns of a --compute-apps file saved with noheader "
+        "(default gpu_uuid,pid,process_name,used_memory)",
+    )
+    group.add_argument(
+        "--proc-root",
+        metavar="DIR",
+        help="where this machine's /proc is (default /proc; a container with the host's "
+        "/proc mounted elsewhere): each GPU process's cgroup names its Slurm job or pod",
+    )
+    group.add_argument(
+        "--pod-resources-socket",
+        metavar="PATH",
+        help="the kubelet's pod-resources socket: which pod holds which GPU (default "
+        f"{POD_RESOURCES_SOCKET}, asked when it exists)",
+    )
+    group.add_argument(
+        "--no-pod-resources",
+        action="store_true",
+        help="do not ask the kubelet's pod-resources socket",
     )
 
 
@@ -277,7 +313,8 @@ def report_source(args: argparse.Namespace) -> Callable[[], dict[str, Any]]:
 
     backend = PynvmlBackend()
     host = SysHost(args.root, hostname=args.hostname)
-    return lambda: collect_report(backend, host)
+    procs = proc_root(args)
+    return lambda: collect_report(backend, host, proc_root=procs)
 
 
 def event_source(args: argparse.Namespace) -> EventSource | None:
@@ -316,7 +353,88 @@ def saved_kernel_log(args: argparse.Namespace) -> EventSource | None:
 def agent_sources(args: argparse.Namespace) -> Sources:
     """This server's report source (saved files or live NVML) and its GPU events."""
     events = event_source(args)
-    return report_source(args), events
+    return with_workloads(report_source(args), args), events
+
+
+def proc_root(args: argparse.Namespace) -> Path | None:
+    """Where pids are looked up: --proc-root, else this machine's (the --root's) /proc; None
+    when the report describes another server (--hostname with saved files)."""
+    if getattr(args, "proc_root", None):
+        return Path(args.proc_root)
+    if saved_sources(args) and args.hostname:
+        return None
+    return Path(args.root) / "proc"
+
+
+def pod_resources_socket(args: argparse.Namespace) -> str | None:
+    """The kubelet socket to ask: the one named, else the default where it exists on a live
+    report of this machine; None for none. Asked each cycle: a kubelet that starts after the
+    agent is found by the next report."""
+    if getattr(args, "no_pod_resources", False):
+        return None
+    named = getattr(args, "pod_resources_socket", None)
+    if named:
+        return str(named)
+    return (
+        POD_RESOURCES_SOCKET
+        if may_ask_kubelet(args) and Path(POD_RESOURCES_SOCKET).exists()
+        else None
+    )
+
+
+def may_ask_kubelet(args: argparse.Namespace) -> bool:
+    """Whether the default kubelet socket may be asked: a live report of this machine."""
+    if getattr(args, "no_pod_resources", False):
+        return False
+    return bool(getattr(args, "pod_resources_socket", None)) or (
+        not saved_sources(args) and args.root == "/"
+    )
+
+
+def with_workloads(
+    make_report: Callable[[], dict[str, Any]], args: argparse.Namespace
+) -> Callable[[], dict[str, Any]]:
+    """The report source, with saved compute apps on its GPUs and the kubelet's pod
+    resources added, as the options ask."""
+    apps_file = getattr(args, "compute_apps", None)
+    if not apps_file and not may_ask_kubelet(args):
+        return make_report
+    read_apps = None
+    apps_path = str(apps_file or "")
+    if apps_file:
+        from .sources.compute_apps import attach_compute_apps, parse_compute_apps
+        from .sources.smi_types import SmiParseError
+
+        columns = None
+        if args.compute_apps_columns:
+            columns = [c for c in args.compute_apps_columns.split(",") if c.strip()]
+
+        def read_apps() -> Any:
+            try:
+                return parse_compute_apps(_read(apps_path), columns=columns)
+            except SmiParseError as exc:
+                raise BadInput(f"{apps_path}: {exc}") from exc
+
+        read_apps()  # fail on a bad file now, not in the first cycle of a loop
+    elif args.compute_apps_columns:
+        raise BadInput("--compute-apps-columns needs --compute-apps")
+    procs = proc_root(args)
+
+    def make() -> dict[str, Any]:
+        report = make_report()
+        if read_apps is not None:
+            apps = read_apps()
+            for warning in apps.warnings:
+                STDERR_WARNINGS.tell(apps_path, warning)
+            attach_compute_apps(report, apps, proc_root=procs)
+        socket = pod_resources_socket(args)
+        if socket is not None:
+            from .podresources import list_pod_resources
+
+            report["pod_resources"] = list_pod_resources(socket)
+        return report
+
+    return make
 
 
 def with_events(report: dict[str, Any], events: EventSource | None) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from . import __version__
@@ -18,6 +19,7 @@ from .counters import empty_health, health_warnings, read_health
 from .host import SysHost
 from .nvml import GpuFabricInfo, NvmlBackend, NvmlError, NvmlUnavailableError, cpu_list
 from .pcitopo import classify_pci_paths
+from .processes import attach_processes
 from .schema import MAX_WARNINGS, SCHEMA_VERSION, normalize_pci_bus_id, synthetic_uuid
 
 MAX_NICS = 256  # the schema's bounds
@@ -399,12 +401,17 @@ def finish(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def collect(
-    backend: NvmlBackend, host: SysHost, *, collected_at: str | None = None
+    backend: NvmlBackend,
+    host: SysHost,
+    *,
+    collected_at: str | None = None,
+    proc_root: str | Path | None = None,
 ) -> dict[str, Any]:
     """Collect one report. Never raises for NVML or host trouble: it lands in the report.
 
     NVML missing (no driver, no library) gives `gpus: []` with `nvml_error` saying why;
-    callers decide what exit status that deserves.
+    callers decide what exit status that deserves. Each GPU's compute processes are named
+    from `proc_root` (default: the host root's `proc`, i.e. `/proc` live).
     """
     facts = host.facts()
     identity = server_key(facts)
@@ -444,6 +451,8 @@ def collect(
             handles[index] = handle
         links_by_index[index] = links
 
+    procs = Path(proc_root) if proc_root is not None else host.root / "proc"
+    warnings.extend(attach_processes(backend, gpus, handles, procs))
     widths, switch_count = nvlink_classes(gpus, links_by_index)
 
     def gpu_pair_class(a: int, b: int) -> str | None:

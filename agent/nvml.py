@@ -75,6 +75,19 @@ class MigDeviceInfo:
 
 
 @dataclass(frozen=True)
+class ComputeProcess:
+    """One compute process on a GPU or MIG device, as NVML lists it.
+
+    `pid` is in the host's pid namespace (NVML's view), so inside a container without
+    `hostPID` its /proc entry may be missing. `used_memory_bytes` is None where NVML answers
+    NVML_VALUE_NOT_AVAILABLE (no permission to the process, some MIG and vGPU setups).
+    """
+
+    pid: int
+    used_memory_bytes: int | None
+
+
+@dataclass(frozen=True)
 class EccLocation:
     """ECC errors at one memory location (`dram`, `sram`, `l2_cache`, ...), one counter."""
 
@@ -212,6 +225,17 @@ class NvmlBackend(Protocol):
     def gpu_fabric(self, handle: Any) -> GpuFabricInfo | None:
         """None where the GPU is in no multi-node NVLink fabric (NotSupported: H100 PCIe)."""
 
+    # what runs now (volatile, but a fact the backend joins to workloads)
+    def compute_processes(self, handle: Any) -> list[ComputeProcess]:
+        """The GPU's compute processes (on a MIG-enabled GPU, those on no MIG device).
+
+        Raises NvmlError for every failure, NotSupported and NoPermission included: the
+        collector turns it into a warning and `processes: null`, never a failed GPU.
+        """
+
+    def mig_compute_processes(self, handle: Any) -> dict[str, list[ComputeProcess]]:
+        """Compute processes per MIG device UUID of a MIG-enabled GPU; raises as above."""
+
 
 # -- the real backend -----------------------------------------------------------------------
 
@@ -248,6 +272,12 @@ _TOPOLOGY = {
     "NVML_TOPOLOGY_NODE": "NODE",
     "NVML_TOPOLOGY_SYSTEM": "SYS",
 }
+# newest first; the unversioned name only where the module has neither (a stand-in)
+_PROCESS_CALLS = (
+    "nvmlDeviceGetComputeRunningProcesses_v3",
+    "nvmlDeviceGetComputeRunningProcesses_v2",
+    "nvmlDeviceGetComputeRunningProcesses",
+)
 _CPU_SET_WORDS = 64  # 64 x 64-bit words: up to 4,096 logical CPUs
 
 
@@ -718,6 +748,54 @@ class PynvmlBackend:
         devices.sort(key=lambda d: (d.gpu_instance_id, d.compute_instance_id))
         return devices
 
+    def _processes(self, handle: Any) -> list[ComputeProcess]:
+        """The compute processes of a GPU or MIG handle, every failure as NvmlError.
+
+        The versioned calls first: the bindings' unversioned one raises a non-NVML
+        "library mismatch" when the driver predates them, and drivers before R510 have only
+        `_v2`. NotSupported and NoPermission are errors here too (see the protocol).
+        """
+        last: BaseException | None = None
+        names = [name for name in _PROCESS_CALLS[:-1] if hasattr(self._nv, name)]
+        for name in names or _PROCESS_CALLS[-1:]:
+            try:
+                raw = self._call(name, handle)
+            except self._unsupported as exc:
+                last = exc
+                if type(exc).__name__ == "NVMLError_FunctionNotFound":
+                    continue  # an older driver: try the previous version
+                raise NvmlError(str(exc), call=name, kind=type(exc).__name__) from exc
+            found = {p.pid: p for p in map(compute_process, raw or [])}
+            return sorted(found.values(), key=_by_pid)
+        reason = str(last) if last is not None else "Function Not Found"
+        raise NvmlError(reason, call=_PROCESS_CALLS[-1], kind="NVMLError_FunctionNotFound")
+
+    def compute_processes(self, handle: Any) -> list[ComputeProcess]:
+        processes = self._processes(handle)
+        mode = self._optional("nvmlDeviceGetMigMode", handle)
+        if mode is None or not mode[0]:
+            return processes
+        # Asked on the parent, NVML lists the MIG devices' processes too: keep those on none.
+        on_mig = {p.pid for found in self.mig_compute_processes(handle).values() for p in found}
+        return [p for p in processes if p.pid not in on_mig]
+
+    def mig_compute_processes(self, handle: Any) -> dict[str, list[ComputeProcess]]:
+        out: dict[str, list[ComputeProcess]] = {}
+        count = self._optional("nvmlDeviceGetMaxMigDeviceCount", handle) or 0
+        for index in range(int(count)):
+            try:
+                mig = self._call("nvmlDeviceGetMigDeviceHandleByIndex", handle, index)
+            except self._unsupported:
+                continue
+            except NvmlError as exc:
+                if exc.kind in ("NVMLError_NotFound", "NVMLError_InvalidArgument"):
+                    continue  # an empty slot
+                raise
+            uuid = _text(self._call("nvmlDeviceGetUUID", mig))
+            if uuid:
+                out[uuid] = self._processes(mig)
+        return out
+
     def _gpu_instance_profiles(self, handle: Any) -> dict[int, Any]:
         """GPU instance profile id -> profile info (name, slices, memory), for this GPU."""
         profiles: dict[int, Any] = {}
@@ -773,6 +851,18 @@ def _int(value: Any) -> int | None:
     return int(value) if value is not None else None
 
 
+# NVML_VALUE_NOT_AVAILABLE as an unsigned long long: newer bindings turn it into None
+# themselves, older ones pass it through.
+_VALUE_NOT_AVAILABLE = 0xFFFFFFFFFFFFFFFF
+
+
+def compute_process(raw: Any) -> ComputeProcess:
+    """One nvmlProcessInfo_t (any version) as a ComputeProcess."""
+    memory = getattr(raw, "usedGpuMemory", None)
+    used = None if memory is None or int(memory) == _VALUE_NOT_AVAILABLE else int(memory)
+    return ComputeProcess(pid=int(raw.pid), used_memory_bytes=used)
+
+
 # nvmlValueType_t -> the member of the nvmlValue_t union holding the value
 _VALUE_MEMBERS = {
     0: "dVal",
@@ -783,6 +873,10 @@ _VALUE_MEMBERS = {
     5: "siVal",
     6: "usVal",
 }
+
+
+def _by_pid(process: ComputeProcess) -> int:
+    return process.pid
 
 
 def _field_value(value: Any) -> int | None:

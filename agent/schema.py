@@ -17,6 +17,8 @@ SCHEMA_VERSION = "cluster-atlas/report/v1"
 
 # Not facts about the server: `events` are new each time (stored once each by health), so a
 # report carrying some is never a heartbeat, and the next one without them is one again.
+# GPU `processes` and `pod_resources` are facts on purpose: a new or stray process must reach
+# the backend as a report, not vanish in a heartbeat.
 VOLATILE_KEYS = ("collected_at", "events")
 # The most `warnings` a report carries (the schema's maxItems): the agent cuts there, and the
 # backend, merging a partial report's warnings with the last full one's, cuts there too.

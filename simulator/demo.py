@@ -36,10 +36,12 @@ from .fleet import SimulatedServer, fleet
 from .schedulers import (
     DemoNode,
     Entry,
+    Job,
     Pod,
     Snapshot,
     kubernetes_nodes,
     kubernetes_pods,
+    slurm_jobs,
     slurm_nodes,
 )
 
@@ -79,12 +81,12 @@ DEMO_FLEET: tuple[DemoServer, ...] = (
     DemoServer("dgx-h100-06", "h100", "rack-02", 10, (_k8s(),)),
     DemoServer("dgx-h100-07", "h100", "rack-02", 18, (_k8s(),)),
     DemoServer("dgx-h100-08", "h100", "rack-02", 26, (_k8s(),)),
-    DemoServer("dgx-h100-09", "h100", "rack-03", 2, (_k8s(), _slurm("MIXED", gpus_used=4))),
+    DemoServer("dgx-h100-09", "h100", "rack-03", 2, (_k8s(), _slurm("MIXED", gpus_used=6))),
     DemoServer("dgx-h100-10", "h100-lost", "rack-03", 10, (_slurm(),)),
-    DemoServer("dgx-a100-01", "a100-mig", "rack-03", 18, (_slurm(),)),
+    DemoServer("dgx-a100-01", "a100-mig", "rack-03", 18, (_slurm("MIXED", gpus_used=2),)),
     DemoServer("kvm-01", "kvm-host", "rack-03", 24),  # its GPUs are its VMs'
-    DemoServer("gpu-l40s-01", "l40s", "rack-04", 10, (_slurm(),)),
-    DemoServer("gpu-l40s-02", "l40s", "rack-04", 14, (_slurm(),)),
+    DemoServer("gpu-l40s-01", "l40s", "rack-04", 10, (_slurm("ALLOCATED", gpus_used=4),)),
+    DemoServer("gpu-l40s-02", "l40s", "rack-04", 14, (_slurm("ALLOCATED", gpus_used=4),)),
     DemoServer(
         "gpu-l40s-03",
         "l40s",
@@ -96,6 +98,87 @@ DEMO_FLEET: tuple[DemoServer, ...] = (
     DemoServer("gpu-vm-01", "kvm-vm", nodes=(_k8s(),)),
     DemoServer("gpu-vm-02", "kvm-vm", nodes=(_k8s(),)),
 )
+
+
+_MIN = 60
+DEMO_JOBS: tuple[Job, ...] = (
+    # a 4-GPU and a 2-GPU job sharing one 8-GPU server: still one node
+    Job(
+        5679,
+        "llama-eval",
+        "alice",
+        "nlp",
+        (("dgx-h100-09", (0, 1, 2, 3), "h100"),),
+        "RUNNING",
+        120 * _MIN,
+    ),
+    Job(
+        5680,
+        "vit-finetune",
+        "bob",
+        "vision",
+        (("dgx-h100-09", (4, 5), "h100"),),
+        "RUNNING",
+        40 * _MIN,
+    ),
+    # running on the server whose GPU 5 fell off the bus three hours ago
+    Job(
+        5681,
+        "moe-pretrain",
+        "carol",
+        "nlp",
+        (("dgx-h100-10", (0, 1, 2, 3, 4, 5, 6), "h100"),),
+        "RUNNING",
+        300 * _MIN,
+    ),
+    # 2 nodes x 4 L40S over RoCE
+    Job(
+        5683,
+        "cfd-ensemble",
+        "dave",
+        "hpc",
+        (("gpu-l40s-01", (0, 1, 2, 3), "l40s"), ("gpu-l40s-02", (0, 1, 2, 3), "l40s")),
+        "RUNNING",
+        25 * _MIN,
+    ),
+    # an array's tasks on the A100's whole GPUs, and a job on one of its MIG devices
+    *(
+        Job(
+            5690 + task,
+            "protein-fold",
+            "erin",
+            "bio",
+            (("dgx-a100-01", (3 + task,), "a100"),),
+            "RUNNING",
+            15 * _MIN,
+            array=(5690, task),
+        )
+        for task in (1, 2)
+    ),
+    Job(
+        5693,
+        "notebook",
+        "frank",
+        "bio",
+        (("dgx-a100-01", (0,), "a100_1g.10gb"),),
+        "RUNNING",
+        50 * _MIN,
+    ),
+    # waiting for four whole DGX nodes
+    Job(5699, "llm-pretrain-70b", "alice", "nlp", state="PENDING", ask="gres/gpu:8"),
+    # who used GPUs 6 and 7 of dgx-h100-09 before: ended an hour ago
+    Job(
+        5601,
+        "sweep-lr",
+        "bob",
+        "vision",
+        (("dgx-h100-09", (6, 7), "h100"),),
+        "COMPLETED",
+        200 * _MIN,
+        ended_ago_s=60 * _MIN,
+    ),
+)
+"""The Slurm cluster's jobs, as slurmrestd's `/jobs` answers (`simulator.schedulers.slurm_jobs`)."""
 
 
 @dataclass(frozen=True)
@@ -316,6 +399,7 @@ def demo_snapshots(reports: dict[str, dict[str, Any]]) -> list[Snapshot]:
         Snapshot(K8S_CLUSTER, kubernetes_nodes(k8s), "application/json"),
         Snapshot(K8S_CLUSTER, kubernetes_pods(k8s), "application/json"),
         Snapshot(SLURM_CLUSTER, slurm_nodes(slurm), "text/plain"),
+        Snapshot(SLURM_CLUSTER, slurm_jobs(DEMO_JOBS), "application/json"),
     ]
 
 

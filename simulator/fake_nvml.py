@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.nvml import (
+    ComputeProcess,
     EccLocation,
     GpuFabricInfo,
     MigDeviceInfo,
@@ -107,6 +108,11 @@ class FakeGpu:
     recovery_action: str | None = "none"
     # NVLink fabric (GB200 NVL72): None answers like a GPU outside one (NotSupported)
     fabric: GpuFabricInfo | None = None
+    # what runs now: the GPU's own compute processes, and each MIG device's by its UUID;
+    # `processes_error` makes the processes call fail with that NVML reason ("Not Supported")
+    processes: list[ComputeProcess] = field(default_factory=list)
+    mig_processes: dict[str, list[ComputeProcess]] = field(default_factory=dict)
+    processes_error: str | None = None
 
 
 @dataclass
@@ -158,6 +164,8 @@ class FakeMachine:
     # LLDP neighbours lldpd would list: netdev -> (switch name, chassis MAC, port id, descr, mgmt)
     lldp: dict[str, tuple[str, str, str, str, str]] = field(default_factory=dict)
     rack: str | None = None
+    # what /proc says of the GPUs' processes: pid -> (comm, /proc/PID/cgroup text)
+    processes: dict[int, tuple[str, str]] = field(default_factory=dict)
 
     def pci_device(self, bus_id: str) -> FakePciDevice | None:
         want = _short_bus(bus_id)
@@ -373,6 +381,22 @@ class FakeNvmlBackend:
     def gpu_fabric(self, handle: FakeGpu) -> GpuFabricInfo | None:
         return self._get(handle, "gpu_fabric", handle.fabric)
 
+    def _processes_check(self, handle: FakeGpu, method: str) -> None:
+        self._get(handle, method, None)  # a lost GPU stays lost
+        if handle.processes_error:
+            kind = "NVMLError_" + handle.processes_error.title().replace(" ", "")
+            raise NvmlError(handle.processes_error, call=method, kind=kind)
+
+    def compute_processes(self, handle: FakeGpu) -> list[ComputeProcess]:
+        self._processes_check(handle, "compute_processes")
+        return sorted(handle.processes, key=lambda p: p.pid)
+
+    def mig_compute_processes(self, handle: FakeGpu) -> dict[str, list[ComputeProcess]]:
+        self._processes_check(handle, "mig_compute_processes")
+        return {
+            uuid: sorted(found, key=lambda p: p.pid) for uuid, found in handle.mig_processes.items()
+        }
+
 
 _PCIE_GEN = {"Hopper": 5, "Blackwell": 5}
 
@@ -432,6 +456,9 @@ def materialize(machine: FakeMachine, root: str | os.PathLike[str]) -> Path:
     _write(root, "proc/sys/kernel/domainname", machine.domain or "(none)")
     _write(root, "proc/sys/kernel/osrelease", machine.kernel)
     _write(root, "proc/cpuinfo", _cpuinfo(machine))
+    for pid, (comm, cgroup) in machine.processes.items():
+        _write(root, f"proc/{pid}/comm", comm)
+        _write(root, f"proc/{pid}/cgroup", cgroup)
     _write(
         root, "proc/meminfo", f"MemTotal:       {machine.memory_bytes // 1024} kB\nMemFree: 1 kB"
     )

@@ -216,3 +216,99 @@ def slurm_nodes(entries: Sequence[Entry]) -> str:
             lines.append(f"   Reason={node.reason}")
         records.append("\n".join(lines) + "\n\n")  # as scontrol ends a record
     return "".join(records)
+
+
+@dataclass(frozen=True)
+class Job:
+    """A Slurm job of the demo: on each (node, GPU indices, GRES type) what Slurm gave it
+    (`gres_detail`); no `nodes` while pending. `ago_s`: started (or ended) that long ago."""
+
+    job_id: int
+    name: str
+    user: str
+    account: str
+    nodes: tuple[tuple[str, tuple[int, ...], str], ...] = ()
+    state: str = "RUNNING"
+    started_ago_s: int = 3600
+    ended_ago_s: int | None = None
+    array: tuple[int, int] | None = None  # (array job id, task id)
+    ask: str = ""  # tres_per_node while pending: "gres/gpu:8"
+
+
+def _number(value: int | None) -> dict[str, Any]:
+    return {"set": value is not None, "infinite": False, "number": value or 0}
+
+
+def _idx(indices: tuple[int, ...]) -> str:
+    """`0,1,2,3,6` -> `0-3,6`, as Slurm writes an IDX list."""
+    runs: list[list[int]] = []
+    for i in sorted(indices):
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ",".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+
+
+def slurm_jobs(jobs: Sequence[Job], now: datetime | None = None) -> str:
+    """slurmrestd's `GET /slurm/v0.0.41/jobs`, as Slurm 24.05 answers (the schema of the
+    real sample `slurm-restd-v0.0.41-job-13-gpu-per-node-2405-slurmweb.json`)."""
+    at = int((now or datetime.now(UTC)).timestamp())
+    records = []
+    for job in jobs:
+        started = at - job.started_ago_s if job.state != "PENDING" else None
+        ended = at - job.ended_ago_s if job.ended_ago_s is not None else None
+        names = [name for name, _, _ in job.nodes]
+        gpus = sum(len(indices) for _, indices, _ in job.nodes)
+        per_node = {len(indices) for _, indices, _ in job.nodes}
+        array_job, task = job.array or (0, None)
+        records.append(
+            {
+                "job_id": job.job_id,
+                "name": job.name,
+                "user_name": job.user,
+                "account": job.account,
+                "partition": "gpu",
+                "job_state": [job.state],
+                "nodes": ",".join(names),
+                "node_count": _number(len(names) or 1),
+                "gres_detail": [
+                    f"gpu:{gres}:{len(indices)}(IDX:{_idx(indices)})"
+                    for _, indices, gres in job.nodes
+                ],
+                "tres_per_node": job.ask
+                or (f"gres/gpu:{per_node.pop()}" if len(per_node) == 1 else ""),
+                "tres_alloc_str": f"cpu={16 * max(gpus, 1)},node={len(names)},billing=16"
+                + (f",gres/gpu={gpus}" if gpus else ""),
+                "tres_req_str": f"cpu={16 * max(gpus, 1)},node={len(names) or 1}",
+                "submit_time": _number((started or at) - 120),
+                "start_time": _number(started),
+                "end_time": _number(ended),
+                "array_job_id": _number(array_job),
+                "array_task_id": _number(task),
+                "het_job_id": _number(0),
+                "het_job_offset": _number(0),
+                "state_reason": "None" if job.state != "PENDING" else "Resources",
+            }
+        )
+    return json.dumps(
+        {
+            "jobs": records,
+            "last_backfill": _number(at - 10),
+            "last_update": _number(at),
+            "meta": {
+                "plugin": {
+                    "type": "openapi/slurmctld",
+                    "name": "Slurm OpenAPI slurmctld",
+                    "data_parser": "data_parser/v0.0.41",
+                },
+                "slurm": {
+                    "version": {"major": "24", "micro": "3", "minor": "05"},
+                    "release": "24.05.3",
+                    "cluster": "hpc-slurm",
+                },
+            },
+            "errors": [],
+            "warnings": [],
+        }
+    )

@@ -212,6 +212,21 @@ class StubNvml:
         pid, start, size = self._GI_BY_ID[gi.gi]
         return SimpleNamespace(profileId=pid, placement=SimpleNamespace(start=start, size=size))
 
+    # processes: GPU 0 runs two; on the MIG GPU, MIG-bbbb runs one, and the parent lists it too
+    _NOT_AVAILABLE = 0xFFFFFFFFFFFFFFFF
+
+    def nvmlDeviceGetComputeRunningProcesses(self, h: Any) -> list[Any]:
+        if hasattr(h, "gi"):
+            if h.uuid == "MIG-bbbb":
+                return [SimpleNamespace(pid=7001, usedGpuMemory=512 << 20)]
+            return []
+        if h.mig:
+            return [SimpleNamespace(pid=7001, usedGpuMemory=None)]
+        return [
+            SimpleNamespace(pid=4243, usedGpuMemory=self._NOT_AVAILABLE),
+            SimpleNamespace(pid=4242, usedGpuMemory=1 << 30),
+        ]
+
 
 def test_without_the_nvml_library_init_says_why():
     """No driver on this machine: the real bindings raise NVMLError_LibraryNotFound."""
@@ -257,6 +272,43 @@ def test_stub_walk_maps_every_fact(tmp_path, validate):
     assert report["links"] == [{"a": "gpu:0", "b": "gpu:1", "link_class": "NV4"}]
     assert report["nvswitch_count"] == 0
     assert any("row remapping pending" in w for w in report["warnings"])
+
+
+def test_compute_processes_map_to_pids_and_bytes_and_mig_devices(tmp_path, validate):
+    report = collect(PynvmlBackend(StubNvml()), SysHost(tmp_path))
+    validate(report)
+    plain, mig = report["gpus"]
+    assert [(p["pid"], p["used_memory_bytes"]) for p in plain["processes"]] == [
+        (4242, 1 << 30),
+        (4243, None),  # NVML_VALUE_NOT_AVAILABLE
+    ]
+    assert all(p["workload"] is None and p["name"] is None for p in plain["processes"])
+    assert mig["processes"] == []  # the parent's list holds only what runs on a MIG device
+    by_uuid = {d["uuid"]: d["processes"] for d in mig["mig_devices"]}
+    assert by_uuid == {
+        "MIG-aaaa": [],
+        "MIG-bbbb": [{"pid": 7001, "name": None, "used_memory_bytes": 512 << 20, "workload": None}],
+        "MIG-cccc": [],
+    }
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        pynvml.NVMLError_NotSupported,
+        pynvml.NVMLError_NoPermission,
+        pynvml.NVMLError_FunctionNotFound,
+        pynvml.NVMLError_Unknown,
+    ],
+)
+def test_a_failed_process_listing_is_a_warning_not_a_failed_gpu(tmp_path, validate, error):
+    stub = StubNvml(fail={"nvmlDeviceGetComputeRunningProcesses": error})
+    report = collect(PynvmlBackend(stub), SysHost(tmp_path))
+    validate(report)
+    for gpu in report["gpus"]:
+        assert gpu["status"] == "ok" and gpu["processes"] is None
+        assert all(d["processes"] is None for d in gpu.get("mig_devices", []))
+    assert sum("compute processes unreadable" in w for w in report["warnings"]) == 2
 
 
 def test_mig_devices_get_profile_names_and_placements(tmp_path):
@@ -395,6 +447,9 @@ def test_real_bindings_against_a_stub_library(tmp_path, validate):
     root = tmp_path / "root"
     (root / "proc/sys/kernel").mkdir(parents=True)
     (root / "proc/sys/kernel/hostname").write_text("stub-gpu-host\n")
+    (root / "proc/4242").mkdir()
+    (root / "proc/4242/comm").write_text("python\n")
+    (root / "proc/4242/cgroup").write_text("4:memory:/slurm/uid_1000/job_77/step_batch/task_0\n")
     env = {**os.environ, "LD_LIBRARY_PATH": str(library)}
     done = subprocess.run(
         [sys.executable, "-m", "agent", "collect", "--root", str(root)],
@@ -422,6 +477,18 @@ def test_real_bindings_against_a_stub_library(tmp_path, validate):
     assert first["status"] == "ok"
     assert second["status"] == "error"
     assert second["error"] == "GPU is lost (while reading vbios_version)"
+    # an older driver's _v2 process call, each pid's job from the root's /proc
+    assert first["processes"] == [
+        {
+            "pid": 4242,
+            "name": "python",
+            "used_memory_bytes": 1 << 30,
+            "workload": {"scheduler": "slurm", "id": "77", "step": "batch"},
+        },
+        {"pid": 4343, "name": None, "used_memory_bytes": None, "workload": None},
+    ]
+    assert second["processes"] is None  # lost before: no second warning
+    assert not any("compute processes" in w for w in report["warnings"])
     assert report["links"] == [{"a": "gpu:0", "b": "gpu:1", "link_class": "PHB"}]
 
 

@@ -45,9 +45,13 @@ def test_unit_starts_the_agent_with_options_it_knows():
 
 def test_agent_project_ships_every_subpackage_and_the_schema():
     project = tomllib.loads((AGENT / "pyproject.toml").read_text())
-    assert project["project"]["dependencies"] == ["nvidia-ml-py==13.615.71"]
-    pinned = re.search(r"^nvidia-ml-py==(\S+)", (REPO / "requirements.txt").read_text(), re.M)
-    assert pinned and f"nvidia-ml-py=={pinned.group(1)}" in project["project"]["dependencies"]
+    dependencies = project["project"]["dependencies"]
+    assert [d.split("==")[0] for d in dependencies] == ["nvidia-ml-py", "grpcio", "protobuf"]
+    requirements = (REPO / "requirements.txt").read_text()
+    for dependency in dependencies:  # pinned exactly, and to the backend's own pins
+        name, _, version = dependency.partition("==")
+        pinned = re.search(rf"^{re.escape(name)}==(\S+)", requirements, re.M)
+        assert version and pinned and pinned.group(1) == version, dependency
     listed = set(project["tool"]["setuptools"]["packages"])
     on_disk = {
         "agent" + ("." + ".".join(p.parent.relative_to(AGENT).parts) if p.parent != AGENT else "")

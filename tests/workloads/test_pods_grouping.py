@@ -48,7 +48,9 @@ def test_a_pytorchjob_of_four_pods_on_two_nodes_is_one_workload(listed):
         "dgx-b": (4, ("llama-ft-worker-1", "llama-ft-worker-2")),
     }
     assert all(a.gpus == () for a in job.allocations)  # counts only, until devices join
+    uids = job.requested.pop("pod_uids")
     assert job.requested == {"gpus_per_pod": 2, "pods": 4, "resources": {"nvidia.com/gpu": 8}}
+    assert len(uids) == 4 and all(len(uid) == 36 for uid in uids)
     assert (job.user, job.partition) == ("alice", "team-a")
     assert job.started_at == datetime(2026, 11, 30, 8, 0, 5, tzinfo=UTC)  # the earliest pod
     assert job.submitted_at == datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
@@ -107,7 +109,7 @@ def test_mig_pods_count_their_mig_devices(listed):
     assert notebook.requested["resources"] == {"nvidia.com/mig-1g.10gb": 1}
     sweep = listed["research/sweep"]
     assert per_node(sweep) == {"h100-mig-01": (2, ("sweep-0-h2kx0", "sweep-1-h2kx1"))}
-    assert sweep.requested == {
+    assert {k: v for k, v in sweep.requested.items() if k != "pod_uids"} == {
         "gpus_per_pod": 1,
         "pods": 2,
         "resources": {"nvidia.com/mig-3g.40gb": 2},

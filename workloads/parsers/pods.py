@@ -191,6 +191,8 @@ def group_workload(owner: Owner, pods: Sequence[PodRecord], scheduler_id: str) -
             "gpus_per_pod": per_pod.pop() if len(per_pod) == 1 else None,
             "pods": len(chosen),
             "resources": _gpu_resources(chosen),
+            # what the GPUs' processes name (their cgroup paths carry the pod's UID)
+            "pod_uids": sorted(p.uid for p in chosen if p.uid),
         },
         allocations=allocations,
         owner_kind=owner.kind,

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
 from agent.mig import normalize_mig_profile
@@ -356,6 +357,7 @@ def workloads_apply(
 
     opened, closed = _allocations_apply(changed_records, gone, joins, now)
     _models_apply(changed_records, joins)
+    allocations_join(cluster=cluster)  # those applied before their nodes were bound
     return ApplyResult(
         cluster=cluster.name,
         format=snapshot.format,
@@ -431,14 +433,14 @@ def _allocations_apply(
     return len(to_create), len(to_close)
 
 
-def _models_apply(records: dict[int, WorkloadRecord], joins: _Joins) -> None:
+def _models_apply(records: Iterable[int], joins: _Joins) -> None:
     """Each changed workload's GPU models, from the GPUs it holds (else the GRES types)."""
     if not records:
         return
     rows: dict[int, list[Allocation]] = {}
     for chunk in _chunks(sorted(records)):
         for row in Allocation.objects.filter(workload_id__in=chunk).only(
-            "id", "workload_id", "gpu_id", "gpu_type", "until"
+            "id", "workload_id", "gpu_id", "gpu_type", "until", "server_id"
         ):
             rows.setdefault(row.workload_id, []).append(row)
     gpu_names = {gpu_id: gpu.name for gpu_id, gpu in joins.gpu_by_id.items()}
@@ -448,12 +450,90 @@ def _models_apply(records: dict[int, WorkloadRecord], joins: _Joins) -> None:
     )
     for chunk in _chunks(missing):
         gpu_names.update(Gpu.objects.filter(id__in=chunk).values_list("id", "name"))
+    # Counted GPUs (pods without the kubelet's device IDs) and Slurm's MIG indices name no
+    # GPU row: their models are their servers' (one read for all of them).
+    unnamed = {
+        r.server_id for held in rows.values() for r in held if r.gpu_id is None and r.server_id
+    }
+    by_server: dict[int, set[str]] = {}
+    for chunk in _chunks(sorted(unnamed)):
+        for server_id, name in (
+            Gpu.objects.filter(server_id__in=chunk).values_list("server_id", "name").distinct()
+        ):
+            by_server.setdefault(server_id, set()).add(name)
     # Few distinct model lists: one UPDATE per list, not a CASE WHEN per workload.
     by_models: dict[tuple[str, ...], list[int]] = {}
     for workload_id in records:
         held = rows.get(workload_id, [])
         open_ = [r for r in held if r.until is None] or held
-        by_models.setdefault(tuple(_gpu_models(open_, gpu_names)), []).append(workload_id)
-    for models, ids in by_models.items():
+        models = set(_gpu_models([r for r in open_ if r.gpu_id is not None], gpu_names))
+        for row in open_:
+            if row.gpu_id is None:
+                models |= by_server.get(row.server_id or 0) or {row.gpu_type} - {""}
+        by_models.setdefault(tuple(sorted(models)), []).append(workload_id)
+    for models_list, ids in by_models.items():
         for chunk in _chunks(ids):
-            Workload.objects.filter(id__in=chunk).update(gpu_models=list(models))
+            Workload.objects.filter(id__in=chunk).update(gpu_models=list(models_list))
+
+
+def allocations_join(*, cluster: Cluster | None = None) -> int:
+    """Join the open allocations that name a GPU (by index or UUID) but hold no GPU row
+    yet, or whose node is now bound to another server: a listing may arrive before the
+    reconcile binds its nodes, and a node may be rebound. A fixed number of queries; the
+    changed workloads' GPU models follow. Returns the allocations (re)joined."""
+    named = Q(index__isnull=False) | ~Q(uuid="")
+    stale = Q(gpu__isnull=True, node__server__isnull=False) | (
+        Q(node__server__isnull=False) & ~Q(server_id=F("node__server_id"))
+    )
+    rows = Allocation.objects.filter(named & stale, until__isnull=True, node__isnull=False)
+    if cluster is not None:
+        rows = rows.filter(workload__cluster=cluster)
+    rows = list(
+        rows.select_related("node").only(
+            "id", "workload_id", "index", "uuid", "gpu_type", "node__server_id", "node__name"
+        )[: BATCH * 10]
+    )
+    if not rows:
+        return 0
+    server_ids = sorted({r.node.server_id for r in rows if r.node.server_id})
+    gpus: list[_GpuFacts] = []
+    for chunk in _chunks(server_ids):
+        gpus += [
+            _GpuFacts(**row)
+            for row in Gpu.objects.filter(server_id__in=chunk).values(
+                "id", "server_id", "index", "uuid", "serial", "name"
+            )
+        ]
+    by_slot = {(g.server_id, g.index): g for g in gpus}
+    by_uuid = {g.uuid: g for g in gpus}
+    migs = dict(
+        (uuid, (mig_id, gpu_id))
+        for mig_id, uuid, gpu_id in MigDevice.objects.filter(
+            gpu__server_id__in=server_ids, uuid__in=[r.uuid for r in rows if r.uuid]
+        ).values_list("id", "uuid", "gpu_id")
+    )
+    by_id = {g.id: g for g in gpus}
+    for row in rows:
+        server_id = row.node.server_id
+        uuid = row.uuid.split("::")[0]
+        gpu: _GpuFacts | None = None
+        row.mig_device_id = None
+        if uuid in migs:
+            row.mig_device_id, gpu_id = migs[uuid]
+            gpu = by_id.get(gpu_id)
+        elif uuid:
+            gpu = by_uuid.get(uuid)
+        elif row.index is not None and not _is_mig_slot(GpuSlot(gpu_type=row.gpu_type)):
+            gpu = by_slot.get((server_id, row.index))
+        row.gpu_id = gpu.id if gpu else None
+        row.gpu_serial = gpu.serial if gpu else ""
+        row.server_id = server_id
+    Allocation.objects.bulk_update(
+        rows, ["gpu_id", "mig_device_id", "gpu_serial", "server_id"], batch_size=BATCH
+    )
+    joins = _Joins(
+        nodes={}, gpu_by_slot=by_slot, gpu_by_uuid=by_uuid, mig_by_uuid=migs, gpu_by_id=by_id
+    )
+    touched = {r.workload_id for r in rows}
+    _models_apply(touched, joins)
+    return len(rows)
