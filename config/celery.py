@@ -15,12 +15,16 @@ a report is applied             clusters.tasks.reconcile_server: the        `aft
                                 requested (coalesced: `reconcile_soon`)
 a report is applied or          health.tasks.record_health: its events and  `after_task`
 superseded                      counters, then the health findings          here
+health is recorded (new events) workloads.tasks.name_event_holders: each    `after_task`
+                                event named by the workload on its GPU      here; beat (60 s)
 a snapshot is applied (pushed,  clusters.tasks.reconcile (coalesced)        snapshot_*, on
 pulled, imported, by a worker)                                              commit
 a cluster's nodes are pulled    workloads.tasks.sync_cluster_workloads      `after_task`
                                 (slurmrestd /jobs, or the pod list)         here
 a jobs listing (or pod list)    workloads.tasks.after_listing (coalesced),  jobs_ingest, on
 is applied                      then the placement verdicts                 commit; here
+a reconcile changed something   workloads.tasks.join_allocations            `after_task`
+                                                                            here
 a person binds/unbinds a node   clusters.tasks.reconcile (coalesced)        node_bind, on
                                                                             commit
 a fabric snapshot, name map or  fabric.tasks.sync_fabric_findings           fabric.services,
@@ -63,7 +67,9 @@ worker process (each run records every report applied since the last one)."""
 
 APPLY_REPORT = "inventory.tasks.apply_report"
 SYNC_CLUSTER = "clusters.tasks.sync_cluster"
+RECONCILE = "clusters.tasks.reconcile"
 AFTER_LISTING = "workloads.tasks.after_listing"
+RECORD_HEALTH = "health.tasks.record_health"
 
 
 @task_success.connect
@@ -74,10 +80,22 @@ def after_task(sender: Any = None, result: Any = None, **_: Any) -> None:
         return
     if sender.name == APPLY_REPORT and isinstance(result, dict):
         after_report(result)
+    elif sender.name == RECORD_HEALTH and isinstance(result, int) and result > 0:
+        after_health(result)
     elif sender.name == SYNC_CLUSTER and result == "ok":
         after_cluster_sync(sender.request.args or ())
     elif sender.name == AFTER_LISTING:
         after_listing()
+    elif sender.name == RECONCILE and result != "unchanged":
+        after_reconcile()
+
+
+def after_reconcile() -> None:
+    """Nodes may have been bound: allocations that named their GPUs before join them."""
+    from core.tasks import enqueue
+    from workloads.tasks import join_allocations
+
+    enqueue(join_allocations)
 
 
 def after_cluster_sync(args: tuple[Any, ...] | list[Any]) -> None:
@@ -91,6 +109,15 @@ def after_cluster_sync(args: tuple[Any, ...] | list[Any]) -> None:
 
 def after_listing() -> None:
     """Workloads changed: placement judges how well the running ones are placed."""
+
+
+def after_health(recorded: int) -> None:
+    """The follow-up of a `record_health` pass that recorded something: the workloads layer
+    names the job or pod that held each new event's GPU."""
+    from core.tasks import enqueue
+    from workloads.tasks import name_event_holders
+
+    enqueue(name_event_holders)
 
 
 def after_report(result: dict[str, Any]) -> None:

@@ -273,6 +273,8 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env_int("ATLAS_HEALTH_INTERVAL_S", 10),
     },
     "prune-health": {"task": "health.tasks.prune_health", "schedule": 3600},
+    # Health events named by the workload on their GPU, for jobs that arrive after the event.
+    "name-event-holders": {"task": "workloads.tasks.name_event_holders", "schedule": 60},
     # Health findings whose window passed resolve without a report.
     "sync-health-findings": {
         "task": "health.tasks.sync_health_findings",

@@ -48,6 +48,7 @@ from simulator.demo import (
 )
 from simulator.fleet import PushResult, push_reports
 from simulator.keepalive import Plan, post_snapshot
+from workloads.services.apply import allocations_join
 
 DEMO_USER = "admin"
 # What people declare and agents cannot know: the hardware a DGX H100 should have.
@@ -166,6 +167,9 @@ def demo_load(*, seed: int | str = "0") -> DemoLoad:
         with reconcile_held():
             answers = [post_snapshot(url, snapshot, api_key, timeout=60) for snapshot in snapshots]
             reconciled = reconcile_all()
+        # The jobs were posted before the reconcile bound their nodes: join their GPUs now
+        # (what the reconcile's follow-up does in production).
+        allocations_join()
     # The week of health the reports' events tell, judged as it happened: the episode that
     # has since resolved was raised at its time, then today's findings are judged.
     health_sweep()

@@ -6,10 +6,14 @@ row and copy its serial, server and PCI bus as they were when it happened.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from core.links import workload_path
 from inventory.models import Gpu, Server
 
 from .choices import EventKind, Severity
@@ -41,6 +45,10 @@ class HealthEvent(models.Model):
     count = models.PositiveBigIntegerField(default=1)
     dedupe_key = models.CharField(max_length=200, unique=True)
     updated_at = models.DateTimeField(default=timezone.now)
+    # The workload that held the GPU when the episode began, copied by the workloads layer
+    # (`workloads.services.holders`; health never reads workloads): `workload_id`,
+    # `scheduler_id`, `user`, `account`, `cluster`, `kind`; null while none is known.
+    holder = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["-last_seen", "-id"]
@@ -54,6 +62,47 @@ class HealthEvent(models.Model):
     def __str__(self) -> str:
         code = f" {self.code}" if self.code is not None else ""
         return f"{self.get_kind_display()}{code} x{self.count}"
+
+    @property
+    def holder_words(self) -> str:
+        """ "job 5679 of alice", "pods ml/trainer of namespace ml", or "" without a holder."""
+        return holder_words(self.holder)
+
+    @property
+    def sentence(self) -> str:
+        """ "Xid 79 on dgx-07 GPU 3 at 10:02 while job 5679 of alice held it" (the server and
+        GPU rows read with it: `select_related`)."""
+        what = (
+            f"{self.get_kind_display()} {self.code}"
+            if self.code is not None
+            else (self.get_kind_display())
+        )
+        where = self.server.hostname
+        if self.gpu_id is not None and self.gpu is not None and self.gpu.index is not None:
+            where += f" GPU {self.gpu.index}"
+        elif self.pci_bus_id:
+            where += f" {self.pci_bus_id}"
+        words = f"{what} on {where} at {timezone.localtime(self.first_seen):%Y-%m-%d %H:%M}"
+        holder = self.holder_words
+        return f"{words} while {holder} held it" if holder else words
+
+    @property
+    def holder_path(self) -> str:
+        """The holder's workload page, or "" without a holder."""
+        wid = (self.holder or {}).get("workload_id")
+        return workload_path(int(wid)) if wid else ""
+
+
+def holder_words(holder: Mapping[str, Any] | None) -> str:
+    """The holder of `HealthEvent.holder` in a few words (plain text: pages escape it)."""
+    if not holder:
+        return ""
+    sid = holder.get("scheduler_id") or "?"
+    if holder.get("kind") == "pods":
+        namespace = holder.get("account") or str(sid).partition("/")[0]
+        return f"pods {sid} of namespace {namespace}"
+    user = holder.get("user")
+    return f"job {sid} of {user}" if user else f"job {sid}"
 
 
 class HealthEventReceipt(models.Model):

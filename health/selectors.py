@@ -62,7 +62,17 @@ _MOVES = (ChangeKind.GPU_MOVED_IN, ChangeKind.GPU_MOVED_OUT)
 
 
 def health_event_list() -> QuerySet[HealthEvent]:
-    return HealthEvent.objects.select_related("server")
+    """Events with their server and GPU rows (an event's `sentence` names both)."""
+    return HealthEvent.objects.select_related("server", "gpu")
+
+
+RECENT_EVENTS = 50
+
+
+def recent_gpu_events(limit: int = RECENT_EVENTS) -> list[HealthEvent]:
+    """The latest events of the fleet, each with its server and GPU (for "Xid 79 on dgx-07
+    GPU 3 at 10:02 while job 5679 of alice held it"): one query."""
+    return list(health_event_list().order_by("-last_seen", "-id")[:limit])
 
 
 # -- lifecycle -------------------------------------------------------------------------------

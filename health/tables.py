@@ -166,6 +166,19 @@ GPU_PLACEMENTS_TABLE = Table(
     ),
 )
 
+
+def _holder_cell(e: Any) -> Any:
+    """The workload that held the GPU when the event began, linked to its page."""
+    if not e.holder:
+        return "—"
+    return format_html('<a href="{}">{}</a>', e.holder_path, e.holder_words)
+
+
+HELD_BY = Column(
+    "Held by", lambda e: e.holder_words or None, cell=_holder_cell, title=lambda e: e.sentence
+)
+"""The workload on the GPU at the event (`HealthEvent.holder`, filled by the workloads layer)."""
+
 GPU_EVENTS_TABLE = Table(
     id="gpu-events",
     filename="gpu-events.csv",
@@ -183,7 +196,37 @@ GPU_EVENTS_TABLE = Table(
         _moment("First", lambda e: e.first_seen),
         _moment("Last", lambda e: e.last_seen),
         Column("Action", lambda e: e.action or None),
+        HELD_BY,
         Column("Message", lambda e: e.message, mono=True),
+    ),
+)
+
+
+def _gpu_url(e: Any) -> str | None:
+    return reverse("gpu-detail", args=[e.gpu_id]) if e.gpu_id else None
+
+
+RECENT_EVENTS_TABLE = Table(
+    id="recent-events",
+    filename="health-recent-events.csv",
+    empty="No events.",
+    row_class=lambda e: f"sev-{e.severity}",
+    columns=(
+        Column(
+            "Code",
+            lambda e: code_label(e.kind, e.code),
+            cell=lambda e: event_code(e.kind, e.code, e.message),
+        ),
+        Column("Severity", lambda e: e.severity, cell=lambda e: badge(e.severity)),
+        Column("Server", lambda e: e.server.hostname, link=_server_url),
+        Column(
+            "GPU",
+            lambda e: e.gpu.index if e.gpu is not None else (e.pci_bus_id or None),
+            link=_gpu_url,
+        ),
+        _moment("First", lambda e: e.first_seen),
+        Column("Count", lambda e: e.count, numeric=True),
+        HELD_BY,
     ),
 )
 

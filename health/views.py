@@ -30,6 +30,7 @@ def health_page(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
         request,
         tables={
             "needing_action": (tables.NEEDING_ACTION_TABLE, selectors.gpus_needing_action),
+            "recent_events": (tables.RECENT_EVENTS_TABLE, selectors.recent_gpu_events),
             "offender_gpus": (tables.GPU_OFFENDERS_TABLE, offenders("gpus")),
             "offender_slots": (tables.SLOT_OFFENDERS_TABLE, offenders("slots")),
             "offender_servers": (tables.SERVER_OFFENDERS_TABLE, offenders("servers")),

@@ -13,6 +13,9 @@ from typing import Any
 
 from django.urls import reverse
 
+from core.links import workload_path
+from health.models import holder_words
+
 FINDING_FIELDS = (
     "id",
     "type",
@@ -28,6 +31,8 @@ FINDING_FIELDS = (
     "cluster__name",
     "node__cluster__name",
     "reopened_count",
+    "gpu_id",
+    "gpu__serial",
 )
 """The Finding `values()` the functions here read."""
 
@@ -42,7 +47,28 @@ def finding_page_url(finding: Mapping[str, Any], *, public_url: str) -> str:
     return public_url + reverse("finding-detail", args=[finding["id"]])
 
 
-def finding_labels(finding: Mapping[str, Any]) -> dict[str, str]:
+def workload_payload(holder: Mapping[str, Any], *, public_url: str) -> dict[str, Any]:
+    """The `workload` of a webhook body: the job or pod that held the finding's GPU when the
+    finding was raised (`workloads.services.holders.gpu_holders_at`)."""
+    return {
+        "id": holder["workload_id"],
+        "scheduler_id": holder["scheduler_id"],
+        "kind": holder["kind"],
+        "cluster": holder["cluster"],
+        "user": holder["user"],
+        "account": holder["account"],
+        "words": holder_words(holder),
+        "url": public_url + workload_path(holder["workload_id"]),
+    }
+
+
+def finding_labels(
+    finding: Mapping[str, Any], holder: Mapping[str, Any] | None = None
+) -> dict[str, str]:
+    """What names the alert. `holder` (the workload on the finding's GPU when it was raised)
+    adds `workload` and `workload_user`: fixed for the finding's life, as labels must be,
+    once the jobs listing that names it has arrived."""
+    holder = holder or {}
     labels = {
         "alertname": finding["type"],
         "severity": finding["severity"],
@@ -50,20 +76,30 @@ def finding_labels(finding: Mapping[str, Any]) -> dict[str, str]:
         "server": finding.get("server__hostname") or "",
         "node": finding.get("node__name") or "",
         "cluster": finding.get("cluster__name") or finding.get("node__cluster__name") or "",
+        "workload": holder.get("scheduler_id") or "",
+        "workload_user": holder.get("user") or "",
         "source": "cluster-atlas",
     }
     return {k: v for k, v in labels.items() if v}  # Alertmanager drops empty labels itself
 
 
 def finding_alert(
-    finding: Mapping[str, Any], *, now: datetime, ends_at: datetime, public_url: str
+    finding: Mapping[str, Any],
+    *,
+    now: datetime,
+    ends_at: datetime,
+    public_url: str,
+    holder: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The v2 alert of a finding: open ones end at `ends_at` (ahead of the next re-send),
-    resolved ones at their resolved time."""
+    resolved ones at their resolved time; with the workload on its GPU (`holder`) named."""
     resolved_at = finding.get("resolved_at")
+    annotations = {"summary": finding["message"], "description": finding["message"]}
+    if holder:
+        annotations["workload"] = holder_words(holder)
     return {
-        "labels": finding_labels(finding),
-        "annotations": {"summary": finding["message"], "description": finding["message"]},
+        "labels": finding_labels(finding, holder),
+        "annotations": annotations,
         "startsAt": rfc3339(finding["first_seen"]),
         "endsAt": rfc3339(resolved_at if resolved_at is not None else ends_at),
         "generatorURL": finding_page_url(finding, public_url=public_url),

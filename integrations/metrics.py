@@ -164,7 +164,36 @@ class AtlasCollector(Collector):
             deliveries.add_metric([status], n)
         yield deliveries
 
+        yield from self._workloads()
         yield from self._queue()
+
+    def _workloads(self) -> Iterator[Metric]:
+        running = GaugeMetricFamily(
+            "atlas_workloads_running",
+            "Running workloads (Slurm jobs, pod groups) by cluster and kind.",
+            labels=["cluster", "kind"],
+        )
+        for (cluster, kind), n in sorted(selectors.workloads_running().items()):
+            running.add_metric([cluster, kind], n)
+        yield running
+        held = GaugeMetricFamily(
+            "atlas_gpus_held",
+            "GPUs and MIG devices held by running workloads, by cluster and account (the "
+            "Slurm user, the pods' namespace; past 200 accounts the rest as 'other').",
+            labels=["cluster", "account"],
+        )
+        for (cluster, account), n in sorted(selectors.gpus_held().items()):
+            held.add_metric([cluster, account], n)
+        yield held
+        stranded = GaugeMetricFamily(
+            "atlas_gpus_stranded",
+            "Free GPUs on partly used nodes (some held, some free): they cannot take a "
+            "whole-node job.",
+            labels=["cluster"],
+        )
+        for cluster, n in sorted(selectors.gpus_stranded().items()):
+            stranded.add_metric([cluster], n)
+        yield stranded
 
     def _queue(self) -> Iterator[Metric]:
         try:

@@ -1,4 +1,5 @@
-"""Reads behind /metrics: each figure one aggregate query, whatever the fleet's size.
+"""Reads behind /metrics (each figure one aggregate query, whatever the fleet's size), and
+the workloads that alerts and webhook bodies name.
 
 Everything is computed from the database at scrape time, so every gunicorn worker (and every
 host) answers the same numbers; nothing is counted in a process.
@@ -6,8 +7,11 @@ host) answers the same numbers; nothing is counted in a process.
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db.models import (
@@ -30,6 +34,10 @@ from inventory.choices import ReportStatus
 from inventory.health import gpu_problem_code, problem_of_code
 from inventory.models import Gpu, MigDevice, Report, Server
 from inventory.selectors import server_state_expression
+from workloads.choices import WorkloadKind, WorkloadState
+from workloads.fragments import stranded_gpus
+from workloads.models import Allocation, Workload
+from workloads.services.holders import gpu_holders_at
 
 from .choices import DeliveryStatus
 from .models import Delivery, ReportOutcomeCount, Webhook
@@ -185,3 +193,82 @@ def webhook_list() -> QuerySet[Webhook]:
 def webhook_deliveries(*, webhook: Webhook) -> QuerySet[Delivery]:
     """A webhook's deliveries, newest first, without their bodies."""
     return Delivery.objects.filter(webhook=webhook).order_by("-id").defer("payload")
+
+
+def finding_holders(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any] | None]:
+    """The workload that held each finding's GPU when it was raised (None for a finding
+    about no GPU, or a GPU no workload held): one query for all the rows, none without a
+    GPU finding."""
+    return gpu_holders_at(
+        [(r.get("gpu_id"), r.get("gpu__serial") or "", r["first_seen"]) for r in rows]
+    )
+
+
+# -- workloads ----------------------------------------------------------------------------
+
+ACCOUNT_SERIES_MAX = 200
+"""`atlas_gpus_held` keeps the accounts holding the most GPUs as their own series, the rest
+summed per cluster as `other`: a scrape's size stays bounded whatever the user count."""
+
+OTHER = "other"
+
+
+def workloads_running() -> dict[tuple[str, str], int]:
+    """Running workloads by (cluster, kind): one aggregate query."""
+    rows = (
+        Workload.objects.filter(state=WorkloadState.RUNNING)
+        .order_by()
+        .values_list("cluster__name", "kind")
+        .annotate(n=Count("id"))
+    )
+    return {(cluster, kind): n for cluster, kind, n in rows}
+
+
+def gpus_held(limit: int = ACCOUNT_SERIES_MAX) -> dict[tuple[str, str], int]:
+    """GPUs (and MIG devices) held now by (cluster, account), the account being the Slurm
+    job's user or the pods' namespace; past `limit` accounts the smallest are summed as
+    `other` (`capped`). One aggregate query."""
+    rows = (
+        Allocation.objects.filter(until__isnull=True)
+        .order_by()
+        .values_list(
+            "workload__cluster__name", "workload__kind", "workload__user", "workload__account"
+        )
+        .annotate(n=Count("id"))
+    )
+    held: dict[tuple[str, str], int] = defaultdict(int)
+    for cluster, kind, user, account, n in rows:
+        who = account if kind == WorkloadKind.PODS else user
+        held[(cluster, who or "")] += n
+    return capped(held, limit)
+
+
+def capped(counts: Mapping[tuple[str, str], int], limit: int) -> dict[tuple[str, str], int]:
+    """The `limit` largest series as they are, the rest summed per cluster as `other`."""
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    kept: dict[tuple[str, str], int] = dict(ranked[:limit])
+    for (cluster, _who), n in ranked[limit:]:
+        kept[(cluster, OTHER)] = kept.get((cluster, OTHER), 0) + n
+    return kept
+
+
+def gpus_stranded() -> dict[str, int]:
+    """Free GPUs on partly used nodes per cluster (`workloads.fragments`), over the live,
+    ready and schedulable nodes: held is the larger of the allocations recorded and the
+    scheduler's own count (a source that gives counts only). One query."""
+    held = Subquery(
+        Allocation.objects.filter(node_id=OuterRef("pk"), until__isnull=True)
+        .order_by()
+        .values("node_id")
+        .annotate(n=Count("id"))
+        .values("n")[:1]
+    )
+    rows = (
+        Node.objects.filter(gone_at__isnull=True, ready=True, schedulable=True)
+        .annotate(held=held)
+        .values_list("cluster__name", "gpu_capacity", "gpu_used", "held")
+    )
+    found: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for cluster, capacity, used, allocated in rows:
+        found[cluster].append((capacity or 0, max(used or 0, allocated or 0)))
+    return {cluster: stranded_gpus(nodes) for cluster, nodes in found.items()}

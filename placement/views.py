@@ -14,6 +14,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from clusters.choices import ClusterKind
+from core.links import workload_path
 from health.selectors import gpus_needing_action, gpus_needing_action_by_reason
 
 from .api.serializers import CapacityQuerySerializer, PlacementQuerySerializer
@@ -26,7 +27,7 @@ from .failure_domains import (
     failure_domain_rankings,
     server_resolve,
 )
-from .failure_domains.arithmetic import percent
+from .failure_domains.arithmetic import percent, workload_words
 from .selectors import placement_choices
 from .service import capacity_plan, placement_find
 from .types import PlacementRequestError, mig_slices, reason_text
@@ -122,9 +123,18 @@ def _placement(request: HttpRequest) -> dict[str, Any]:
     return context
 
 
+RANK_WORDS = {"gpus": "GPUs they take down", "workloads": "workloads they hit", "users": "users"}
+"""The failure tab's rankings, by `?rank=` (the API's `rank`)."""
+
+
 def _failure(request: HttpRequest) -> dict[str, Any]:
-    rankings = failure_domain_rankings(limit=10)
+    rank = request.GET.get("rank", "gpus")
+    rank = rank if rank in RANK_WORDS else "gpus"
+    rankings = failure_domain_rankings(limit=10, rank=rank)
     context: dict[str, Any] = {
+        "rank": rank,
+        "rank_words": RANK_WORDS[rank],
+        "rank_choices": list(RANK_WORDS),
         "choices": failure_domain_choices(),
         "fabric_switches": fabric_switch_choices(),
         "rack_ranking": rankings["rack"],
@@ -146,6 +156,9 @@ def _failure(request: HttpRequest) -> dict[str, Any]:
         return context
     for row in domain["degraded_servers"]:  # 12.5%, as the words above the table say it
         row["share_words"] = percent(row["share_lost"] or 0.0)
+    for work in domain["workloads"]:  # "job 5679 (alice, 16 GPUs)", linked to its page
+        work["words"] = workload_words(work)
+        work["path"] = workload_path(work["id"])
     context["domain"] = domain
     return context
 

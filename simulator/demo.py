@@ -24,6 +24,7 @@ L40S servers' RoCE NICs are on two Ethernet rail leaves, which their agents hear
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -41,6 +42,7 @@ from .schedulers import (
     Snapshot,
     kubernetes_nodes,
     kubernetes_pods,
+    pod_uid,
     slurm_jobs,
     slurm_nodes,
 )
@@ -62,6 +64,7 @@ class DemoServer:
 
 
 TRAIN = ("PyTorchJob", "llm-train")  # one workload of two 8-GPU pods: 2 nodes x 8 GPUs
+TRAIN_AGO_S = 6 * 24 * 3600  # training for six days: the Xid 13 on dgx-h100-01 hit it
 
 
 def _k8s(*pods: Pod) -> DemoNode:
@@ -73,8 +76,20 @@ def _slurm(state: str = "IDLE", *, reason: str = "", gpus_used: int = 0) -> Demo
 
 
 DEMO_FLEET: tuple[DemoServer, ...] = (
-    DemoServer("dgx-h100-01", "h100", "rack-01", 2, (_k8s(Pod("llm-train-worker-0", 8, TRAIN)),)),
-    DemoServer("dgx-h100-02", "h100", "rack-01", 10, (_k8s(Pod("llm-train-worker-1", 8, TRAIN)),)),
+    DemoServer(
+        "dgx-h100-01",
+        "h100",
+        "rack-01",
+        2,
+        (_k8s(Pod("llm-train-worker-0", 8, TRAIN, started_ago_s=TRAIN_AGO_S)),),
+    ),
+    DemoServer(
+        "dgx-h100-02",
+        "h100",
+        "rack-01",
+        10,
+        (_k8s(Pod("llm-train-worker-1", 8, TRAIN, started_ago_s=TRAIN_AGO_S)),),
+    ),
     DemoServer("dgx-h100-03", "h100", "rack-01", 18, (_k8s(Pod("notebook-ana", 1)),)),
     DemoServer("dgx-h100-04", "h100", "rack-01", 26, (_k8s(),)),
     DemoServer("dgx-h100-05", "h100", "rack-02", 2, (_k8s(),)),
@@ -179,6 +194,109 @@ DEMO_JOBS: tuple[Job, ...] = (
     ),
 )
 """The Slurm cluster's jobs, as slurmrestd's `/jobs` answers (`simulator.schedulers.slurm_jobs`)."""
+
+
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class DemoProcess:
+    """A compute process NVML lists on one GPU, and whose it is by its cgroup: a Slurm job
+    (`job`), a pod (`pod`: namespace/name), or nobody's (a stray left behind)."""
+
+    hostname: str
+    gpu: int
+    pid: int
+    name: str
+    memory_gib: int
+    job: str = ""
+    pod: str = ""
+
+
+def _ranks(hostname: str, gpus: range, pid: int, gib: int, **whose: str) -> list[DemoProcess]:
+    return [DemoProcess(hostname, g, pid + g, "python3", gib, **whose) for g in gpus]
+
+
+DEMO_PROCESSES: tuple[DemoProcess, ...] = (
+    *_ranks("dgx-h100-09", range(4), 41000, 61, job="5679"),
+    *_ranks("dgx-h100-09", range(4, 6), 42000, 30, job="5680"),
+    # bob's job also runs on GPU 7, which Slurm never gave it: ConstrainDevices=no
+    DemoProcess("dgx-h100-09", 7, 42007, "python3", 12, job="5680"),
+    *_ranks("dgx-h100-10", range(7), 43000, 74, job="5681"),
+    *_ranks("dgx-h100-01", range(8), 51000, 70, pod="ml/llm-train-worker-0"),
+    *_ranks("dgx-h100-02", range(8), 52000, 70, pod="ml/llm-train-worker-1"),
+    DemoProcess("dgx-h100-03", 0, 53000, "jupyter-kernel", 9, pod="ml/notebook-ana"),
+    # 30 GiB held on a GPU no workload holds: the scheduler thinks it free
+    DemoProcess("dgx-h100-04", 3, 7731, "python3", 30),
+)
+"""What the GPUs themselves say (NVML's compute processes and their cgroups)."""
+
+
+def _container_id(pod: str) -> str:
+    return hashlib.sha256(f"container/{pod}".encode()).hexdigest()
+
+
+def demo_processes(report: dict[str, Any]) -> dict[str, Any]:
+    """The report with each GPU's compute processes (`DEMO_PROCESSES`), as the agent sends
+    them: every GPU of a server that runs the agent lists its processes, none or some."""
+    hostname = report["host"]["hostname"]
+    mine = [p for p in DEMO_PROCESSES if p.hostname == hostname]
+    for gpu in report.get("gpus") or []:
+        gpu["processes"] = [
+            {
+                "pid": p.pid,
+                "name": p.name,
+                "used_memory_bytes": p.memory_gib * GIB,
+                "workload": (
+                    {"scheduler": "slurm", "id": p.job, "step": "0"}
+                    if p.job
+                    else {
+                        "scheduler": "kubernetes",
+                        "pod_uid": pod_uid(*p.pod.split("/", 1)),
+                        "container": _container_id(p.pod),
+                    }
+                    if p.pod
+                    else None
+                ),
+            }
+            for p in mine
+            if p.gpu == gpu["index"]
+        ]
+    return report
+
+
+def demo_pod_resources(report: dict[str, Any]) -> dict[str, Any]:
+    """The report of a Kubernetes node's server with what the kubelet's pod-resources API
+    says each pod's container holds: the GPUs its processes run on, by UUID."""
+    hostname = report["host"]["hostname"]
+    server = next((s for s in DEMO_FLEET if s.hostname == hostname), None)
+    if server is None or not any(n.cluster == K8S_CLUSTER for n in server.nodes):
+        return report
+    uuids = {g["index"]: g["uuid"] for g in report.get("gpus") or []}
+    pods: dict[str, set[int]] = {}
+    for p in DEMO_PROCESSES:
+        if p.hostname == hostname and p.pod:
+            pods.setdefault(p.pod, set()).add(p.gpu)
+    report["pod_resources"] = {
+        "available": True,
+        "error": None,
+        "pods": [
+            {
+                "namespace": pod.split("/", 1)[0],
+                "name": pod.split("/", 1)[1],
+                "containers": [
+                    {
+                        "name": "main",
+                        "devices": [
+                            {"resource": "nvidia.com/gpu", "ids": [uuids[g] for g in sorted(gpus)]}
+                        ],
+                    }
+                ],
+            }
+            for pod, gpus in sorted(pods.items())
+        ],
+    }
+    return report
 
 
 @dataclass(frozen=True)
@@ -329,7 +447,7 @@ def _health_counters(server: DemoServer, machine: SimulatedServer) -> None:
 
 def demo_report(machine: SimulatedServer, anchor: datetime) -> dict[str, Any]:
     """One demo server's report with the week's kernel-log events (`demo_anchor`)."""
-    report = machine.report()
+    report = demo_pod_resources(demo_processes(machine.report()))
     events = demo_health_events(report, anchor)
     return attach_events(report, events) if events else report
 

@@ -11,9 +11,26 @@ from ..catalog import event_info
 from ..models import GpuCounterSample, HealthEvent
 
 
+class EventHolderSerializer(serializers.Serializer):
+    """The workload that held the GPU when the episode began (copied by the workloads layer)."""
+
+    workload_id = serializers.IntegerField()
+    scheduler_id = serializers.CharField()
+    kind = serializers.CharField(help_text="`slurm_job` or `pods`")
+    cluster = serializers.CharField()
+    user = serializers.CharField()
+    account = serializers.CharField(help_text="the Slurm account or the pods' namespace")
+
+
 class HealthEventSerializer(serializers.ModelSerializer):
     hostname = serializers.CharField(source="server.hostname", read_only=True)
     meaning = serializers.SerializerMethodField()
+    workload = EventHolderSerializer(
+        source="holder",
+        read_only=True,
+        allow_null=True,
+        help_text="the job or pod on the GPU when it began; null when none is known",
+    )
 
     class Meta:
         model = HealthEvent
@@ -34,6 +51,7 @@ class HealthEventSerializer(serializers.ModelSerializer):
             "action",
             "message",
             "meaning",
+            "workload",
         ]
 
     @extend_schema_field(serializers.CharField())

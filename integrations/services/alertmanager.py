@@ -22,6 +22,7 @@ from findings.models import Finding
 from findings.selectors import silenced_q
 
 from ..alerts import FINDING_FIELDS, finding_alert
+from ..selectors import finding_holders
 from .watermarks import watermark_get, watermark_set
 
 logger = logging.getLogger(__name__)
@@ -38,16 +39,19 @@ def _ends_at(now: datetime) -> datetime:
 
 def alerts_due(*, now: datetime, since: datetime) -> list[dict]:
     """The alerts of every open finding and of those resolved at or after `since`."""
-    rows = (
+    rows = list(
         Finding.objects.filter(Q(resolved_at__isnull=True) | Q(resolved_at__gte=since))
         .exclude(silenced_q(now))  # a person silenced it: no alert until the silence ends
         .order_by("id")
         .values(*FINDING_FIELDS)
     )
     ends_at = _ends_at(now)
+    holders = finding_holders(rows)
     return [
-        finding_alert(row, now=now, ends_at=ends_at, public_url=settings.ATLAS_PUBLIC_URL)
-        for row in rows
+        finding_alert(
+            row, now=now, ends_at=ends_at, public_url=settings.ATLAS_PUBLIC_URL, holder=holder
+        )
+        for row, holder in zip(rows, holders, strict=True)
     ]
 
 

@@ -23,9 +23,10 @@ from django.utils import timezone
 from findings.models import Finding
 from findings.selectors import silenced_q
 
-from ..alerts import FINDING_FIELDS, finding_page_url, rfc3339
+from ..alerts import FINDING_FIELDS, finding_page_url, rfc3339, workload_payload
 from ..choices import DeliveryStatus, WebhookEvent
 from ..models import Delivery, Webhook
+from ..selectors import finding_holders
 from ..signing import (
     DELIVERY_HEADER,
     EVENT_HEADER,
@@ -78,21 +79,23 @@ def webhook_outbox_scan(*, now: datetime | None = None) -> int:
     if not any(wanted.values()):
         watermark_set(WATERMARK, now)
         return 0
-    rows = (
+    rows = list(
         Finding.objects.filter(Q(first_seen__gte=since) | Q(resolved_at__gte=since))
         .exclude(silenced_q(now))  # a person silenced it: no event until the silence ends
         .order_by("id")
         .values(*FINDING_FIELDS)
     )
     deliveries = []
-    for row in rows:
+    for row, holder in zip(rows, finding_holders(rows), strict=True):
         events = []
         if row["first_seen"] >= since:
             events.append((WebhookEvent.FINDING_RAISED, row["first_seen"]))
         if row["resolved_at"] is not None and row["resolved_at"] >= since:
             events.append((WebhookEvent.FINDING_RESOLVED, row["resolved_at"]))
         for event, at in events:
-            payload = {"finding": finding_payload(row)}
+            payload: dict[str, Any] = {"finding": finding_payload(row)}
+            if holder is not None:  # a finding about a GPU a job or pod held at the time
+                payload["workload"] = workload_payload(holder, public_url=settings.ATLAS_PUBLIC_URL)
             deliveries += [
                 Delivery(
                     webhook_id=w.pk,

@@ -414,12 +414,20 @@ class FabricLossSerializer(serializers.Serializer):
 
 
 class FailureWorkloadSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
+    id = serializers.IntegerField(help_text="the workload's id (`workloads/{id}/`)")
     scheduler_id = serializers.CharField()
     user = serializers.CharField()
-    gpus = serializers.IntegerField(help_text="GPUs it holds in the domain")
-    stops = serializers.BooleanField()
-    loses_bandwidth = serializers.BooleanField()
+    kind = serializers.CharField(help_text="`slurm_job` or `pods`")
+    cluster = serializers.CharField()
+    nodes = serializers.IntegerField(help_text="nodes it runs on, in the domain or not")
+    gpus = serializers.IntegerField(
+        help_text="GPUs it holds in the domain: on the servers lost when it stops, on the "
+        "degraded servers when it loses bandwidth"
+    )
+    stops = serializers.BooleanField(help_text="a GPU of it is on a server the failure takes")
+    loses_bandwidth = serializers.BooleanField(
+        help_text="it spans several nodes and one is on a server that loses bandwidth"
+    )
 
 
 class ClusterCapacitySerializer(serializers.Serializer):
@@ -481,13 +489,17 @@ class FailureDomainSerializer(serializers.Serializer):
     )
     workloads = FailureWorkloadSerializer(
         many=True,
-        help_text="what runs in the domain and stops or loses bandwidth; empty until workloads "
-        "are recorded",
+        help_text="the running workloads the failure stops or slows, those that stop first",
     )
 
 
 class RankingQuerySerializer(serializers.Serializer):
     by = serializers.ChoiceField(choices=["rack", "server", "switch"], default="rack")
+    rank = serializers.ChoiceField(
+        choices=["gpus", "workloads", "users"],
+        default="gpus",
+        help_text="order by the GPUs taken down, or the running workloads or users hit",
+    )
     limit = serializers.IntegerField(default=50, min_value=1, max_value=1000)
 
 
@@ -501,6 +513,10 @@ class RankingItemSerializer(serializers.Serializer):
     gpus = serializers.IntegerField(help_text="GPUs it takes down")
     mig_devices = serializers.IntegerField()
     share_of_fleet_gpus = serializers.FloatField()
+    workloads = serializers.IntegerField(
+        help_text="running workloads it stops (a switch: or slows, spread over nodes)"
+    )
+    users = serializers.IntegerField(help_text="distinct users of those workloads")
     fabric = serializers.CharField(required=False, help_text="by=switch")
     tier = serializers.IntegerField(required=False, allow_null=True, help_text="by=switch")
     gbps_lost = serializers.FloatField(
@@ -526,6 +542,7 @@ class RankingItemSerializer(serializers.Serializer):
 
 class RankingSerializer(serializers.Serializer):
     by = serializers.CharField()
+    rank = serializers.CharField(help_text="gpus, workloads or users")
     fleet_gpus = serializers.IntegerField()
     count = serializers.IntegerField()
     unracked_servers = serializers.IntegerField()

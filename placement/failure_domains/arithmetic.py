@@ -10,7 +10,7 @@ fleet as placement reads it (`capacity_after`); racks and servers rank by the GP
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -100,12 +100,117 @@ def share_of(part: float, whole: float) -> float:
     return round(part / whole, 4) if whole else 0.0
 
 
+# -- the workloads a failure hits ---------------------------------------------------------
+
+
+class HeldGpus(NamedTuple):
+    """The GPUs a running workload holds on one node, as the failure arithmetic needs them."""
+
+    workload_id: int
+    scheduler_id: str
+    user: str
+    kind: str
+    cluster: str
+    server_id: int | None
+    node: str
+    gpus: int = 1
+
+
+class Holdings:
+    """Running workloads' GPUs by server, and the nodes each workload spans: read once (one
+    query), then asked about any number of domains."""
+
+    def __init__(self, held: Iterable[HeldGpus] = ()) -> None:
+        self.by_server: dict[int, list[HeldGpus]] = defaultdict(list)
+        self.nodes: dict[int, set[str]] = defaultdict(set)
+        self.servers: dict[int, set[int | None]] = defaultdict(set)
+        for gpu in held:
+            self.nodes[gpu.workload_id].add(gpu.node)
+            self.servers[gpu.workload_id].add(gpu.server_id)
+            if gpu.server_id is not None:
+                self.by_server[gpu.server_id].append(gpu)
+
+
+def workloads_hit(
+    holdings: Holdings,
+    *,
+    lost: Iterable[int],
+    degraded: Iterable[int] = (),
+    local: Mapping[int, Hashable] | None = None,
+) -> list[dict[str, Any]]:
+    """The workloads a failure hits: every workload with a GPU on a `lost` server stops (a
+    job does not survive one of its nodes; a job wholly under a leaf that cuts its servers
+    off stops with them); a workload spanning several nodes with a GPU on a `degraded`
+    server (a leaf's rail, a spine's share of the way up) loses bandwidth, as it runs at its
+    slowest node's pace. A one-node workload on a degraded server keeps its GPUs' links and
+    is not listed; so is one whose servers all share one `local` key (a spine: servers
+    under the same leaves, whose traffic never climbs to it). `gpus` counts the GPUs it
+    holds on the servers named. Those that stop come first, then by GPUs, most first."""
+
+    def stays_local(workload_id: int) -> bool:
+        if local is None:
+            return False
+        keys = {local.get(s) if s is not None else None for s in holdings.servers[workload_id]}
+        return len(keys) == 1 and None not in keys
+
+    found: dict[int, dict[str, Any]] = {}
+    for which, servers in (("stops", lost), ("loses_bandwidth", degraded)):
+        for server_id in set(servers):
+            for gpu in holdings.by_server.get(server_id, ()):
+                entry = found.get(gpu.workload_id)
+                if entry is None:
+                    if which == "loses_bandwidth" and (
+                        len(holdings.nodes[gpu.workload_id]) < 2 or stays_local(gpu.workload_id)
+                    ):
+                        continue
+                    entry = found[gpu.workload_id] = {
+                        "id": gpu.workload_id,
+                        "scheduler_id": gpu.scheduler_id,
+                        "user": gpu.user,
+                        "kind": gpu.kind,
+                        "cluster": gpu.cluster,
+                        "nodes": len(holdings.nodes[gpu.workload_id]),
+                        "gpus": 0,
+                        "stops": which == "stops",
+                        "loses_bandwidth": which == "loses_bandwidth",
+                    }
+                if entry["stops"] == (which == "stops"):
+                    entry["gpus"] += gpu.gpus
+    return sorted(found.values(), key=lambda w: (not w["stops"], -w["gpus"], w["scheduler_id"]))
+
+
+RANKS = ("gpus", "workloads", "users")
+"""What a ranking orders by: GPUs taken down (the default), workloads hit, users hit."""
+
+
+def hit_counts(hit: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """The ranking's counts of `workloads_hit`: workloads and distinct users hit."""
+    return {"workloads": len(hit), "users": len({w["user"] for w in hit if w["user"]})}
+
+
+def rank_key(rank: str) -> Any:
+    """The sort key of ranked items for `rank` (one of `RANKS`), ties by GPUs then name."""
+    if rank == "gpus":
+        return lambda i: (-i["gpus"], -i.get("nodes", 0), str(i["name"]))
+    return lambda i: (-i[rank], -i["gpus"], str(i["name"]))
+
+
+def workload_words(workload: Mapping[str, Any]) -> str:
+    """ "job 5679 (alice, 16 GPUs)", "pods ml/trainer (8 GPUs)": how the page names one."""
+    what = "pods" if workload.get("kind") == "pods" else "job"
+    who = f"{workload['user']}, " if workload.get("user") else ""
+    gpus = workload["gpus"]
+    return f"{what} {workload['scheduler_id']} ({who}{gpus} GPU{'s' if gpus != 1 else ''})"
+
+
 class ServerCounts(NamedTuple):
-    """GPUs (not lost), their MIG devices and live nodes, per server id."""
+    """GPUs (not lost), their MIG devices and live nodes, per server id; the running
+    workloads' GPUs."""
 
     gpus: dict[int, int]
     migs: dict[int, int]
     nodes: dict[int, int]
+    held: Holdings
 
 
 def rank_domains(
@@ -114,14 +219,19 @@ def rank_domains(
     gpus: dict[int, int],
     migs: dict[int, int],
     nodes: dict[int, int],
+    held: Holdings | None = None,
     by: str,
     limit: int,
+    rank: str = "gpus",
 ) -> dict[str, Any]:
     """The ranking of `failure_domain_ranking` from server rows (`id`, `hostname`, `rack`,
-    `physical_host_id`) and GPU, MIG device and node counts per server id."""
+    `physical_host_id`), GPU, MIG device and node counts per server id and the running
+    workloads' GPUs (`held`): each item with the workloads and users it stops, ordered by
+    `rank` (`RANKS`)."""
     hosts = {s["id"]: s for s in servers}
     fleet_gpus = sum(gpus.values())
     items: dict[Any, dict[str, Any]] = {}
+    members: dict[Any, list[int]] = defaultdict(list)
     unracked = 0
     for s in servers:
         host = hosts.get(s["physical_host_id"] or s["id"], s)
@@ -143,22 +253,34 @@ def rank_domains(
                 "mig_devices": 0,
             },
         )
+        members[key].append(s["id"])
         item["servers"] += 1
         item["nodes"] += nodes.get(s["id"], 0)
         item["gpus"] += gpus.get(s["id"], 0)
         item["mig_devices"] += migs.get(s["id"], 0)
-    ranked = sorted(items.values(), key=lambda i: (-i["gpus"], -i["nodes"], str(i["name"])))
-    return ranking_answer(by, fleet_gpus, ranked[:limit], count=len(ranked), unracked=unracked)
+    for key, item in items.items():
+        item.update(hit_counts(workloads_hit(held or Holdings(), lost=members[key])))
+    ranked = sorted(items.values(), key=rank_key(rank))
+    return ranking_answer(
+        by, fleet_gpus, ranked[:limit], count=len(ranked), unracked=unracked, rank=rank
+    )
 
 
 def ranking_answer(
-    by: str, fleet_gpus: int, items: list[dict[str, Any]], *, count: int, unracked: int
+    by: str,
+    fleet_gpus: int,
+    items: list[dict[str, Any]],
+    *,
+    count: int,
+    unracked: int,
+    rank: str = "gpus",
 ) -> dict[str, Any]:
     """The ranking's answer, each item with its share of the fleet's GPUs."""
     for item in items:
         item["share_of_fleet_gpus"] = share_of(item["gpus"], fleet_gpus)
     return {
         "by": by,
+        "rank": rank,
         "fleet_gpus": fleet_gpus,
         "count": count,
         "unracked_servers": unracked,

@@ -21,14 +21,18 @@ from clusters.models import Node
 from health.selectors import action_rows, annotate_action
 from inventory.choices import GpuStatus
 from inventory.models import Gpu, Link, MigDevice, Nic, Server
+from workloads.models import Allocation
 
 from ..facts import Fleet
 from ..selectors import fleet_counts
 from ..service import gc_paused
 from .arithmetic import (
     JOB_GPUS_PER_NODE,
+    RANKS,
     FailureDomainError,
     GpuNicLinks,
+    HeldGpus,
+    Holdings,
     ServerCables,
     ServerCounts,
     SpineLoss,
@@ -37,10 +41,12 @@ from .arithmetic import (
     capacity_after,
     fabric_loss_words,
     gpus_losing_nic,
+    hit_counts,
     job_slots,
     leaf_loss,
     per_job_words,
     rank_domains,
+    rank_key,
     ranking_answer,
     server_shares,
     share_of,
@@ -50,6 +56,7 @@ from .arithmetic import (
     tier_role,
     tier_span,
     uplink_shares,
+    workloads_hit,
 )
 
 SERVER_FIELDS = ("id", "hostname", "rack", "rack_position", "is_virtual", "physical_host_id")
@@ -71,6 +78,7 @@ def failure_domain(
     degraded: list[dict[str, Any]] = []
     degraded_gpus: list[dict[str, Any]] = []
     fabric: dict[str, Any] | None = None
+    local: dict[int, frozenset[int]] | None = None
     if kind == "server":
         rows = list(
             Server.objects.filter(Q(pk=server) | Q(physical_host_id=server)).values(*SERVER_FIELDS)
@@ -80,10 +88,13 @@ def failure_domain(
             Server.objects.filter(Q(rack=rack) | Q(physical_host__rack=rack)).values(*SERVER_FIELDS)
         )
     elif str(switch).strip().isdigit():  # a discovered fabric switch, by id
-        rows, degraded, degraded_gpus, fabric = _fabric_switch_servers(int(str(switch).strip()))
+        rows, degraded, degraded_gpus, fabric, local = _fabric_switch_servers(
+            int(str(switch).strip())
+        )
     else:  # a switch by the name agents' LLDP and people's locations give
         rows, degraded, degraded_gpus = _switch_servers(str(switch))
     lost_ids = {r["id"] for r in rows}
+    degraded_ids = {d["id"] for d in degraded}
     gpu_rows = list(
         annotate_action(Gpu.objects.filter(server_id__in=lost_ids).exclude(status=GpuStatus.LOST))
         .select_related("server")
@@ -181,9 +192,9 @@ def failure_domain(
         "degraded_nodes": degraded_nodes,
         "degraded_gpus": degraded_gpus,
         "fabric": fabric,
-        # what runs on the GPUs arrives with workloads (DESIGN: `failure-domains/` adds
-        # `workloads`, each with `stops` or `loses_bandwidth`); none is known yet
-        "workloads": [],
+        "workloads": workloads_hit(
+            held_gpus(lost_ids | degraded_ids), lost=lost_ids, degraded=degraded_ids, local=local
+        ),
         **capacity_after(fleet, {twin[0] for _, twin in lost_nodes}),
     }
 
@@ -258,43 +269,79 @@ def _switch_servers(
     return lost, degraded, gpu_list
 
 
-def failure_domain_ranking(*, by: str = "rack", limit: int = 50) -> dict[str, Any]:
+def failure_domain_ranking(
+    *, by: str = "rack", limit: int = 50, rank: str = "gpus"
+) -> dict[str, Any]:
     """Racks, physical servers or fabric switches ranked by the GPUs they take down (VMs
-    count with their host; a switch, see `fabric_switch_ranking`).
+    count with their host; a switch, see `fabric_switch_ranking`), or by the running
+    workloads or users they hit (`rank`).
 
-    Racks and servers: four queries (servers, GPU, MIG and node counts per server); switches:
-    six. Servers without a rack are counted in `unracked_servers`, not ranked as a rack.
+    Racks and servers: five queries (servers, GPU, MIG and node counts per server, the
+    running workloads' GPUs); switches: seven. Servers without a rack are counted in
+    `unracked_servers`, not ranked as a rack.
     """
     if by not in ("rack", "server", "switch"):
         raise FailureDomainError("by", "rack, server or switch")
+    if rank not in RANKS:
+        raise FailureDomainError("rank", ", ".join(RANKS))
     if by == "switch":
-        return fabric_switch_ranking(limit)
+        return fabric_switch_ranking(limit, rank=rank)
     servers = list(Server.objects.values("id", "hostname", "rack", "physical_host_id"))
-    return rank_domains(servers, **server_counts()._asdict(), by=by, limit=limit)
+    return rank_domains(servers, **server_counts()._asdict(), by=by, limit=limit, rank=rank)
 
 
-def failure_domain_rankings(limit: int = 50) -> dict[str, dict[str, Any]]:
+def failure_domain_rankings(limit: int = 50, rank: str = "gpus") -> dict[str, dict[str, Any]]:
     """The rankings by rack, by server and by switch (the failure tab shows all three), the
-    per-server counts read once for the three: seven queries."""
+    per-server counts read once for the three: eight queries."""
     counts = server_counts()
     servers = list(Server.objects.values("id", "hostname", "rack", "physical_host_id"))
     found = {
-        by: rank_domains(servers, **counts._asdict(), by=by, limit=limit)
+        by: rank_domains(servers, **counts._asdict(), by=by, limit=limit, rank=rank)
         for by in ("rack", "server")
     }
-    found["switch"] = fabric_switch_ranking(limit, counts)
+    found["switch"] = fabric_switch_ranking(limit, counts, rank=rank)
     return found
 
 
 def server_counts() -> ServerCounts:
-    """Three queries, each one aggregate over the fleet."""
+    """Four queries, each one read over the fleet: three counts, the running GPUs."""
     return ServerCounts(
         gpus=_count_by_server(Gpu.objects.exclude(status=GpuStatus.LOST), "server_id"),
         migs=_count_by_server(
             MigDevice.objects.exclude(gpu__status=GpuStatus.LOST), "gpu__server_id"
         ),
         nodes=_count_by_server(Node.objects.filter(gone_at__isnull=True), "server_id"),
+        held=held_gpus(),
     )
+
+
+def held_gpus(server_ids: set[int] | None = None) -> Holdings:
+    """The GPUs running workloads hold (allocations not ended), per workload and node, in
+    one query: every one, or those of the workloads with a GPU on `server_ids` (all their
+    nodes, so a failure can tell a one-node job from a spread one)."""
+    held = Allocation.objects.filter(until__isnull=True)
+    if server_ids is not None:
+        if not server_ids:
+            return Holdings()
+        held = held.filter(
+            workload_id__in=Allocation.objects.filter(
+                until__isnull=True, server_id__in=server_ids
+            ).values("workload_id")
+        )
+    rows = (
+        held.order_by()
+        .values_list(
+            "workload_id",
+            "workload__scheduler_id",
+            "workload__user",
+            "workload__kind",
+            "workload__cluster__name",
+            "server_id",
+            "node_name",
+        )
+        .annotate(n=Count("id"))
+    )
+    return Holdings(HeldGpus(*row) for row in rows)
 
 
 def failure_domain_choices() -> dict[str, list[str]]:
@@ -360,11 +407,19 @@ def _count_by_server(queryset: QuerySet, field: str) -> dict[int, int]:
 
 def _fabric_switch_servers(
     switch_id: int,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
-    """The servers a discovered fabric switch cuts off and degrades, and what it takes, in
-    words and numbers: five queries for a leaf (the switch, the cables of the servers under
-    it, their servers, their GPUs, their GPU-NIC links), six above the leaves (the switch,
-    the tiers, the trunks, the cables of the servers below, their servers, their GPUs).
+) -> tuple[
+    list[dict[str, Any]],
+    list[dict[str, Any]],
+    list[dict[str, Any]],
+    dict[str, Any],
+    dict[int, frozenset[int]] | None,
+]:
+    """The servers a discovered fabric switch cuts off and degrades, what it takes, in
+    words and numbers, and above the leaves each degraded server's leaves (a workload under
+    one set of leaves never reaches the switch: `workloads_hit`'s `local`). Five queries
+    for a leaf (the switch, the cables of the servers under it, their servers, their GPUs,
+    their GPU-NIC links), six above the leaves (the switch, the tiers, the trunks, the
+    cables of the servers below, their servers, their GPUs).
 
     A leaf degrades the servers it takes a NIC of (`rails_lost`, `nics_lost`, the GPUs whose
     nearest NIC that is); a spine the servers under the leaves it serves, by the share of
@@ -474,7 +529,8 @@ def _fabric_switch_servers(
         ),
         "per_job": per_job_words(job_slots(gpu_counts, losses), server_share),
     }
-    return rows, degraded, gpu_list, fabric
+    local = {sid: frozenset(sw for sw, _g, _r in ends) for sid, ends in cables.items()}
+    return rows, degraded, gpu_list, fabric, (None if leaf else local)
 
 
 def _degraded(
@@ -554,9 +610,12 @@ def _gpus_losing_nic(
     }
 
 
-def fabric_switch_ranking(limit: int = 50, counts: ServerCounts | None = None) -> dict[str, Any]:
+def fabric_switch_ranking(
+    limit: int = 50, counts: ServerCounts | None = None, *, rank: str = "gpus"
+) -> dict[str, Any]:
     """`failure_domain_ranking(by="switch")`: discovered fabric switches ranked by what their
-    failure takes (six queries, three with `counts` given; the fleet's GPUs are their sum): first
+    failure takes (eight queries, four with `counts` given; the fleet's GPUs are their sum),
+    or by the workloads and users they hit (`rank`; `workloads_hit`): first
     the GPUs of servers they cut off (every fabric cable on them), then the Gb/s lost. A
     leaf takes rail k of each server under it (`leaf_loss`: bandwidth lost, nodes still up),
     a spine its share of the bisection (`spine_loss`) and of each server's way up
@@ -587,7 +646,7 @@ def fabric_switch_ranking(limit: int = 50, counts: ServerCounts | None = None) -
     spines: dict[int, SpineLoss] = {}
     for fabric_id, fabric_tiers in tiers.items():
         spines.update(spine_losses(trunks[fabric_id], fabric_tiers))
-    gpus, migs, nodes = counts or server_counts()
+    gpus, migs, nodes, held = counts or server_counts()
     # a spine is judged per group of servers cabled alike, each group by its first server
     groups: dict[int, dict[int, list[int]]] = {}
     group_gpus: dict[int, dict[int, int]] = {}
@@ -605,7 +664,10 @@ def fabric_switch_ranking(limit: int = 50, counts: ServerCounts | None = None) -
         behind: dict[float, int] | None = None
         gbps_lost = 0.0
         servers_degraded = gpus_degraded = 0
+        degraded_ids: set[int] = set()
+        local: dict[int, int] | None = None
         if sid in spines:
+            local = {}
             spine = spines[sid]
             gbps_lost = spine.gbps_lost
             shares = uplink_shares(trunks[fabric_id], tiers[fabric_id], sid)
@@ -614,12 +676,15 @@ def fabric_switch_ranking(limit: int = 50, counts: ServerCounts | None = None) -
             behind = defaultdict(int)
             for key, (gbps, total) in lost.items():
                 behind[share_of(gbps, total)] += len(alike[key])
+                degraded_ids.update(alike[key])
+                local.update(dict.fromkeys(alike[key], key))
                 servers_degraded += len(alike[key])
                 gpus_degraded += group_gpus[fabric_id][key]
         else:
             mine = {s: cables[fabric_id][s] for s in under[sid]}
             leaf = leaf_loss(mine, sid)
             cut, degraded = leaf.cut, leaf.degraded
+            degraded_ids = set(degraded)
             gbps_lost = leaf.gbps_lost + sum(g or 0.0 for s in cut for _, g, _ in mine[s])
             servers_degraded = len(degraded)
             gpus_degraded = sum(gpus.get(s, 0) for s in degraded)
@@ -640,8 +705,14 @@ def fabric_switch_ranking(limit: int = 50, counts: ServerCounts | None = None) -
                 "bisection_share_lost": spine.share if spine else None,
                 "isolated_switches": len(spine.isolated_switches) if spine else 0,
                 "message": fabric_loss_words(label, tier, leaf, spine, behind=behind),
+                **hit_counts(workloads_hit(held, lost=cut, degraded=degraded_ids, local=local)),
             }
         )
-    items.sort(key=lambda i: (-i["gpus"], -i["gbps_lost"], i["name"]))
+    if rank == "gpus":
+        items.sort(key=lambda i: (-i["gpus"], -i["gbps_lost"], i["name"]))
+    else:
+        items.sort(key=rank_key(rank))
     # `count` is every switch ranked, as for racks and servers; `items` the first `limit`
-    return ranking_answer("switch", sum(gpus.values()), items[:limit], count=len(items), unracked=0)
+    return ranking_answer(
+        "switch", sum(gpus.values()), items[:limit], count=len(items), unracked=0, rank=rank
+    )

@@ -24,7 +24,18 @@ SOURCES = {
     HealthEvent: (
         ("events", "*"),
         {"first_seen": None, "last_seen": None},  # parsed times, not strings
-        {"id", "server", "gpu", "gpu_serial", "severity", "action", "dedupe_key", "updated_at"},
+        # `holder` is filled by the workloads layer, never by a report
+        {
+            "id",
+            "server",
+            "gpu",
+            "gpu_serial",
+            "severity",
+            "action",
+            "dedupe_key",
+            "updated_at",
+            "holder",
+        },
     ),
 }
 

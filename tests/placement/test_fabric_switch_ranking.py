@@ -108,7 +108,9 @@ def test_the_failure_tab_reads_the_per_server_counts_once_for_its_three_rankings
     from placement.failure_domains import failure_domain_rankings
 
     on_fabric("ib", 4, 2, "d{:05d}")
-    with django_assert_num_queries(7):  # counts (3), servers, switches, cables, trunks
+    with django_assert_num_queries(
+        8
+    ):  # counts (3), running GPUs, servers, switches, cables, trunks
         every = failure_domain_rankings(limit=5)
     assert every == {
         by: failure_domain_ranking(by=by, limit=5) for by in ("rack", "server", "switch")

@@ -145,7 +145,7 @@ def test_ranking_puts_dense_racks_and_hosts_first_in_fixed_queries():
     Server.objects.filter(hostname="dgx-01").update(rack="r-dgx")
     with CaptureQueriesContext(connection) as queries:
         racks = failure_domain_ranking(by="rack")
-    assert len(queries) == 4
+    assert len(queries) == 5  # servers, GPU, MIG and node counts, the running GPUs
     assert [(i["name"], i["gpus"]) for i in racks["items"]] == [("r-vm", 10), ("r-dgx", 8)]
     assert racks["items"][0]["servers"] == 4  # the host, its two VMs, the small server
     assert racks["fleet_gpus"] == 18 and racks["unracked_servers"] == 0

@@ -125,10 +125,11 @@ def test_a_switch_by_name_says_which_nics_and_gpus_it_takes():
     assert domain["fabric"] is None and domain["workloads"] == []
 
 
-@pytest.mark.parametrize(("name", "queries"), [("leaf-su0001-r1", 10), ("spine-p001-01", 11)])
+@pytest.mark.parametrize(("name", "queries"), [("leaf-su0001-r1", 11), ("spine-p001-01", 12)])
 def test_a_switch_failure_costs_a_fixed_number_of_queries(name, queries):
     """The switch's reads (five for a leaf, six for a spine) and the fleet's (six, then the
-    GPU counts); nothing is cut off, so no lost GPU or MIG device is read."""
+    GPU counts), then the running workloads on the degraded servers; nothing is cut off, so
+    no lost GPU or MIG device is read."""
 
     def cost() -> int:
         switch = Switch.objects.filter(name=name).order_by("pk").last()

@@ -168,3 +168,32 @@ def test_a_job_ended_without_its_nodes_keeps_its_gpu_models(hpc):
     workload = Workload.objects.get(scheduler_id="5679")
     assert (workload.state, workload.gpu_models) == ("completed", ["NVIDIA H100 80GB HBM3"])
     assert _held("5679") == []
+
+
+def test_a_job_first_seen_ended_leaves_its_gpus_as_history(hpc):
+    ended = STARTED + timedelta(hours=1)
+    workloads_apply(
+        cluster=hpc,
+        snapshot=listing(job("4", ("gpu-02", (6, 7)), state="completed", ended_at=ended)),
+    )
+    rows = Allocation.objects.filter(workload__scheduler_id="4").select_related("gpu")
+    assert sorted((r.gpu.index, r.since, r.until) for r in rows) == [
+        (6, STARTED, ended),
+        (7, STARTED, ended),
+    ]
+
+
+def test_allocations_applied_before_their_node_was_bound_join_once_it_is(hpc):
+    from clusters.models import Node
+    from workloads.services.apply import allocations_join
+
+    node = Node.objects.get(cluster=hpc, name="gpu-01")
+    server = node.server
+    Node.objects.filter(pk=node.pk).update(server=None)
+    workloads_apply(cluster=hpc, snapshot=listing(job("8", ("gpu-01", (2, 3)))))
+    assert not Allocation.objects.filter(gpu__isnull=False).exists()
+    Node.objects.filter(pk=node.pk).update(server=server)
+    assert allocations_join() == 2
+    assert _held("8") == [("gpu-01", 2, 2), ("gpu-01", 3, 3)]
+    assert Workload.objects.get(scheduler_id="8").gpu_models == ["NVIDIA H100 80GB HBM3"]
+    assert allocations_join() == 0  # nothing left to join

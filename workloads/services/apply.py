@@ -11,11 +11,12 @@ three reads. A jobs listing never changes the node set.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
@@ -414,6 +415,22 @@ def _allocations_apply(
             open_rows.setdefault(row.workload_id, []).append(row)
     to_create: list[Allocation] = []
     to_close: list[int] = []
+    # A job first seen ended (it ran between two listings) leaves its GPUs as history.
+    ran = [w for w, r in records.items() if r.state in TERMINAL and r.allocations]
+    recorded: set[int] = set()
+    for chunk in _chunks(ran):
+        recorded |= set(
+            Allocation.objects.filter(workload_id__in=chunk).values_list("workload_id", flat=True)
+        )
+    for workload_id in ran:
+        record = records[workload_id]
+        if workload_id in recorded or record.started_at is None:
+            continue
+        until = record.ended_at or now
+        running = dataclasses.replace(record, state="running")
+        for row in _desired_allocations(running, joins, record.started_at):
+            row.workload_id, row.until = workload_id, until
+            to_create.append(row)
     for workload_id, record in records.items():
         since = record.started_at or now
         desired = _desired_allocations(record, joins, since)
@@ -482,10 +499,11 @@ def allocations_join(*, cluster: Cluster | None = None) -> int:
     reconcile binds its nodes, and a node may be rebound. A fixed number of queries; the
     changed workloads' GPU models follow. Returns the allocations (re)joined."""
     named = Q(index__isnull=False) | ~Q(uuid="")
-    stale = Q(gpu__isnull=True, node__server__isnull=False) | (
-        Q(node__server__isnull=False) & ~Q(server_id=F("node__server_id"))
-    )
-    rows = Allocation.objects.filter(named & stale, until__isnull=True, node__isnull=False)
+    moved = Q(server__isnull=True) | ~Q(server_id=F("node__server_id"))
+    stale = (named & Q(gpu__isnull=True)) | moved
+    # Held now, or given back within the day (a job first seen ended still names its GPUs).
+    recent = Q(until__isnull=True) | Q(until__gte=timezone.now() - timedelta(days=1))
+    rows = Allocation.objects.filter(stale, recent, node__isnull=False, node__server__isnull=False)
     if cluster is not None:
         rows = rows.filter(workload__cluster=cluster)
     rows = list(
