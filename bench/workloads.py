@@ -699,6 +699,10 @@ def run(
     if parser:
         say(f"  parse + apply {parse + steady:.2f} s, ratio {(parse + steady) / floor:.1f}x")
     figures.update(steady=steady, floor=floor, ratio=steady / floor)
+    from workloads.services.apply import allocations_join
+
+    joined = median(timed(lambda: allocations_join(cluster=cluster), 3))
+    say(f"  of which allocations_join (every listing, nothing to join): {joined * 1000:.0f} ms")
 
     now += 30
     changed = listing.churn(pass_jobs, now)
