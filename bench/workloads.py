@@ -581,8 +581,12 @@ def pages(client, listing: Listing, servers: int) -> dict[str, tuple[float, int]
     return figures
 
 
-def placement() -> dict[str, float]:
-    """Median of 5 of two placement questions, from refreshed per-server summaries."""
+def placement() -> dict[str, tuple[float, int, bool]]:
+    """Median of 5 of two placement questions, from refreshed per-server summaries; the
+    queries of one, and whether any reads the workloads' tables."""
+    from django.db import connection, reset_queries
+    from django.test.utils import CaptureQueriesContext
+
     from placement.service import placement_find
     from placement.summaries import placement_summaries_refresh
 
@@ -594,8 +598,11 @@ def placement() -> dict[str, float]:
     }
     figures = {}
     for label, ask in questions.items():
-        ask()
-        figures[label] = median(timed(ask, 5))
+        reset_queries()
+        with CaptureQueriesContext(connection) as ctx:
+            ask()
+        touched = any("workloads_" in q["sql"] for q in ctx.captured_queries)
+        figures[label] = (median(timed(ask, 5)), len(ctx.captured_queries), touched)
     return figures
 
 
@@ -715,11 +722,12 @@ def run(
     figures["changed_pass"] = seconds
 
     figures["placement_after"] = placement()
-    for label, before in figures["placement_before"].items():
-        after = figures["placement_after"][label]
+    for label, (before, before_q, _) in figures["placement_before"].items():
+        after, after_q, reads = figures["placement_after"][label]
         say(
-            f"  placement {label:<18} without allocations {before * 1000:6.0f} ms, "
-            f"with {after * 1000:6.0f} ms ({after / before:.2f}x; target: not worse)"
+            f"  placement {label:<16} without allocations {before * 1000:5.0f} ms {before_q} q, "
+            f"with {after * 1000:5.0f} ms {after_q} q ({after / before:.2f}x; target: not worse)"
+            + ("" if reads else "; reads no workload table")
         )
 
     figures["pages"] = pages(client, listing, servers)
