@@ -10,6 +10,7 @@ from the database costs), and a plain in-memory scan of the same data already in
 
     .venv/bin/python bench/placement.py              # 25,000 servers, SQLite
     .venv/bin/python bench/placement.py 5000
+    BENCH_ALLOCATIONS=1 .venv/bin/python bench/placement.py   # running workloads hold the busy GPUs
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/atlas .venv/bin/python bench/placement.py
 
 Placement and failure domains read the per-server summaries (`topology.ServerPlacement`),
@@ -29,6 +30,7 @@ SIZE = next((int(a) for a in sys.argv[1:] if a.isdigit()), 25_000)
 REPEAT = int(os.environ.get("BENCH_REPEAT", "5"))
 GPUS = 8
 RACK = 40
+ALLOCATIONS = os.environ.get("BENCH_ALLOCATIONS", "") not in ("", "0")
 
 
 def pcie_class(a: int, b: int) -> str:
@@ -143,6 +145,58 @@ def build(n: int) -> None:
             )
         )
     Node.objects.bulk_create(nodes, batch_size=batch)
+    if ALLOCATIONS:
+        allocate(batch)
+
+
+def allocate(batch: int) -> None:
+    """A running workload on each busy node holding its first `gpu_used` GPUs by index (the
+    allocations placement reads: `BENCH_ALLOCATIONS=1`)."""
+    from django.utils import timezone
+
+    from clusters.models import Node
+    from workloads.models import Allocation, Workload
+
+    now = timezone.now()
+    busy = list(
+        Node.objects.filter(gpu_used__gt=0).values_list(
+            "id", "name", "cluster_id", "server_id", "kind", "gpu_used"
+        )
+    )
+    Workload.objects.bulk_create(
+        (
+            Workload(
+                cluster_id=cluster_id,
+                kind="slurm_job" if kind == "slurm" else "pods",
+                scheduler_id=f"{node_id}",
+                user=f"user{node_id % 40}",
+                state="running",
+                started_at=now,
+                node_count=1,
+                gpu_count=used,
+                gpus_per_node=used,
+            )
+            for node_id, _name, cluster_id, _sid, kind, used in busy
+        ),
+        batch_size=batch,
+    )
+    workload_of = dict(Workload.objects.values_list("scheduler_id", "id"))
+    Allocation.objects.bulk_create(
+        (
+            Allocation(
+                workload_id=workload_of[str(node_id)],
+                node_name=name,
+                node_id=node_id,
+                server_id=sid,
+                index=g,
+                since=now,
+            )
+            for node_id, name, _cid, sid, _kind, used in busy
+            for g in range(used)
+        ),
+        batch_size=batch,
+    )
+    print(f"  allocations: {Allocation.objects.count():,} GPUs held by {len(busy):,} workloads")
 
 
 def measure(label: str, fn, floor_fetch, floor_scan) -> None:
@@ -168,6 +222,7 @@ def measure(label: str, fn, floor_fetch, floor_scan) -> None:
 def main() -> None:
     setup()
     from django.db import connection
+    from django.test.utils import CaptureQueriesContext
 
     from placement.failure_domains import failure_domain, failure_domain_ranking
     from placement.service import placement_find
@@ -302,6 +357,21 @@ def main() -> None:
             domain_rows,
             ranking_scan,
         )
+        if ALLOCATIONS:
+            from placement.workload_verdicts import JUDGE_LIMIT, judge_workloads
+
+            with CaptureQueriesContext(connection) as ctx:
+                start = time.perf_counter()
+                judged = judge_workloads(force=True).judged
+                took = time.perf_counter() - start
+            start = time.perf_counter()
+            judge_workloads(limit=0)  # the digests compared, nothing judged
+            idle = time.perf_counter() - start
+            print(
+                f"  workload verdicts: {judged} judged (at most {JUDGE_LIMIT} a pass) in "
+                f"{took * 1000:.0f} ms, {len(ctx.captured_queries)} queries; comparing "
+                f"the digests alone {idle * 1000:.0f} ms"
+            )
 
 
 if __name__ == "__main__":

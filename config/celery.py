@@ -17,14 +17,18 @@ a report is applied or          health.tasks.record_health: its events and  `aft
 superseded                      counters, then the health findings          here
 health is recorded (new events) workloads.tasks.name_event_holders: each    `after_task`
                                 event named by the workload on its GPU      here; beat (60 s)
+a report is applied             workloads.tasks.record_workload_facts: its  `after_task`
+                                GPU processes and pod devices, then the     here; beat (15 s)
+                                workloads findings (coalesced)
 a snapshot is applied (pushed,  clusters.tasks.reconcile (coalesced)        snapshot_*, on
 pulled, imported, by a worker)                                              commit
 a cluster's nodes are pulled    workloads.tasks.sync_cluster_workloads      `after_task`
                                 (slurmrestd /jobs, or the pod list)         here
 a jobs listing (or pod list)    workloads.tasks.after_listing (coalesced),  jobs_ingest, on
 is applied                      then the placement verdicts                 commit; here
-a reconcile changed something   workloads.tasks.join_allocations            `after_task`
-                                                                            here
+a reconcile changed something   workloads.tasks.join_allocations (then the  `after_task`
+                                workloads findings and, when it joined      here
+                                any, the placement verdicts)
 a person binds/unbinds a node   clusters.tasks.reconcile (coalesced)        node_bind, on
                                                                             commit
 a fabric snapshot, name map or  fabric.tasks.sync_fabric_findings           fabric.services,
@@ -65,10 +69,15 @@ HEALTH_WINDOW_S = 2.0
 """With a broker, a burst of applied reports queues one `record_health` per this window per
 worker process (each run records every report applied since the last one)."""
 
+WORKLOAD_FACTS_WINDOW_S = 2.0
+"""Likewise one `record_workload_facts` per window (each run stores every server whose newest
+applied report is newer than its facts)."""
+
 APPLY_REPORT = "inventory.tasks.apply_report"
 SYNC_CLUSTER = "clusters.tasks.sync_cluster"
 RECONCILE = "clusters.tasks.reconcile"
 AFTER_LISTING = "workloads.tasks.after_listing"
+JOIN_ALLOCATIONS = "workloads.tasks.join_allocations"
 RECORD_HEALTH = "health.tasks.record_health"
 
 
@@ -84,7 +93,7 @@ def after_task(sender: Any = None, result: Any = None, **_: Any) -> None:
         after_health(result)
     elif sender.name == SYNC_CLUSTER and result == "ok":
         after_cluster_sync(sender.request.args or ())
-    elif sender.name == AFTER_LISTING:
+    elif sender.name == AFTER_LISTING or (sender.name == JOIN_ALLOCATIONS and result):
         after_listing()
     elif sender.name == RECONCILE and result != "unchanged":
         after_reconcile()
@@ -109,6 +118,10 @@ def after_cluster_sync(args: tuple[Any, ...] | list[Any]) -> None:
 
 def after_listing() -> None:
     """Workloads changed: placement judges how well the running ones are placed."""
+    from core.tasks import enqueue
+    from placement.tasks import judge_workloads
+
+    enqueue(judge_workloads)
 
 
 def after_health(recorded: int) -> None:
@@ -126,6 +139,7 @@ def after_report(result: dict[str, Any]) -> None:
     from core.tasks import enqueue, enqueue_soon
     from health.tasks import record_health
     from inventory.choices import ReportStatus
+    from workloads.tasks import record_workload_facts
 
     status = result.get("status")
     if status == ReportStatus.APPLIED and result.get("server_id") is not None:
@@ -133,3 +147,6 @@ def after_report(result: dict[str, Any]) -> None:
         enqueue(reconcile_server, result["server_id"], identity_changed=changed)
     if status in (ReportStatus.APPLIED, ReportStatus.SUPERSEDED):
         enqueue_soon(record_health, window_s=HEALTH_WINDOW_S)
+    if status == ReportStatus.APPLIED and result.get("server_id") is not None:
+        # After health, so the findings pass sees the GPUs this report made need action.
+        enqueue_soon(record_workload_facts, window_s=WORKLOAD_FACTS_WINDOW_S)

@@ -290,6 +290,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "placement.tasks.refresh_placement_summaries",
         "schedule": 30,
     },
+    # How well each running workload is placed; only those whose GPUs or start changed.
+    "judge-workloads": {
+        "task": "placement.tasks.judge_workloads",
+        "schedule": env_int("ATLAS_WORKLOAD_JUDGE_INTERVAL_S", 120),
+    },
     # Fabric adapters bind to servers that reported after the fabric's last snapshot.
     "rebind-fabrics": {
         "task": "fabric.tasks.rebind_fabrics",
@@ -317,6 +322,16 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env_int("ATLAS_WEBHOOK_SCAN_INTERVAL_S", 15),
     },
     "prune-webhook-deliveries": {"task": "integrations.tasks.prune_deliveries", "schedule": 3600},
+    # What the GPUs say (processes, the kubelet's devices) of reports applied since the last
+    # run, process facts of silent servers dropped, then the workloads findings.
+    "record-workload-facts": {
+        "task": "workloads.tasks.record_workload_facts",
+        "schedule": 15,
+    },
+    # The workloads findings again: GPUs needing action and reconciliation move without reports.
+    "sync-workload-findings": {"task": "workloads.tasks.sync_workload_findings", "schedule": 60},
+    # Ended workloads past ATLAS_WORKLOAD_RETENTION_DAYS summed and deleted.
+    "summarise-workloads": {"task": "workloads.tasks.summarise_workloads", "schedule": 86400},
 }
 
 # Cluster Atlas knobs.
@@ -346,6 +361,10 @@ ATLAS_FABRIC_SNAPSHOT_RETENTION = env_int("ATLAS_FABRIC_SNAPSHOT_RETENTION", 5) 
 ATLAS_HEALTH_EPISODE_GAP_S = env_int("ATLAS_HEALTH_EPISODE_GAP_S", 3600)
 ATLAS_HEALTH_RECEIPT_DAYS = env_int("ATLAS_HEALTH_RECEIPT_DAYS", 30)
 ATLAS_HEALTH_RETENTION_DAYS = env_int("ATLAS_HEALTH_RETENTION_DAYS", 730)
+# Workloads: ended ones are kept this long, then summed per day, user and account; a server's
+# GPU processes are dropped once its last report is older than this (they are facts of now).
+ATLAS_WORKLOAD_RETENTION_DAYS = env_int("ATLAS_WORKLOAD_RETENTION_DAYS", 30)
+ATLAS_PROCESS_FACTS_MAX_AGE_S = env_int("ATLAS_PROCESS_FACTS_MAX_AGE_S", 900)
 # Integrations (integrations/, docs/deploy.md). /metrics answers only with
 # `Authorization: Bearer <ATLAS_METRICS_TOKEN>`; unset, it is off (404).
 ATLAS_METRICS_TOKEN = os.environ.get("ATLAS_METRICS_TOKEN", "")

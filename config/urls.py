@@ -20,6 +20,7 @@ from integrations import views as integrations_views
 from inventory import views as inventory_views
 from placement import views as placement_views
 from topology import views as topology_views
+from workloads import views as workload_views
 
 api_patterns: list[URLPattern | URLResolver] = [
     path("schema/", SchemaView.as_view(), name="schema"),
@@ -42,6 +43,8 @@ urlpatterns = [
     path("gpus/", health_views.gpu_list, name="gpu-list"),
     path("nodes/", cluster_views.node_list, name="node-list"),
     path("nodes/<int:pk>/", topology_views.node_detail, name="node-detail"),
+    path("workloads/", workload_views.workload_list, name="workload-list"),
+    path("workloads/<int:pk>/", topology_views.workload_detail, name="workload-detail"),
     path("findings/", finding_views.finding_list, name="finding-list"),
     path("findings/<int:pk>/", finding_views.finding_detail, name="finding-detail"),
     path("docs/findings/", finding_views.runbook, name="runbook-findings"),
@@ -49,7 +52,7 @@ urlpatterns = [
     path("search/", topology_views.search, name="search"),
     path("placement/", placement_views.placement_page, name="placement"),
     path("health/", health_views.health_page, name="health"),
-    path("gpus/<int:pk>/", health_views.gpu_page, name="gpu-detail"),
+    path("gpus/<int:pk>/", topology_views.gpu_detail, name="gpu-detail"),
     path("fabric/", topology_views.fabric_page, name="fabric"),
     path("fabric/switches/<int:pk>/", fabric_views.switch_detail, name="fabric-switch-detail"),
     path("login/", auth_views.LoginView.as_view(), name="login"),

@@ -42,21 +42,22 @@ white text on it at 4.5:1 still. The CSS custom properties of atlas.css's dark b
 # base state: an idle node that is drained is not "ok".
 _TONE_OF: dict[str, str] = {}
 for _tone, _words in {
-    OK: "ok online ready idle fits healthy up applied resolved",
+    OK: "ok online ready idle fits healthy up applied resolved good completed",
     INFO: (
         "info mixed allocated alloc mix completing busy mig reserved planned "
         "gpu_added gpu_returned gpu_moved_in mig_relayout mig_mode driver_upgrade "
-        "memory_change server_added"
+        "memory_change server_added running spread"
     ),
     WARNING: (
         "warning stale drain drained draining maintenance not_responding notschedulable "
         "reboot_requested reboot_issued invalid invalid_reg powering_down pending "
         "gpu_not_in_nvml gpu_moved_out gpu_replaced identity_change cordoned degraded "
-        "memory_pressure disk_pressure pid_pressure network_unavailable"
+        "memory_pressure disk_pressure pid_pressure network_unavailable poorly_placed cancelled "
+        "timeout preempted"
     ),
     CRITICAL: (
         "critical error offline lost down fail failed failing notready gone rejected "
-        "gpu_removed unhealthy doesnotfit"
+        "gpu_removed unhealthy doesnotfit node_fail out_of_memory"
     ),
     NEUTRAL: "neutral never unknown future powered_down powering_up vm",
 }.items():

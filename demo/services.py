@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
@@ -37,6 +38,7 @@ from inventory.choices import ReportStatus
 from inventory.models import AgentToken, HardwareProfile, Report, Server, UserToken
 from inventory.services import agent_token_create, user_token_create
 from placement.summaries import placement_summaries_refresh
+from placement.workload_verdicts import judge_workloads as workload_judge
 from simulator.demo import (
     DEMO_FABRIC,
     DEMO_RESOLVED_AT,
@@ -49,6 +51,8 @@ from simulator.demo import (
 from simulator.fleet import PushResult, push_reports
 from simulator.keepalive import Plan, post_snapshot
 from workloads.services.apply import allocations_join
+from workloads.services.findings import workload_findings_refresh
+from workloads.services.holders import event_holders_name
 
 DEMO_USER = "admin"
 # What people declare and agents cannot know: the hardware a DGX H100 should have.
@@ -135,6 +139,10 @@ def _wait_applied(report_ids: list[int], *, timeout_s: float = 120.0) -> None:
         time.sleep(0.2)
 
 
+def _pods(snapshot: Any) -> bool:
+    return '"kind": "Pod"' in snapshot.body[:4096]
+
+
 def demo_load(*, seed: int | str = "0") -> DemoLoad:
     """Load the declared demo fleet through the real API; safe to run again (the same seed
     gives the same servers, updated in place). Creates the user admin when absent."""
@@ -167,9 +175,15 @@ def demo_load(*, seed: int | str = "0") -> DemoLoad:
         with reconcile_held():
             answers = [post_snapshot(url, snapshot, api_key, timeout=60) for snapshot in snapshots]
             reconciled = reconcile_all()
-        # The jobs were posted before the reconcile bound their nodes: join their GPUs now
-        # (what the reconcile's follow-up does in production).
-        allocations_join()
+            # The jobs and pods were posted before the reconcile bound their nodes: their
+            # GPUs join now (the reconcile's follow-up in production), the pods' through the
+            # devices the kubelet named (the next pull in production).
+            allocations_join()
+            for pods in (s for s in snapshots if _pods(s)):
+                post_snapshot(url, pods, api_key, timeout=60)
+    workload_findings_refresh()
+    workload_judge(force=True)
+    event_holders_name(since=anchor - timedelta(days=8))  # the week's events, as they happened
     # The week of health the reports' events tell, judged as it happened: the episode that
     # has since resolved was raised at its time, then today's findings are judged.
     health_sweep()

@@ -33,6 +33,7 @@ class Family(models.TextChoices):
     RECONCILIATION = "reconciliation", "Reconciliation (schedulers and inventory)"
     HEALTH = "health", "GPU health"
     FABRIC = "fabric", "Network fabric"
+    WORKLOADS = "workloads", "Workloads (jobs and pods on the GPUs)"
 
 
 class FindingType(models.TextChoices):
@@ -129,6 +130,24 @@ class FindingType(models.TextChoices):
         "fabric_server_unbalanced",
         Family.FABRIC,
         "Less network bandwidth per GPU than its peers",
+    )
+
+    # Workloads: what the GPUs run against what the schedulers gave (workloads/rules.py).
+    PROCESS_OUTSIDE_ALLOCATION = (
+        "process_outside_allocation",
+        Family.WORKLOADS,
+        "Process on a GPU its workload was not given",
+    )
+    STRAY_GPU_PROCESS = "stray_gpu_process", Family.WORKLOADS, "GPU memory held by no workload"
+    WORKLOAD_ON_GPU_NEEDING_ACTION = (
+        "workload_on_gpu_needing_action",
+        Family.WORKLOADS,
+        "Workload on a GPU that needs action",
+    )
+    WORKLOAD_ON_MISRECONCILED_SERVER = (
+        "workload_on_misreconciled_server",
+        Family.WORKLOADS,
+        "Workload on a server reconciliation marks wrong",
     )
 
     @classmethod

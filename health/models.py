@@ -94,15 +94,9 @@ class HealthEvent(models.Model):
 
 
 def holder_words(holder: Mapping[str, Any] | None) -> str:
-    """The holder of `HealthEvent.holder` in a few words (plain text: pages escape it)."""
-    if not holder:
-        return ""
-    sid = holder.get("scheduler_id") or "?"
-    if holder.get("kind") == "pods":
-        namespace = holder.get("account") or str(sid).partition("/")[0]
-        return f"pods {sid} of namespace {namespace}"
-    user = holder.get("user")
-    return f"job {sid} of {user}" if user else f"job {sid}"
+    """The holder of `HealthEvent.holder` in a few words, as the workloads layer wrote them
+    when it named it ("job 5679 of alice"; plain text: pages escape it)."""
+    return str((holder or {}).get("words") or "")
 
 
 class HealthEventReceipt(models.Model):

@@ -3,7 +3,9 @@ action) and `/gpus/<id>/` (one GPU's lifecycle)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
@@ -53,8 +55,18 @@ def health_page(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
 
 
 @login_required
-def gpu_page(request: HttpRequest, pk: int) -> HttpResponse | StreamingHttpResponse:
-    """`/gpus/<id>/`: one GPU's lifecycle, its tables each also a CSV (`?format=csv&table=`)."""
+def gpu_page(
+    request: HttpRequest,
+    pk: int,
+    *,
+    template: str = "health/gpu.html",
+    extra: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> HttpResponse | StreamingHttpResponse:
+    """`/gpus/<id>/`: one GPU's lifecycle, its tables each also a CSV (`?format=csv&table=`).
+
+    A reader above health/ adds what it knows (topology: the workloads) with `extra`, given
+    the GPU's history, and a `template` extending this one; neither runs for a CSV export.
+    """
     history = selectors.gpu_history(gpu_id=pk)
     if history is None:
         raise Http404("no such GPU")
@@ -66,8 +78,8 @@ def gpu_page(request: HttpRequest, pk: int) -> HttpResponse | StreamingHttpRespo
             "counters": (tables.GPU_COUNTERS_TABLE, lambda: history["counters"]),
             "replacements": (tables.GPU_REPLACEMENTS_TABLE, lambda: history["replacements"]),
         },
-        template="health/gpu.html",
-        context=lambda: {"section": "gpu-list", **history},
+        template=template,
+        context=lambda: {"section": "gpu-list", **history, **(extra(history) if extra else {})},
     )
 
 

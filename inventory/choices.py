@@ -1,5 +1,7 @@
 """Enumerations of the inventory layer."""
 
+from collections.abc import Iterable
+
 from django.db import models
 
 
@@ -61,3 +63,10 @@ def link_rank(link_class: str) -> int:
         return 1 + PCIE_LINK_CLASSES.index(link_class)
     except ValueError:
         return len(PCIE_LINK_CLASSES) + 1
+
+
+def worst_link_class(classes: Iterable[str]) -> str | None:
+    """The slowest class among pairs: what a job spread over these GPUs is bound by (placement
+    choosing a GPU set and a workload's locality judge by this one rule)."""
+    ordered = sorted(set(classes), key=link_rank)
+    return ordered[-1] if ordered else None

@@ -80,6 +80,10 @@ def _check_references(payload: dict[str, Any], add) -> None:
             if key in placements:
                 add(f"gpus.{i}.mig_devices.{j}", "GPU instance and compute instance appear twice.")
             placements.add(key)
+    if payload.get("partial") is not True:  # a partial report may leave out a pod's GPU
+        _check_pod_devices(
+            payload.get("pod_resources"), uuids | {m.lower() for m in mig_uuids}, add
+        )
     nic_names: set[str] = set()
     for i, nic in enumerate(payload.get("nics", [])):
         if nic["name"] in nic_names:
@@ -95,3 +99,20 @@ def _check_references(payload: dict[str, Any], add) -> None:
                 add(f"links.{i}.{side}", f"no GPU with index {ref} in this report.")
             elif kind == "nic" and ref not in nic_names:
                 add(f"links.{i}.{side}", f"no NIC named {ref} in this report.")
+
+
+def _check_pod_devices(view: Any, devices: set[str], add) -> None:
+    """Every device id the kubelet's pod-resources view names is a GPU or MIG device of this
+    report (lower-cased UUIDs in `devices`), or a time-slicing replica of one
+    (`GPU-<uuid>::N`): a pod on a device the server does not have is a wrong report."""
+    if not isinstance(view, dict):
+        return
+    for p, pod in enumerate(view.get("pods") or []):
+        for c, container in enumerate((pod or {}).get("containers") or []):
+            for d, device in enumerate((container or {}).get("devices") or []):
+                for k, device_id in enumerate((device or {}).get("ids") or []):
+                    if str(device_id).split("::", 1)[0].lower() not in devices:
+                        add(
+                            f"pod_resources.pods.{p}.containers.{c}.devices.{d}.ids.{k}",
+                            f"no GPU or MIG device {device_id} in this report.",
+                        )

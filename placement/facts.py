@@ -112,6 +112,16 @@ class FleetNode:
         return sum(1 for g in self.gpus if g.action and g.problem != "lost")
 
 
+@dataclass(slots=True)
+class HeldOnNode:
+    """What running workloads hold on one node (`selectors.held_gpus`): GPU indices, GPUs
+    known by count alone, and GPUs per workload id."""
+
+    indexes: set[int]
+    uncounted: int
+    workloads: dict[int, int]
+
+
 @dataclass
 class Fleet:
     """Nodes and the interconnect of their servers, as read for one query.
@@ -128,6 +138,8 @@ class Fleet:
     uuids: dict[int, str] = field(default_factory=dict)
     places: dict[int, Place] = field(default_factory=dict)
     """Server id -> where it sits on the fabric (`locality`); read for multi-node requests."""
+    held: dict[int, HeldOnNode] = field(default_factory=dict)
+    """Node id -> what running workloads hold there (`selectors.held_gpus`), every node's."""
     summarized: int = 0
     """Servers in scope with a fresh summary (`selectors.fleet_load`): their rows are not read."""
     _sets: dict[tuple, tuple[tuple[int, ...], str | None, SetRank] | None] = field(
@@ -227,6 +239,7 @@ def fleet_merge(first: Fleet, second: Fleet, cluster: str) -> Fleet:
         nodes=nodes,
         classes={**second.classes, **first.classes},
         pairs={**second.pairs, **first.pairs},
+        held={**second.held, **first.held},
     )
 
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from inventory.choices import link_rank
+from inventory.choices import link_rank, worst_link_class
+
+__all__ = ["worst_link_class"]  # re-exported: the rule lives in inventory.choices
 
 UNKNOWN_RANK = 100
 """A GPU set whose interconnect is not known ranks after every known link class."""
@@ -22,12 +24,6 @@ NO_PAIRS_RANK = -1000
 """One GPU has no pairs: its interconnect never makes a node worse than another."""
 BRUTE_FORCE_LIMIT = 3000
 """Most GPU subsets tried exactly (C(8,4) = 70, C(16,8) = 12,870); beyond it, greedy."""
-
-
-def worst_link_class(classes: Iterable[str]) -> str | None:
-    """The slowest class among pairs: what a job spread over these GPUs is bound by."""
-    ordered = sorted(set(classes), key=link_rank)
-    return ordered[-1] if ordered else None
 
 
 @dataclass(slots=True)

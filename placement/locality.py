@@ -10,6 +10,7 @@ Ties go to the scheduler ranking the planner already made (`positions`: best fir
 
 Hops count the switches a message crosses between two nodes: 1 under one leaf, 3 through a
 spine (leaf, spine, leaf), 5 through a core; unknown (None) when a node is on no known fabric.
+The places and the hop rule live in `fabric.places` (workloads judge by them too); re-exported.
 """
 
 from __future__ import annotations
@@ -19,21 +20,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
+from fabric.places import NOWHERE, Place, between, hops_between, span_hops
+
+__all__ = ["NOWHERE", "Place", "between", "hops_between", "span_hops"]
+
 T = TypeVar("T")
 
-
-@dataclass(frozen=True, slots=True)
-class Place:
-    """Where one server sits: its leaf (group), spine group and NVLink domain; None: unknown."""
-
-    leaf: str | None = None
-    spine: str | None = None
-    nvlink: str | None = None
-    leaf_name: str = ""
-    spine_name: str = ""
-
-
-NOWHERE = Place()
 
 LEVELS: tuple[tuple[str, str, int | None], ...] = (
     ("leaf", "under one leaf switch", 1),
@@ -41,11 +33,6 @@ LEVELS: tuple[tuple[str, str, int | None], ...] = (
     ("nvlink", "in one NVLink domain", None),
 )
 """Where nodes may share, closest first: the `Place` attribute, the words, the hops."""
-
-
-def between(hops: int) -> str:
-    """`1 switch between them`, `3 switches between them`."""
-    return f"{hops} switch{'' if hops == 1 else 'es'} between them"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,34 +47,15 @@ class Locality:
     why: str
 
 
-def hops_between(a: Place, b: Place) -> int | None:
-    """Switches crossed between two servers: 1 (one leaf), 3 (one spine group), else 5."""
-    if a.leaf is None or b.leaf is None:
-        return None
-    if a.leaf == b.leaf:
-        return 1
-    if a.spine is not None and a.spine == b.spine:
-        return 3
-    return 5
-
-
 def describe(places: Sequence[Place], why: str = "") -> Locality:
     """The locality of a set of chosen servers' places."""
     known = [p for p in places if p.leaf is not None]
-    hops: int | None = None
-    if len(places) > 1 and len(known) == len(places):
-        hops = max(
-            (hops_between(a, b) or 0 for i, a in enumerate(places) for b in places[i + 1 :]),
-            default=0,
-        )
-    elif len(places) == 1:
-        hops = 0
     return Locality(
         nodes=len(places),
         leaves=len({p.leaf for p in known}),
         spine_groups=len({p.spine for p in known if p.spine is not None}),
         nvlink_domains=len({p.nvlink for p in places if p.nvlink is not None}),
-        hops=hops,
+        hops=span_hops(places),
         why=why,
     )
 

@@ -44,7 +44,7 @@ from inventory.choices import GpuStatus
 from inventory.health import UNHEALTHY, gpu_problem_code, problem_of_code
 from inventory.models import Gpu, Link, MigDevice
 
-from .facts import Fleet, FleetGpu, FleetMig, FleetNode, share_servers
+from .facts import Fleet, FleetGpu, FleetMig, FleetNode, HeldOnNode, share_servers
 from .locality import Place
 
 
@@ -303,6 +303,8 @@ def group_nodes(
     marks: dict[int, Any] | None = None,
     criticals: Criticals | None = None,
     places: dict[int, Place] | None = None,
+    held: dict[int, HeldOnNode] | None = None,
+    twins: bool = True,
 ) -> NodeGroups:
     """The nodes in scope, one `FleetNode` per set of twins: nodes alike in everything
     placement and failure domains read but who they are (`FleetNode.twins`).
@@ -310,9 +312,11 @@ def group_nodes(
     Alike: the same scheduler facts; the same summary shape of their servers (a server
     without a fresh summary is alike to no other) and the same `marks` on them (the GPUs
     needing action); the same number of critical findings; the same GPUs used by another
-    scheduler on their server; the same place on the fabric. The planner then works once per
-    kind of node: 25,000 nodes of a few kinds cost little more than reading them. The first of
-    each set by name stands for it. Two queries: the nodes, their clusters.
+    scheduler on their server; the same place on the fabric; the same GPUs held by running
+    workloads (`held`: their indices are then the node's busy GPUs, `held_gpus`). The planner
+    then works once per kind of node: 25,000 nodes of a few kinds cost little more than
+    reading them. The first of each set by name stands for it. Two queries: the nodes, their
+    clusters.
     """
     names, rows = _node_rows(scope)
     first = len(names) - 1  # the shape column
@@ -326,9 +330,10 @@ def group_nodes(
     marks = marks or {}
     by_node = criticals.by_node if criticals else {}
     by_server = criticals.by_server if criticals else {}
-    more = bool(marks or by_node or by_server or places)  # else no node has more to tell
+    held = held or {}
+    more = bool(marks or by_node or by_server or places or held)  # else none has more to tell
     for row in rows:
-        offer = row[IDENTITY:first] if TWINS else row[:1]
+        offer = row[IDENTITY:first] if TWINS and twins else row[:1]
         kind = kinds.get(offer)
         if kind is None:
             kind = kinds[offer] = len(bases)
@@ -350,6 +355,7 @@ def group_nodes(
                 if row[0] in by_node or server_id in by_server
                 else 0,
                 places.get(server_id) if places else None,
+                _held_key(held.get(row[0])),
             )
             if more
             else None,
@@ -383,10 +389,23 @@ def group_nodes(
                 twins=[r[:IDENTITY] for r in rest],
             )
         )
+        if told and told[3] is not None:
+            _hold(nodes[-1], *told[3])
         if isinstance(shape, str):
             shapes[row[0]] = shape
     nodes.sort(key=lambda n: (n.cluster, n.name))
     return NodeGroups(nodes, shapes, fresh)
+
+
+def _held_key(on: HeldOnNode | None) -> tuple[frozenset[int], int] | None:
+    return None if on is None else (frozenset(on.indexes), on.uncounted)
+
+
+def _hold(node: FleetNode, indexes: frozenset[int], uncounted: int) -> None:
+    """The node's busy GPUs are those running workloads hold (`held_gpus`): exactly their
+    indices, never fewer in use than its scheduler says (a listing not yet applied)."""
+    node.busy_indexes = None if uncounted else set(indexes)
+    node.whole_used = max(len(indexes) + uncounted, node.whole_used or 0)
 
 
 def _regroup_shared(
@@ -514,7 +533,7 @@ def gpu_actions(servers: QuerySet) -> dict[int, tuple[int, str, int, int]]:
     }
 
 
-def fleet_counts(*, cluster: str | None = None) -> Fleet:
+def fleet_counts(*, cluster: str | None = None, with_held: bool = False) -> Fleet:
     """Nodes with their servers' usable whole-GPU counts, not the GPUs: six queries at most
     (GPUs needing action, critical findings, nodes with their summaries' shapes, clusters, the
     counts of the summaries of the servers standing for their twins, GPU counts of servers
@@ -523,7 +542,8 @@ def fleet_counts(*, cluster: str | None = None) -> Fleet:
     Usable: healthy (`inventory.health`), outside MIG mode and not needing action
     (`health.selectors`); GPUs needing action are counted beside. Enough for what is free per node
     (`node_free_gpus`), at a tenth of the rows of `fleet_load`; placement needs the GPUs
-    themselves, failure domains do not.
+    themselves, failure domains do not. `with_held`: one more query, the GPUs running
+    workloads hold (`held_gpus`), counted as used (the fleet's fragmentation reads so).
     """
     scope = _scope(cluster)
     servers = scope.filter(server__isnull=False).values("server_id")
@@ -532,7 +552,8 @@ def fleet_counts(*, cluster: str | None = None) -> Fleet:
         if state >> 1 != 1:  # not lost: (usable GPUs among them, GPUs)
             usable, needing = acting[server_id]
             acting[server_id] = (usable + (state == 0), needing + 1)
-    grouped = group_nodes(scope, marks=dict(acting), criticals=critical_counts())
+    held = held_gpus(scope if cluster else None) if with_held else {}
+    grouped = group_nodes(scope, marks=dict(acting), criticals=critical_counts(), held=held)
     fresh = {n.server_id for n in grouped.nodes if n.id in grouped.shapes}
     counts: dict[int, tuple[int, int]] = {}
     read: set[int | None] = set()
@@ -572,7 +593,9 @@ def fleet_counts(*, cluster: str | None = None) -> Fleet:
         found_counts = counts.get(node.server_id) if node.server_id is not None else None
         if found_counts is not None:
             node.healthy_whole, node.needing_action = found_counts
-    return Fleet(nodes=grouped.nodes, classes={}, pairs={}, summarized=grouped.summarized)
+    return Fleet(
+        nodes=grouped.nodes, classes={}, pairs={}, summarized=grouped.summarized, held=held
+    )
 
 
 def fleet_load(
@@ -582,17 +605,23 @@ def fleet_load(
     with_mig: bool = False,
     with_links: bool = True,
     places: dict[int, Place] | None = None,
+    with_held: bool = True,
+    twins: bool = True,
+    held: dict[int, HeldOnNode] | None = None,
 ) -> Fleet:
     """Nodes in scope with their servers' GPUs and GPU-pair link classes, nodes alike as one
-    with their twins (`group_nodes`): at most nine queries (GPUs needing action, critical
-    findings, nodes with their summaries' shapes, clusters, the summaries of the servers
+    with their twins (`group_nodes`): at most ten queries (GPUs needing action, critical
+    findings, with `with_held` the GPUs running workloads hold (`held_gpus`, unless `held`
+    gives them, read once for several reads of one answer), nodes with their
+    summaries' shapes, clusters, the summaries of the servers
     standing for their twins; only when some server has no fresh summary, those servers'
     GPUs, MIG devices with `with_mig`, link classes and mixed pairs with `with_links`).
 
     Servers are alike by their summary's shape (`summaries.shape_of`) and the GPUs needing
     action on them; with `places` (multi-node requests), by their place on the fabric too.
     A server without a fresh summary is read from its rows, the same way the summaries are
-    built, so the answers do not depend on which.
+    built, so the answers do not depend on which. `twins=False`: every node its own (the
+    workloads' verdicts change each node's busy GPUs to what they were at a start).
     """
     scope = _scope(cluster, other_than)
     servers = scope.filter(server__isnull=False).values("server_id")
@@ -600,11 +629,16 @@ def fleet_load(
     acted: dict[int, list[tuple[int, str]]] = defaultdict(list)
     for server_id, finding_type, _state, index in actions.values():
         acted[server_id].append((index, finding_type))
+    criticals = critical_counts()
+    if held is None:
+        held = held_gpus(scope if cluster or other_than else None) if with_held else {}
     grouped = group_nodes(
         scope,
         marks={server_id: tuple(sorted(found)) for server_id, found in acted.items()},
-        criticals=critical_counts(),
+        criticals=criticals,
         places=places,
+        held=held,
+        twins=twins,
     )
     nodes = grouped.nodes
     facts = server_facts(
@@ -623,7 +657,11 @@ def fleet_load(
             node.gpus = facts.gpus.get(node.server_id, [])
             node.migs = facts.migs.get(node.server_id, [])
     return Fleet(
-        nodes=nodes, classes=facts.classes, pairs=facts.pairs, summarized=grouped.summarized
+        nodes=nodes,
+        classes=facts.classes,
+        pairs=facts.pairs,
+        summarized=grouped.summarized,
+        held=held,
     )
 
 
@@ -871,3 +909,177 @@ def fleet_places() -> dict[int, Place]:
             spine_name=f"spines from {spine_label}" if spine_label else "",
         )
     return places
+
+
+# Workloads: what holds the GPUs, for placement's answers and the workloads' verdicts --------
+
+
+def held_gpus(scope: QuerySet[Node] | None = None) -> dict[int, HeldOnNode]:
+    """Node id -> the GPUs running workloads hold there now (`workloads.Allocation`, `until`
+    null): the indices (the GPU row's index where joined, else the scheduler's), how many are
+    held by count alone, and the workloads. One query, whatever the fleet; MIG devices are
+    left out (a GPU in MIG mode is no whole GPU to offer)."""
+    from workloads.models import Allocation
+
+    allocations = Allocation.objects.filter(
+        until__isnull=True, node__isnull=False, mig_device__isnull=True
+    )
+    if scope is not None:
+        allocations = allocations.filter(node_id__in=scope.values("id"))
+    held: dict[int, HeldOnNode] = {}
+    for node_id, index, workload_id in (
+        allocations.order_by()
+        .values_list(
+            "node_id", Coalesce("gpu__index", "index", output_field=IntegerField()), "workload_id"
+        )
+        .iterator(chunk_size=5000)
+    ):
+        on = held.get(node_id)
+        if on is None:
+            on = held[node_id] = HeldOnNode(set(), 0, {})
+        if index is None:
+            on.uncounted += 1
+        else:
+            on.indexes.add(index)
+        on.workloads[workload_id] = on.workloads.get(workload_id, 0) + 1
+    return held
+
+
+def workload_labels(ids: Iterable[int]) -> dict[int, tuple[str, str, str]]:
+    """Workload id -> (kind, scheduler id, user), for the few an answer names (one query, none
+    without ids)."""
+    from workloads.models import Workload
+
+    wanted = set(ids)
+    if not wanted:
+        return {}
+    return {
+        pk: (kind, scheduler_id, user)
+        for pk, kind, scheduler_id, user in Workload.objects.filter(pk__in=wanted).values_list(
+            "pk", "kind", "scheduler_id", "user"
+        )
+    }
+
+
+class WorkloadRow(NamedTuple):
+    """A running workload as its verdict reads it (`running_workloads`)."""
+
+    id: int
+    cluster: str
+    cluster_kind: str
+    started_at: Any
+    node_count: int
+    gpus_per_node: int | None
+    gpu_models: list[str]
+    judged_digest: str
+
+
+class AllocationRow(NamedTuple):
+    """One GPU a workload holds or held: on which node, which GPU, from when until when."""
+
+    workload_id: int
+    node_id: int | None
+    node_name: str
+    server_id: int | None
+    gpu_id: int | None
+    gpu_index: int | None
+    model: str
+    since: Any
+    until: Any
+
+
+def running_workloads() -> list[WorkloadRow]:
+    """Running workloads of more than one GPU, with the digest of their last judgement (one
+    query)."""
+    from workloads.choices import WorkloadState
+    from workloads.models import Workload
+
+    rows = (
+        Workload.objects.filter(state=WorkloadState.RUNNING, gpu_count__gt=1)
+        .order_by("id")
+        .values_list(
+            "id",
+            "cluster__name",
+            "cluster__kind",
+            "started_at",
+            "node_count",
+            "gpus_per_node",
+            "gpu_models",
+            Coalesce(KT("locality__judged_digest"), Value(""), output_field=TextField()),
+        )
+    )
+    return [WorkloadRow(*row) for row in rows]
+
+
+def workload_allocations(*, since_before: Any = None) -> list[AllocationRow]:
+    """The whole-GPU allocations the verdicts read (one query): those of running workloads
+    held now, and with `since_before` (the earliest start judged) every allocation alive at
+    some moment after it: what the fleet had taken at each workload's start."""
+    from workloads.choices import WorkloadState
+    from workloads.models import Allocation
+
+    alive = Q(until__isnull=True, workload__state=WorkloadState.RUNNING)
+    if since_before is not None:
+        alive |= Q(until__gt=since_before)
+    rows = (
+        Allocation.objects.filter(alive, mig_device__isnull=True)
+        .order_by()
+        .values_list(
+            "workload_id",
+            "node_id",
+            "node_name",
+            Coalesce("server_id", "node__server_id"),
+            "gpu_id",
+            Coalesce("gpu__index", "index", output_field=IntegerField()),
+            Coalesce("gpu__name", "gpu_type", output_field=TextField()),
+            "since",
+            "until",
+        )
+    )
+    return [AllocationRow(*row) for row in rows]
+
+
+def server_networks(server_ids: Iterable[int]) -> tuple[dict[int, float], dict[int, set[int]]]:
+    """Per server: the Gb/s of its NICs' fabric links that are up, and the rails its adapters
+    are on (one query, none without servers)."""
+    from fabric.choices import LinkState
+    from fabric.models import FabricLink
+
+    wanted = set(server_ids)
+    gbps: dict[int, float] = defaultdict(float)
+    rails: dict[int, set[int]] = defaultdict(set)
+    if not wanted:
+        return {}, {}
+    for server_id, speed, rail in (
+        FabricLink.objects.filter(
+            gone_at__isnull=True, state=LinkState.UP, b_adapter__server_id__in=wanted
+        )
+        .order_by()
+        .values_list("b_adapter__server_id", "gbps", "b_adapter__rail")
+    ):
+        gbps[server_id] += speed or 0.0
+        if rail is not None:
+            rails[server_id].add(rail)
+    return dict(gbps), dict(rails)
+
+
+def gpus_with_pix_nic(server_ids: Iterable[int]) -> dict[int, set[int]]:
+    """Server id -> the ids of its GPUs with a NIC at PIX distance (one query; none without
+    servers). A server absent knows no NIC affinity."""
+    wanted = set(server_ids)
+    found: dict[int, set[int]] = {}
+    if not wanted:
+        return found
+    for server_id, gpu_id in (
+        Link.objects.filter(server_id__in=wanted, nic__isnull=False)
+        .order_by()
+        .values_list(
+            "server_id",
+            Case(When(link_class="PIX", then=F("gpu_a_id")), output_field=IntegerField()),
+        )
+        .distinct()
+    ):
+        found.setdefault(server_id, set())
+        if gpu_id is not None:
+            found[server_id].add(gpu_id)
+    return found

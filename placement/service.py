@@ -21,10 +21,12 @@ from typing import Any, ParamSpec, TypeVar
 from clusters.choices import ClusterKind
 from clusters.selectors import cluster_kind
 from health.selectors import needing_action_share
+from workloads.describe import workload_label
 
 from .alternatives import mig_elsewhere, placement_alternatives
 from .capacity import capacity_compare
-from .facts import Fleet, fleet_merge
+from .facts import Fleet, HeldOnNode, fleet_merge
+from .fragmentation import ClusterFragmentation, NodeFree, fragmentation
 from .locality import Locality, Place
 from .planner import (
     BLOCK_ORDER,
@@ -39,12 +41,21 @@ from .planner import (
     fleet_mig_profiles,
     needing_action_words,
     node_choice,
+    node_free_gpus,
     node_offer,
     nodes_needing_action,
     option_for,
     plan_request,
 )
-from .selectors import answer_details, fleet_load, fleet_places, twins_load
+from .selectors import (
+    answer_details,
+    fleet_counts,
+    fleet_load,
+    fleet_places,
+    held_gpus,
+    twins_load,
+    workload_labels,
+)
 from .types import (
     Alternative,
     BlockedNode,
@@ -125,7 +136,8 @@ def placement_find(
     for kind in [request.scheduler] if request.scheduler else ClusterKind.values:
         request_shape(request, kind)  # validate before touching the database
     places = fleet_places() if _may_span_nodes(request) else None  # multi-node: the fabric
-    fleet = fleet_load(cluster=request.cluster, with_mig=bool(profile), places=places)
+    held = held_gpus()  # once: every read of this answer shares it
+    fleet = fleet_load(cluster=request.cluster, with_mig=bool(profile), places=places, held=held)
     fleet.places = places or {}
     _check_scheduler(request, fleet.clusters())
     planner = Planner(fleet.of_kind(request.scheduler))
@@ -151,7 +163,9 @@ def placement_find(
         )
         if places is None and any(a.node_count > 1 for a in alternatives):
             places = fleet_places()
-            on_fabric = fleet_load(cluster=request.cluster, with_mig=bool(profile), places=places)
+            on_fabric = fleet_load(
+                cluster=request.cluster, with_mig=bool(profile), places=places, held=held
+            )
             whole = _alternatives_fleet(request, on_fabric, places)
             alternatives = placement_alternatives(
                 Planner(whole.of_kind(request.scheduler)), request, excluded
@@ -174,7 +188,7 @@ def placement_find(
         reason=reason,
         candidates=[node_choice(o, answered, filters) for o in spare],
         alternatives=alternatives,
-        blocked=_blocked_list(blocked),
+        blocked=name_holders(_blocked_list(blocked), fleet.held),
         # "model" nodes are out of scope, not excluded: the blocked list leaves them out too
         blocked_counts=dict(blocked_counts(blocked)),
         clusters=[
@@ -213,7 +227,10 @@ def _alternatives_fleet(
     cluster's (read here, a fixed number of queries) when it named one."""
     if request.cluster:
         others = fleet_load(
-            other_than=request.cluster, with_mig=bool(request.mig_profile), places=places
+            other_than=request.cluster,
+            with_mig=bool(request.mig_profile),
+            places=places,
+            held=fleet.held,
         )
         fleet = fleet_merge(fleet, others, request.cluster)
     fleet.places = places or {}
@@ -390,15 +407,57 @@ def _blocked_list(blocked: list[BlockedNode]) -> list[BlockedNode]:
     return unique[:BLOCKED_LIMIT]
 
 
+def name_holders(rows: list[BlockedNode], held: dict[int, HeldOnNode]) -> list[BlockedNode]:
+    """Each passed-over node names the running workloads holding its GPUs, the most GPUs
+    first (one query for their labels, none when no row holds any)."""
+    holding = {r.node_id: held[r.node_id] for r in rows if r.node_id in held}
+    labels = workload_labels({w for on in holding.values() for w in on.workloads})
+    for row in rows:
+        on = holding.get(row.node_id)
+        if on is None:
+            continue
+        ranked = sorted(on.workloads.items(), key=lambda kv: (-kv[1], kv[0]))
+        row.filled_by = [holder_text(labels.get(w), n) for w, n in ranked]
+    return rows
+
+
+def holder_text(label: tuple[str, str, str] | None, gpus: int) -> str:
+    """`job 5679 of alice, 8 GPUs` (`workload_label`); `a workload, 8 GPUs` unnamed."""
+    if label is None:
+        return f"a workload, {gpus} GPU{'s' if gpus != 1 else ''}"
+    kind, scheduler_id, user = label
+    return workload_label(kind, scheduler_id, user, gpus)
+
+
+def fleet_fragmentation(*, cluster: str | None = None) -> list[ClusterFragmentation]:
+    """The fleet's fragmentation per cluster now (`fragmentation`): every schedulable node's
+    whole GPUs and how many are free, the GPUs running workloads hold counted as used
+    (`selectors.fleet_counts` with them: six queries, whatever the fleet)."""
+    fleet = fleet_counts(cluster=cluster, with_held=True)
+    free = node_free_gpus(fleet)
+    nodes = []
+    for node in fleet.nodes:
+        if node.id not in free:
+            continue
+        usable = node.healthy_whole if node.healthy_whole is not None else len(node.gpus)
+        capacity = min(node.whole_allocatable, usable) if usable else node.whole_allocatable
+        nodes.append(
+            NodeFree(node.cluster, node.kind, capacity, min(free[node.id], capacity), node.weight)
+        )
+    return fragmentation(nodes)
+
+
 def capacity_plan(
     *, gpus: int, per_server: Iterable[int], nvlink: bool = True, model: str | None = None
 ) -> dict:
     """The capacity planner as the API and the page answer it: `capacity_compare` at the
-    fleet's share of GPUs needing action now (one query). Raises CapacityRequestError."""
-    return capacity_compare(
+    fleet's share of GPUs needing action now (one query), beside the fleet's fragmentation
+    now (`fleet_fragmentation`). Raises CapacityRequestError."""
+    compared = capacity_compare(
         gpus=gpus,
         per_server=per_server,
         nvlink=nvlink,
         model=model,
         action_share=needing_action_share(),
     )
+    return {**compared, "fragmentation": fleet_fragmentation()}

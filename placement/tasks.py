@@ -1,5 +1,5 @@
-"""Celery tasks of the placement app: keeping the per-server summaries fresh. Thin over
-`summaries`."""
+"""Celery tasks of the placement app: keeping the per-server summaries fresh, judging how well
+running workloads are placed. Thin over `summaries` and `workload_verdicts`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from celery import shared_task
 from core.tasks import retry_policy
 
 from .summaries import placement_summaries_refresh
+from .workload_verdicts import judge_workloads as workload_judge
 
 
 @shared_task(
@@ -22,3 +23,17 @@ def refresh_placement_summaries(limit: int = 50_000) -> int:
     server whose summary cannot be built is logged and left to its rows until its report
     changes; the others are rebuilt (`summaries.placement_summaries_refresh`)."""
     return placement_summaries_refresh(limit=limit)
+
+
+@shared_task(
+    acks_late=True,
+    ignore_result=True,
+    time_limit=600,
+    soft_time_limit=570,
+    **retry_policy(),
+)
+def judge_workloads(force: bool = False) -> int:
+    """Judge how well the running workloads are placed (`workload_verdicts.judge_workloads`):
+    those whose GPUs or start changed since their last judgement. Beat runs it; the
+    integrator calls it after a jobs snapshot applies. Returns the workloads judged."""
+    return workload_judge(force=force).judged

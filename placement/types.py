@@ -248,6 +248,9 @@ class BlockedNode:
     reason: str
     detail: str
     gpus_needing_action: int = 0
+    filled_by: list[str] = field(default_factory=list)
+    """The running workloads holding its GPUs, in words (`job 5679 (alice, 8 GPUs)`): who
+    fills a node the answer passed over (`service.name_holders`)."""
     twins: list[tuple] = field(default_factory=list)
     """Nodes blocked alike (the twins of the node, `FleetNode.twins`): counted with it and
     listed by `members`."""

@@ -28,8 +28,9 @@ from .failure_domains import (
     server_resolve,
 )
 from .failure_domains.arithmetic import percent, workload_words
+from .fragmentation import fragmentation_figure
 from .selectors import placement_choices
-from .service import capacity_plan, placement_find
+from .service import capacity_plan, fleet_fragmentation, placement_find
 from .types import PlacementRequestError, mig_slices, reason_text
 
 TABS = (
@@ -166,6 +167,9 @@ def _failure(request: HttpRequest) -> dict[str, Any]:
 def _capacity(request: HttpRequest) -> dict[str, Any]:
     context: dict[str, Any] = {"capacity": None, "errors": []}
     if not request.GET.get("gpus"):
+        fragments = fleet_fragmentation()
+        context["fragmentation"] = fragments
+        context["fragmentation_figure"] = fragmentation_figure(fragments)
         return context
     data = request.GET.copy()
     data.setdefault("nvlink", "false")  # an unticked box sends nothing
@@ -175,6 +179,8 @@ def _capacity(request: HttpRequest) -> dict[str, Any]:
         return context
     try:
         context["capacity"] = capacity_plan(**query.validated_data)
+        context["fragmentation"] = context["capacity"]["fragmentation"]
+        context["fragmentation_figure"] = fragmentation_figure(context["fragmentation"])
         context["action_reasons"] = gpus_needing_action_by_reason(gpus_needing_action())
     except CapacityRequestError as exc:
         context["errors"] = [_error(exc.field, exc)]

@@ -12,8 +12,12 @@ the page shows twice.
 - The commands for its scheduler nodes (`topology.commands`), the reason from the worst open
   finding.
 
+- Who holds each GPU now (`gpu.held_by`: its open allocations, MIG devices' too) and the
+  workloads that ended on it lately.
+
 A fixed number of queries whatever the fleet's size: the server's own prefetches, its open
-findings, its nodes, and its fabric rows (one, and three per fabric it is on).
+findings, its nodes, its fabric rows (one, and three per fabric it is on), and two for its
+workloads (the holders, the recent ones).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from findings.choices import SEVERITY_ORDER, Family, FindingType
 from inventory import selectors as inventory_selectors
 from inventory.choices import GpuStatus
 from inventory.models import Gpu, Nic, Server
+from workloads import selectors as workload_selectors
 
 from .commands import NodeCommands, scheduler_commands
 
@@ -55,6 +60,13 @@ class NicPort:
 def gpus_in_page_order(gpus: list[Gpu]) -> list[Gpu]:
     """Live GPUs by index, then lost ones by index: a lost GPU's index may be a live one's."""
     return sorted(gpus, key=lambda g: (g.status == GpuStatus.LOST, g.index, g.pci_bus_id))
+
+
+def with_holders(gpus: list[Gpu], held: dict[int, list[Any]]) -> list[Gpu]:
+    """Each GPU with `held_by`: the open allocations on it (none: an empty list)."""
+    for gpu in gpus:
+        gpu.held_by = held.get(gpu.pk, [])  # type: ignore[attr-defined]
+    return gpus
 
 
 def health_of(server: Server, findings: list[Any]) -> ServerHealth:
@@ -97,9 +109,11 @@ def server_page(pk: int) -> dict[str, Any] | None:
     fabrics = server_fabric(server.pk)
     nics = list(server.nics.all())
     ports = nic_ports(nics, fabrics)
+    gpus = with_holders(list(server.gpus.all()), workload_selectors.held_now(server_id=server.pk))
     return {
         "server": server,
-        "gpus": gpus_in_page_order(list(server.gpus.all())),
+        "gpus": gpus_in_page_order(gpus),
+        "recent_workloads": workload_selectors.recent_workloads(server_id=server.pk),
         "health": health_of(server, findings),
         "findings": findings,
         "nodes": nodes,

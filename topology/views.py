@@ -11,15 +11,24 @@ from clusters import selectors as cluster_selectors
 from clusters import views as cluster_views
 from fabric import views as fabric_views
 from findings import selectors as finding_selectors
+from health import views as health_views
 from health.selectors import health_overview
 from inventory import selectors as inventory_selectors
+from workloads import selectors as workload_selectors
 
 from .fabric_names import fabric_schedulers, node_fabric_labels
 from .figures import highlight_gpus
 from .interconnect import server_interconnect
 from .render import server_figures
 from .search import search as global_search
-from .server_page import gpus_in_page_order, node_commands_for, server_page, worst_first
+from .server_page import (
+    gpus_in_page_order,
+    node_commands_for,
+    server_page,
+    with_holders,
+    worst_first,
+)
+from .workload_page import gpu_workloads, workload_page
 
 
 @login_required
@@ -33,6 +42,7 @@ def overview(request: HttpRequest) -> HttpResponse:
             "nodes": cluster_selectors.scheduler_summary(),
             "top_findings": finding_selectors.top_open_findings(limit=8),
             "health": health_overview(),
+            "workloads": workload_selectors.workload_counts(),
         },
     )
 
@@ -64,10 +74,20 @@ def server_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
+def workload_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """One workload: its GPUs per node, drawn on its servers' interconnect, its locality."""
+    page = workload_page(pk)
+    if page is None:
+        raise Http404("no such workload")
+    return render(request, "topology/workload.html", page)
+
+
+@login_required
 def node_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """clusters' node page, plus the Kubernetes labels its server's fabric suggests
     (clusters/ may not import fabric/; this layer joins them), its server's GPUs, each
-    linking its GPU page, and the commands to drain or cordon it."""
+    linking its GPU page and saying who holds it now, the workloads that ended on the node
+    lately, and the commands to drain or cordon it."""
     response = cluster_views.node_detail(request, pk)
     if isinstance(response, TemplateResponse) and response.context_data is not None:
         context = response.context_data
@@ -77,14 +97,25 @@ def node_detail(request: HttpRequest, pk: int) -> HttpResponse:
         context["findings"] = findings
         worst = findings
         if node.server_id is not None:
-            context["gpus"] = gpus_in_page_order(
-                list(inventory_selectors.server_gpus(node.server_id))
-            )
+            gpus = list(inventory_selectors.server_gpus(node.server_id))
+            held = workload_selectors.held_now(server_id=node.server_id)
+            context["gpus"] = gpus_in_page_order(with_holders(gpus, held))
             worst = worst_first(
                 findings + list(finding_selectors.open_findings(server_id=node.server_id))
             )
         context["commands"] = node_commands_for([node], worst)
+        context["workloads_shown"] = True
+        context["recent_workloads"] = workload_selectors.recent_workloads(node_id=node.pk)
     return response
+
+
+@login_required
+def gpu_detail(request: HttpRequest, pk: int) -> HttpResponse | StreamingHttpResponse:
+    """health's GPU page, plus who holds the GPU now and the workloads it ran, by serial
+    (health/ sits below workloads/; this layer joins them)."""
+    return health_views.gpu_page(
+        request, pk, template="topology/gpu.html", extra=lambda h: gpu_workloads(h["gpu"])
+    )
 
 
 @login_required

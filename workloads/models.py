@@ -13,6 +13,7 @@ from django.db import models
 from django.utils import timezone
 
 from workloads.choices import Verdict, WorkloadKind, WorkloadState
+from workloads.describe import workload_label
 
 
 class Workload(models.Model):
@@ -64,6 +65,11 @@ class Workload(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} {self.scheduler_id}"
+
+    @property
+    def label(self) -> str:
+        """ "job 5679 of alice", as every page names it (`describe.workload_label`)."""
+        return workload_label(self.kind, self.scheduler_id, self.user)
 
 
 class Allocation(models.Model):

@@ -129,6 +129,10 @@ class BlockedNodeSerializer(serializers.Serializer):
     reason_text = serializers.CharField(help_text="the reason in words")
     detail = serializers.CharField()
     gpus_needing_action = serializers.IntegerField(help_text="GPUs of its server needing action")
+    filled_by = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="the running workloads holding its GPUs: `job 5679 (alice, 8 GPUs)`",
+    )
 
 
 class NeedingActionSerializer(serializers.Serializer):
@@ -597,6 +601,23 @@ class LayoutSerializer(serializers.Serializer):
     )
 
 
+class FragmentationSerializer(serializers.Serializer):
+    cluster = serializers.CharField()
+    kind = serializers.CharField()
+    nodes = serializers.IntegerField(help_text="schedulable nodes with GPUs")
+    free_gpus = serializers.IntegerField()
+    stranded_gpus = serializers.IntegerField(help_text="free GPUs on partly used nodes")
+    node_size = serializers.IntegerField(help_text="the most common GPU count of its nodes")
+    whole_nodes_free = serializers.IntegerField(
+        help_text="nodes with node_size GPUs free: the largest whole-node job, in nodes"
+    )
+    largest_one_node = serializers.IntegerField(help_text="the most GPUs free on one node")
+    histogram = serializers.DictField(
+        child=serializers.IntegerField(), help_text="free GPUs on a node -> nodes"
+    )
+    text = serializers.CharField(help_text="the same in words")
+
+
 class CapacitySerializer(serializers.Serializer):
     gpus = serializers.IntegerField()
     model = serializers.CharField(allow_null=True)
@@ -604,3 +625,6 @@ class CapacitySerializer(serializers.Serializer):
         help_text="0..1: the fleet's GPUs needing action now (open health findings)"
     )
     layouts = LayoutSerializer(many=True)
+    fragmentation = FragmentationSerializer(
+        many=True, help_text="per cluster: free GPUs by the largest job each could still take"
+    )

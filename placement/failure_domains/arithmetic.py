@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from inventory.choices import link_rank
+from workloads.describe import workload_label
 
 from ..facts import Fleet
 from ..planner import node_free_gpus
@@ -196,11 +197,13 @@ def rank_key(rank: str) -> Any:
 
 
 def workload_words(workload: Mapping[str, Any]) -> str:
-    """ "job 5679 (alice, 16 GPUs)", "pods ml/trainer (8 GPUs)": how the page names one."""
-    what = "pods" if workload.get("kind") == "pods" else "job"
-    who = f"{workload['user']}, " if workload.get("user") else ""
-    gpus = workload["gpus"]
-    return f"{what} {workload['scheduler_id']} ({who}{gpus} GPU{'s' if gpus != 1 else ''})"
+    """ "job 5679 of alice, 16 GPUs": how the page names one (`workload_label`)."""
+    return workload_label(
+        str(workload.get("kind") or ""),
+        str(workload["scheduler_id"]),
+        str(workload.get("user") or ""),
+        int(workload["gpus"]),
+    )
 
 
 class ServerCounts(NamedTuple):

@@ -13,26 +13,30 @@ from urllib.parse import parse_qsl, urldefrag, urlparse
 
 import pytest
 
+from clusters.models import Node
 from clusters.reconcile import reconcile_all
 from clusters.services import snapshot_ingest
 from inventory.models import Server
 from tests.nodes import k8s_node, k8s_node_list, scontrol_node, scontrol_text
 from tests.reports import apply_reports, make_report
+from tests.workloads.factories import workload
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-MENU = ["Overview", "Servers", "Nodes", "GPUs", "Topology", "Findings", "Placement"]
+MENU = ["Overview", "Servers", "Nodes", "GPUs", "Workloads", "Topology", "Findings", "Placement"]
 MENU_PATHS = {
     "Overview": "/",
     "Servers": "/servers/",
     "Nodes": "/nodes/",
     "GPUs": "/gpus/",
+    "Workloads": "/workloads/",
     "Topology": "/topology/",
     "Findings": "/findings/",
     "Placement": "/placement/",
 }
 DEPTH = 2  # links followed from each menu page, then from the pages those reach
-PER_PAGE = 25  # links taken from one page (in page order), so a long table stays cheap
+PER_PAGE = 26  # links taken from one page (in page order), so a long table stays cheap
+# (25 and the top bar's Workloads entry: the same reach into each page's tables as before)
 # Links left out on purpose, each with its reason:
 SKIP_PATHS = (
     "/logout/",  # ends the session the crawl runs in (and is a POST form, not a link)
@@ -45,7 +49,8 @@ SKIP_QUERY = {"format"}  # ?format=csv: a download, not a page
 
 
 def crawl_fleet() -> None:
-    """Servers (one a MIG A100, one in a rack), Kubernetes and Slurm nodes, findings."""
+    """Servers (one a MIG A100, one in a rack), Kubernetes and Slurm nodes, findings, and a
+    job holding GPUs of dgx-01 (its page draws dgx-01's interconnect)."""
     servers = apply_reports(
         make_report("dgx-01"),
         make_report("dgx-02", gpus=4),
@@ -68,6 +73,8 @@ def crawl_fleet() -> None:
         raw=scontrol_text(scontrol_node("dgx-02", gres="gpu:h100:8")),
     )
     reconcile_all()
+    node = Node.objects.get(cluster__name="prod", name="dgx-01")
+    workload(node.cluster, "5679", {node: [0, 1, 2, 3]}, user="alice")
 
 
 def kind_of(url: str) -> tuple[str, frozenset[str]]:
@@ -153,6 +160,7 @@ def test_crawl_from_the_overview_meets_only_pages(signed_in):
 
     # The crawl reached the tables' links, not only the menu: a server page, filtered lists.
     assert ("/servers/<id>/", frozenset()) in seen
+    assert ("/workloads/<id>/", frozenset()) in seen
     assert any(path == "/nodes/" and query for path, query in seen)
     assert any(path == "/findings/" and query for path, query in seen)
     assert visits >= 15, sorted(seen)

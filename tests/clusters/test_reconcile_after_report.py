@@ -23,6 +23,7 @@ from inventory.services.tokens import agent_token_create
 from inventory.tasks import apply_report, sweep_pending_reports
 from tests.clusters.test_reconcile_servers import fleet, open_findings
 from tests.reports import make_report
+from workloads import tasks as workload_tasks
 
 pytestmark = pytest.mark.django_db
 
@@ -110,7 +111,12 @@ def test_reports_applied_by_the_sweep_are_followed_too(settings):
 def followed(monkeypatch, *, eager: bool, report) -> list[tuple[str, tuple, dict]]:
     """The tasks sent after one applied report, in one mode (each recorded, none run)."""
     sent: list[tuple[str, tuple, dict]] = []
-    for task in (cluster_tasks.reconcile_server, health_tasks.record_health):
+    tasks = (
+        cluster_tasks.reconcile_server,
+        health_tasks.record_health,
+        workload_tasks.record_workload_facts,
+    )
+    for task in tasks:
         monkeypatch.setattr(
             task,
             "apply_async",
@@ -138,6 +144,7 @@ def test_the_same_follow_ups_run_in_process_and_with_a_broker(monkeypatch):
     expected = [
         ("clusters.tasks.reconcile_server", (servers["dgx-01"].pk,), {"identity_changed": False}),
         ("health.tasks.record_health", (), {}),
+        ("workloads.tasks.record_workload_facts", (), {}),
     ]
     assert calls == [expected, expected]
 

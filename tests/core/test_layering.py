@@ -124,6 +124,7 @@ PURE = [
     "placement/planner.py",
     "placement/capacity.py",
     "placement/failure_domains/arithmetic.py",
+    "workloads/rules.py",
 ]
 
 

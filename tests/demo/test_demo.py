@@ -42,6 +42,11 @@ EXPECTED_OPEN = {
     ("gpu_repeated_failure", "dgx-h100-03"),  # Xid 31 again and again: a repeat offender
     ("gpu_row_remap_failure", "dgx-h100-06"),  # no spare row left
     ("unhealthy_gpu", "dgx-h100-06"),  # that GPU's counters, on a schedulable node
+    # what the GPUs say of the workloads (simulator.demo.DEMO_PROCESSES, DEMO_JOBS)
+    ("process_outside_allocation", "dgx-h100-09"),  # bob's job also runs on GPU 7
+    ("stray_gpu_process", "dgx-h100-04"),  # 30 GiB held by no workload's process
+    ("workload_on_gpu_needing_action", "job"),  # job 5681 of carol, on dgx-h100-10
+    ("workload_on_misreconciled_server", "job"),  # the same job, the same server
 }
 RESOLVED = {("gpu_fatal_xid", "dgx-h100-02")}  # a double-bit error four days ago, reset since
 
@@ -173,7 +178,7 @@ def test_one_keep_alive_beat_refreshes_the_fleet_and_changes_no_finding():
     with local_server() as url:
         beat = beat_once(url, load.plan)
 
-    assert (beat.sent, beat.snapshots, beat.unreachable, beat.refused) == (18, 3, False, False)
+    assert (beat.sent, beat.snapshots, beat.unreachable, beat.refused) == (18, 4, False, False)
     after = {s.hostname: s.last_seen for s in Server.objects.all()}
     assert set(after) == set(before)
     assert all(after[name] > before[name] and after[name] >= started for name in after)

@@ -18,7 +18,16 @@ from tests.reports import apply_reports, make_report
 
 pytestmark = pytest.mark.django_db
 
-PAGES = ["/", "/servers/", "/gpus/", "/nodes/", "/findings/", "/topology/", "/placement/"]
+PAGES = [
+    "/",
+    "/servers/",
+    "/gpus/",
+    "/nodes/",
+    "/workloads/",
+    "/findings/",
+    "/topology/",
+    "/placement/",
+]
 
 
 def fleet(count: int, offset: int = 0) -> None:

@@ -57,10 +57,10 @@ def test_the_arithmetic_stops_what_is_on_lost_servers_and_slows_spread_jobs():
     spine = workloads_hit(holdings, lost=(), degraded={1, 2, 3, 4}, local={1: "a", 2: "a", 3: "a"})
     assert names(spine) == [("4", 16, "slows")]
     assert workload_words({"scheduler_id": "5679", "user": "alice", "gpus": 16}) == (
-        "job 5679 (alice, 16 GPUs)"
+        "job 5679 of alice, 16 GPUs"
     )
     assert workload_words({"scheduler_id": "ml/t", "kind": "pods", "user": "", "gpus": 1}) == (
-        "pods ml/t (1 GPU)"
+        "pods ml/t, 1 GPU"
     )
 
 
@@ -208,7 +208,7 @@ def test_the_failure_tab_names_the_workloads_it_stops_escaped(client, django_use
     hold(workload("<b>9</b>", user="<script>x</script>"), servers["dgx-01"], [0])
     Server.objects.filter(hostname__startswith="dgx").update(rack="r1")
     page = client.get("/placement/?tab=failure&rack=r1").content.decode()
-    assert f'href="/workloads/{big.pk}/">job 5679 (alice, 16 GPUs)</a>' in page
+    assert f'href="/workloads/{big.pk}/">job 5679 of alice, 16 GPUs</a>' in page
     assert "stops" in page
     assert "<script>x</script>" not in page and "&lt;script&gt;x&lt;/script&gt;" in page
     assert "<b>9</b>" not in page

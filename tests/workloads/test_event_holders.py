@@ -62,6 +62,7 @@ def test_an_event_names_the_job_whose_allocation_covers_its_time():
         "account": "",
         "kind": "slurm_job",
         "cluster": "hpc",
+        "words": "job 5679 of alice",
     }
     assert [holder_of(e) for e in (before, at_end, other_gpu)] == [None, None, None]
     assert HealthEvent.objects.get(pk=during.pk).holder_words == "job 5679 of alice"
@@ -98,7 +99,7 @@ def test_pods_are_named_by_their_namespace():
     hold(pods, node, [0, 1], since=T0)
     ev = event(node, 1, T0 + timedelta(minutes=5))
     event_holders_name()
-    assert HealthEvent.objects.get(pk=ev.pk).holder_words == "pods ml/trainer of namespace ml"
+    assert HealthEvent.objects.get(pk=ev.pk).holder_words == "pods ml/trainer"
 
 
 def test_naming_is_one_query_per_batch_however_many_events(django_assert_num_queries):
@@ -139,7 +140,7 @@ def test_the_rule_prefers_the_gpu_row_and_the_latest_start_when_shared():
     assert index.holder_at(2, "S1", T0 + timedelta(minutes=5)) is a  # by serial
     assert index.holder_at(None, "", T0) is None
     assert holder_words(None) == ""
-    assert holder_words({"scheduler_id": "5", "kind": "slurm_job", "user": ""}) == "job 5"
+    assert holder_words({"scheduler_id": "5", "words": "job 5"}) == "job 5"
 
 
 def test_the_follow_up_names_events_after_record_health_in_both_modes(monkeypatch):

@@ -689,12 +689,17 @@ def mig_layout_figure(gpus: Sequence[Mapping[str, Any]]) -> Figure:
 
 
 def highlight_gpus(
-    figure: Figure, interconnect: Mapping[str, Any], indexes: Iterable[int]
+    figure: Figure,
+    interconnect: Mapping[str, Any],
+    indexes: Iterable[int],
+    *,
+    label: str = "chosen by placement",
 ) -> Figure:
     """Outline, on an interconnect matrix figure, the cells between the chosen GPUs.
 
-    Placement links to a server page with the GPUs it chose; this shows which pairs the job
-    would use and so which link classes it crosses. Returns a new figure; the input is kept.
+    Placement links to a server page with the GPUs it chose, and a workload's page draws the
+    GPUs it holds (`label` names which); this shows which pairs the job uses and so which
+    link classes it crosses. Returns a new figure; the input is kept.
     """
     chosen = set(indexes)
     positions = [
@@ -720,7 +725,7 @@ def highlight_gpus(
         for y in positions
         if x != y
     ]
-    marker = legend_swatch("chosen by placement", "#1f6feb", symbol="square-open")
+    marker = legend_swatch(esc(label), "#1f6feb", symbol="square-open")
     layout = {**figure["layout"], "shapes": [*figure["layout"].get("shapes", []), *shapes]}
     return {**figure, "data": [*figure["data"], marker], "layout": layout}
 

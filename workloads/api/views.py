@@ -1,14 +1,20 @@
-"""Workloads API: the snapshot endpoint's jobs listings (the rest is the clusters layer's)."""
+"""The workloads API: the workloads (read-only, filtered by the list page's own FilterSet), and
+the snapshot endpoint's jobs listings (the rest is the clusters layer's)."""
 
 from __future__ import annotations
 
 from django.db import transaction
+from rest_framework import viewsets
 from rest_framework.response import Response
 
 from clusters.api.views import SnapshotView as NodeSnapshotView
 from clusters.services import POD_FORMAT
 from core.safe_input import json_loads
 from workloads.services.intake import jobs_detect, jobs_ingest, pods_ingest
+
+from .. import selectors
+from ..filters import WorkloadFilter
+from .serializers import WorkloadSerializer
 
 
 class SnapshotView(NodeSnapshotView):
@@ -36,3 +42,17 @@ class SnapshotView(NodeSnapshotView):
             "workloads": result.to_dict(),
         }
         return Response(body, status=201)
+
+
+class WorkloadViewSet(viewsets.ReadOnlyModelViewSet):
+    """What runs on the GPUs: Slurm jobs and pod groups, the GPUs each holds per node, and
+    how well they are placed. Allocations are the ones held now, or an ended workload's last."""
+
+    serializer_class = WorkloadSerializer
+    filterset_class = WorkloadFilter
+    lookup_value_regex = "[0-9]+"
+    ordering_fields = ["id", "submitted_at", "started_at", "ended_at", "gpu_count", "node_count"]
+    ordering = ["-id"]
+
+    def get_queryset(self):
+        return selectors.workload_list()

@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from agent.mig import normalize_mig_profile
 from clusters.models import Cluster, Node
+from inventory.choices import GpuStatus
 from inventory.models import Gpu, MigDevice
 from workloads.choices import WorkloadKind, WorkloadState
 from workloads.models import Allocation, Workload
@@ -125,6 +126,16 @@ class _GpuFacts:
     uuid: str
     serial: str
     name: str
+    status: str
+
+
+def by_slot_of(gpus: Iterable[_GpuFacts]) -> dict[tuple[int, int], _GpuFacts]:
+    """The GPU at each (server, index): a scheduler's index names a GPU that is there, so a
+    lost GPU (fallen off the bus: NVML renumbered the rest) never takes its old index."""
+    slots: dict[tuple[int, int], _GpuFacts] = {}
+    for gpu in sorted(gpus, key=lambda g: g.status != GpuStatus.LOST):
+        slots[(gpu.server_id, gpu.index)] = gpu
+    return slots
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +177,7 @@ def _joins(all_nodes: dict[str, _NodeFacts], records: Iterable[WorkloadRecord]) 
         gpus += [
             _GpuFacts(**row)
             for row in Gpu.objects.filter(server_id__in=chunk).values(
-                "id", "server_id", "index", "uuid", "serial", "name"
+                "id", "server_id", "index", "uuid", "serial", "name", "status"
             )
         ]
     mig_by_uuid: dict[str, tuple[int, int]] = {}
@@ -181,12 +192,12 @@ def _joins(all_nodes: dict[str, _NodeFacts], records: Iterable[WorkloadRecord]) 
     missing = sorted({gpu_id for _, gpu_id in mig_by_uuid.values()} - set(by_id))
     for chunk in _chunks(missing):
         for gpu_row in Gpu.objects.filter(id__in=chunk).values(
-            "id", "server_id", "index", "uuid", "serial", "name"
+            "id", "server_id", "index", "uuid", "serial", "name", "status"
         ):
             by_id[gpu_row["id"]] = _GpuFacts(**gpu_row)
     return _Joins(
         nodes=nodes,
-        gpu_by_slot={(g.server_id, g.index): g for g in gpus},
+        gpu_by_slot=by_slot_of(gpus),
         gpu_by_uuid={g.uuid: g for g in gpus},
         mig_by_uuid=mig_by_uuid,
         gpu_by_id=by_id,
@@ -503,36 +514,38 @@ def allocations_join(*, cluster: Cluster | None = None) -> int:
     stale = (named & Q(gpu__isnull=True)) | moved
     # Held now, or given back within the day (a job first seen ended still names its GPUs).
     recent = Q(until__isnull=True) | Q(until__gte=timezone.now() - timedelta(days=1))
-    rows = Allocation.objects.filter(stale, recent, node__isnull=False, node__server__isnull=False)
+    query = Allocation.objects.filter(stale, recent, node__isnull=False, node__server__isnull=False)
     if cluster is not None:
-        rows = rows.filter(workload__cluster=cluster)
+        query = query.filter(workload__cluster=cluster)
     rows = list(
-        rows.select_related("node").only(
+        query.select_related("node").only(
             "id", "workload_id", "index", "uuid", "gpu_type", "node__server_id", "node__name"
         )[: BATCH * 10]
     )
     if not rows:
         return 0
-    server_ids = sorted({r.node.server_id for r in rows if r.node.server_id})
+    bound = {r.pk: r.node.server_id for r in rows if r.node is not None and r.node.server_id}
+    server_ids = sorted(set(bound.values()))
     gpus: list[_GpuFacts] = []
     for chunk in _chunks(server_ids):
         gpus += [
             _GpuFacts(**row)
             for row in Gpu.objects.filter(server_id__in=chunk).values(
-                "id", "server_id", "index", "uuid", "serial", "name"
+                "id", "server_id", "index", "uuid", "serial", "name", "status"
             )
         ]
-    by_slot = {(g.server_id, g.index): g for g in gpus}
+    by_slot = by_slot_of(gpus)
     by_uuid = {g.uuid: g for g in gpus}
     migs = dict(
         (uuid, (mig_id, gpu_id))
         for mig_id, uuid, gpu_id in MigDevice.objects.filter(
-            gpu__server_id__in=server_ids, uuid__in=[r.uuid for r in rows if r.uuid]
+            gpu__server_id__in=server_ids,
+            uuid__in=[r.uuid.split("::")[0] for r in rows if r.uuid],
         ).values_list("id", "uuid", "gpu_id")
     )
     by_id = {g.id: g for g in gpus}
     for row in rows:
-        server_id = row.node.server_id
+        server_id = bound[row.pk]
         uuid = row.uuid.split("::")[0]
         gpu: _GpuFacts | None = None
         row.mig_device_id = None

@@ -17,6 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from health.models import HealthEvent
+from workloads.describe import workload_label
 
 from ..holders import HeldSpan, HolderIndex
 from ..models import Allocation
@@ -120,6 +121,7 @@ def held_spans(
                 "account": account,
                 "kind": kind,
                 "cluster": cluster,
+                "words": workload_label(kind, sid, user),
             },
         )
         for gpu_id, serial, since, until, wid, sid, user, account, kind, cluster in rows

@@ -1,0 +1,302 @@
+"""Was each running workload placed as well as the fleet allowed? The verdict of every running
+multi-GPU workload, written to its `locality` and `verdict` (DESIGN.md, "Workloads").
+
+- `good`: it sits as close as its shape allows (one node, or all its nodes under one leaf) and
+  the fleet had no better-wired set for it.
+- `spread`: wider than one leaf, but the fleet as of its start could not have held it closer.
+- `poorly_placed`: the placement answer for its shape (its nodes × GPUs per node, its model)
+  on the fleet as of its start gives fewer switch hops, or as many with a better link within
+  a node: that set is named (`better`, `why`).
+- `unknown`: without the facts (no GPU indices, links or fabric known).
+
+The fleet as of its start: every node's GPUs free but those other workloads' allocations held
+at that moment (`since <= started_at < until`, or `until` null); the nodes' states are today's
+(a scheduler keeps no history of them). The locality itself is `workloads.locality` (pure).
+
+Cost: one read of the fleet per pass (`selectors.fleet_load` every node its own, the fabric's
+places, the allocations), never per workload; a workload whose allocations and start are
+unchanged since its last judgement (`judged_digest`) is skipped, and at most `JUDGE_LIMIT` are
+judged per pass (the rest next pass, oldest first).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from inventory.choices import link_rank
+from workloads.choices import Verdict
+from workloads.locality import HeldNode, Spread, link_words, locality_record, workload_spread
+from workloads.services.locality import workload_locality_write
+
+from .facts import Fleet, FleetNode
+from .gpu_sets import NO_PAIRS_RANK
+from .locality import NOWHERE, Place
+from .planner import ClusterPlan, Planner, plan_request
+from .selectors import (
+    AllocationRow,
+    WorkloadRow,
+    fleet_load,
+    fleet_places,
+    gpus_with_pix_nic,
+    running_workloads,
+    server_networks,
+    workload_allocations,
+)
+from .types import PlacementRequest, PlacementRequestError
+
+JUDGE_LIMIT = 200
+"""Workloads judged per pass at most: a backfill of 50,000 spreads over passes."""
+JUDGING_VERSION = "1"
+"""Part of every digest: a change to the rules judges every workload again."""
+
+
+@dataclass(frozen=True, slots=True)
+class Best:
+    """The placement answer for a workload's shape on the fleet as of its start."""
+
+    nodes: tuple[str, ...]
+    hops: int | None
+    link_rank: int
+    why: str
+
+
+def allocation_digest(started_at: Any, allocations: Iterable[AllocationRow]) -> str:
+    """What a judgement depends on of the workload itself: its start and the GPUs it holds."""
+    held = sorted(
+        (a.node_name, a.gpu_index if a.gpu_index is not None else -1, a.gpu_id or 0)
+        for a in allocations
+    )
+    text = f"{JUDGING_VERSION}|{started_at.isoformat() if started_at else ''}|{held}"
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def verdict_of(spread: Spread, best: Best | None) -> tuple[str, str, list[str]]:
+    """(verdict, why in words, the better node set) of a workload's spread against the best
+    the fleet had for its shape at its start (None: not known, or nothing fitted then)."""
+    multi = spread.nodes > 1
+    if multi and spread.switch_hops is None:
+        return Verdict.UNKNOWN, "the fabric of its nodes is not known", []
+    if spread.gpus > spread.nodes and spread.within_node is None and not spread.within_known:
+        return Verdict.UNKNOWN, "the links between its GPUs are not known", []
+    actual_rank = link_rank(spread.within_node) if spread.within_node else NO_PAIRS_RANK
+    if best is not None and best.hops is not None:
+        closer = best.hops < (spread.switch_hops or 0)
+        wired = best.hops == spread.switch_hops and best.link_rank < actual_rank
+        if closer or wired:
+            names = list(best.nodes)
+            return (
+                Verdict.POORLY_PLACED,
+                f"at its start {', '.join(names)} were free: {best.why}",
+                names,
+            )
+    if (spread.switch_hops or 0) <= 1:
+        return Verdict.GOOD, "", []
+    return Verdict.SPREAD, "the fleet had no closer set free at its start", []
+
+
+def fleet_then(
+    nodes: Sequence[FleetNode],
+    history: Sequence[AllocationRow],
+    moment: Any,
+    *,
+    exclude: int,
+) -> list[FleetNode]:
+    """The nodes as of `moment`: each node's busy GPUs are those other workloads held then."""
+    busy: dict[int, set[int]] = defaultdict(set)
+    counted: dict[int, int] = defaultdict(int)
+    for a in history:
+        if a.workload_id == exclude or a.node_id is None:
+            continue
+        if a.since > moment or (a.until is not None and a.until <= moment):
+            continue
+        if a.gpu_index is None:
+            counted[a.node_id] += 1
+        else:
+            busy[a.node_id].add(a.gpu_index)
+    return [
+        replace(
+            n,
+            busy_indexes=None if counted.get(n.id) else set(busy.get(n.id, ())),
+            whole_used=len(busy.get(n.id, ())) + counted.get(n.id, 0),
+            shared_busy=set(),
+            shared_used=0,
+        )
+        for n in nodes
+    ]
+
+
+def best_for(
+    fleet: Fleet, nodes: list[FleetNode], cluster: str, per_node: list[int], models: Sequence[str]
+) -> Best | None:
+    """The placement answer for the shape (its nodes × GPUs per node, its one model) on
+    `nodes` (the fleet as of a start); None when it is uneven or nothing fits."""
+    if not per_node or len(set(per_node)) != 1:
+        return None
+    request = PlacementRequest(
+        cluster=cluster,
+        nodes=len(per_node),
+        gpus_per_node=per_node[0],
+        model=models[0] if len(models) == 1 else None,
+        mix_models=len(models) > 1,
+    )
+    then = Fleet(
+        nodes=nodes,
+        classes=fleet.classes,
+        pairs=fleet.pairs,
+        places=fleet.places,
+        _sets=fleet._sets,
+    )
+    try:
+        plans: list[ClusterPlan] = plan_request(Planner(then), request)
+    except PlacementRequestError:
+        return None
+    plan = next((p for p in plans if p.fits), None)
+    if plan is None:
+        return None
+    chosen = plan.chosen
+    worst = max((o.rank.link_rank for o in chosen), default=NO_PAIRS_RANK)
+    if len(chosen) == 1:
+        option = chosen[0]
+        link = option.gpu_set.link_class if option.gpu_set else None
+        gpus = ", ".join(str(g.index) for g in option.gpu_set.gpus) if option.gpu_set else ""
+        which = f"GPUs {gpus}" if gpus else f"{option.m} GPUs"
+        words = f"{option.node.name} had {which} free {link_words(link) or 'together'}"
+        return Best((option.node.name,), 0, worst, words)
+    locality = plan.locality
+    return Best(
+        tuple(o.node.name for o in chosen),
+        locality.hops if locality else None,
+        worst,
+        locality.why if locality else "",
+    )
+
+
+def held_nodes(
+    allocations: Sequence[AllocationRow],
+    fleet: Fleet,
+    pix: dict[int, set[int]],
+    gbps: dict[int, float],
+    rails: dict[int, set[int]],
+) -> list[HeldNode]:
+    """A workload's allocations as plain facts per node, for `workloads.locality`."""
+    by_node: dict[str, list[AllocationRow]] = defaultdict(list)
+    for a in allocations:
+        by_node[a.node_name].append(a)
+    found = []
+    for name, rows in sorted(by_node.items()):
+        server = next((a.server_id for a in rows if a.server_id is not None), None)
+        ids = {a.gpu_index: a.gpu_id for a in rows if a.gpu_index is not None}
+
+        def pair(a: int, b: int, server: int | None = server, ids: dict = ids) -> str | None:
+            if server is None or ids.get(a) is None or ids.get(b) is None:
+                return None
+            return fleet.pair_class(server, ids[a], ids[b])
+
+        nic = pix.get(server) if server is not None else None
+        place: Place = fleet.places.get(server, NOWHERE) if server is not None else NOWHERE
+        found.append(
+            HeldNode(
+                name=name,
+                gpus=tuple(sorted(i for i in ids)),
+                pair_class=pair,
+                nic_at_pix=None
+                if nic is None
+                else frozenset(i for i, g in ids.items() if g in nic),
+                place=place,
+                nic_gbps=gbps.get(server) if server is not None else None,
+                rails=frozenset(rails.get(server, ())) if server is not None else frozenset(),
+                models=tuple(sorted({a.model for a in rows if a.model})),
+            )
+        )
+    return found
+
+
+def _as_wired_as_can_be(spread: Spread, servers: set[int | None], fleet: Fleet) -> bool:
+    """Under one leaf (or on one node) on servers whose GPU pairs are all of one known class:
+    no placement of its shape has fewer hops or a better link (most workloads, judged without
+    planning them again)."""
+    if (spread.switch_hops is None and spread.nodes > 1) or (spread.switch_hops or 0) > 1:
+        return False
+    if None in servers:
+        return False
+    for server in servers:
+        uniform, link = fleet.uniform_class(server)
+        if not uniform or link is None:
+            return False
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeResult:
+    running: int
+    judged: int
+    skipped: int
+
+
+def judge_workloads(*, limit: int = JUDGE_LIMIT, force: bool = False) -> JudgeResult:
+    """Judge the running multi-GPU workloads whose GPUs or start changed since their last
+    judgement (all with `force`), and write their locality and verdict. Two queries when none
+    changed; else a fixed number more, whatever the fleet (`selectors`)."""
+    workloads = running_workloads()
+    current: dict[int, list[AllocationRow]] = defaultdict(list)
+    for a in workload_allocations():
+        if a.until is None:
+            current[a.workload_id].append(a)
+    due: list[tuple[WorkloadRow, list[AllocationRow], str]] = []
+    for w in workloads:
+        held = current.get(w.id, [])
+        digest = allocation_digest(w.started_at, held)
+        if force or digest != w.judged_digest:
+            due.append((w, held, digest))
+    skipped = len(workloads) - len(due)
+    due = due[:limit]
+    if not due:
+        return JudgeResult(len(workloads), 0, skipped)
+    starts = [w.started_at for w, _, _ in due if w.started_at is not None]
+    history = workload_allocations(since_before=min(starts)) if starts else []
+    places = fleet_places()
+    fleet = fleet_load(places=places, with_held=False, twins=False)
+    fleet.places = places
+    servers = {a.server_id for _, held, _ in due for a in held if a.server_id is not None}
+    pix = gpus_with_pix_nic(servers)
+    gbps, rails = server_networks(servers)
+    by_cluster: dict[str, list[FleetNode]] = defaultdict(list)
+    for node in fleet.nodes:
+        by_cluster[node.cluster].append(node)
+    rows = []
+    for w, held, digest in due:
+        nodes = held_nodes(held, fleet, pix, gbps, rails)
+        if not nodes or any(not n.gpus for n in nodes):
+            spread = workload_spread(nodes)
+            record = locality_record(
+                spread,
+                [len(n.gpus) for n in nodes],
+                verdict=Verdict.UNKNOWN,
+                because="the GPUs it holds are not known by index",
+                digest=digest,
+            )
+            rows.append((w.id, record))
+            continue
+        spread = workload_spread(nodes)
+        per_node = [len(n.gpus) for n in nodes]
+        best = None
+        if _as_wired_as_can_be(spread, {a.server_id for a in held}, fleet):
+            pass  # no set of its shape does better: the planner is not asked
+        elif w.started_at is not None:
+            then = fleet_then(by_cluster.get(w.cluster, []), history, w.started_at, exclude=w.id)
+            best = best_for(fleet, then, w.cluster, per_node, spread.models or tuple(w.gpu_models))
+        verdict, because, better = verdict_of(spread, best)
+        rows.append(
+            (
+                w.id,
+                locality_record(
+                    spread, per_node, verdict=verdict, because=because, better=better, digest=digest
+                ),
+            )
+        )
+    workload_locality_write(rows=rows)
+    return JudgeResult(len(workloads), len(rows), skipped)
