@@ -743,6 +743,14 @@ def run(
         )
 
     if parser is not None:
+        from placement.tasks import judge_workloads
+
+        # What follows each listing judges the workloads whose GPUs changed since their
+        # last judgement; the direct applies above were never judged: judge them all first.
+        start = time.perf_counter()
+        judged = judge_workloads()
+        figures["judge_all"] = time.perf_counter() - start
+        say(f"  placement verdicts, first judgement: {judged:,} in {figures['judge_all']:.1f} s")
         now += 30
         listing.churn(max(1, int(len(listing.jobs) * churn)), now)
         body = listing.raw(now)
