@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from inventory.models import Gpu
 from tests.workloads.fleet import STARTED, job, listing, slurm_fleet
 from workloads.models import Allocation, Workload
 from workloads.records import WorkloadFormatError
-from workloads.services.apply import workloads_apply
+from workloads.services.apply import record_digest, workloads_apply
 
 pytestmark = pytest.mark.django_db
 
@@ -140,6 +144,30 @@ def test_a_listing_costs_a_fixed_number_of_queries(hpc, django_assert_max_num_qu
     with django_assert_max_num_queries(16) as large:
         workloads_apply(cluster=hpc, snapshot=many)
     assert len(large.captured_queries) == len(small.captured_queries)
+
+
+def test_the_digest_is_the_records_canonical_json():
+    """The fast digest hashes the very bytes `dataclasses.asdict` gave (stored digests hold)."""
+    record = job("5679", ("gpu-01", (0, 1)), ("gpu-02", (2,)), requested={"tres": ["gpu=3"]})
+    canonical = json.dumps(record.to_dict(), sort_keys=True, default=str, separators=(",", ":"))
+    assert record_digest(record) == hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def test_an_unchanged_listing_reads_no_gpu_rows(hpc):
+    snapshot = listing(job("5679", ("gpu-01", (0, 1))), job("5680", ("gpu-02", (0,))))
+    workloads_apply(cluster=hpc, snapshot=snapshot)
+    with CaptureQueriesContext(connection) as ctx:
+        again = workloads_apply(cluster=hpc, snapshot=snapshot)
+    assert again.unchanged == 2
+    assert not [q for q in ctx.captured_queries if "inventory_gpu" in q["sql"]]
+
+
+def test_a_job_ended_without_its_nodes_keeps_its_gpu_models(hpc):
+    workloads_apply(cluster=hpc, snapshot=listing(job("5679", ("gpu-01", (0, 1)))))
+    workloads_apply(cluster=hpc, snapshot=listing(job("5679", state="completed"), complete=False))
+    workload = Workload.objects.get(scheduler_id="5679")
+    assert (workload.state, workload.gpu_models) == ("completed", ["NVIDIA H100 80GB HBM3"])
+    assert _held("5679") == []
 
 
 def test_a_job_first_seen_ended_leaves_its_gpus_as_history(hpc):
