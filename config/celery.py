@@ -24,11 +24,13 @@ a snapshot is applied (pushed,  clusters.tasks.reconcile (coalesced)        snap
 pulled, imported, by a worker)                                              commit
 a cluster's nodes are pulled    workloads.tasks.sync_cluster_workloads      `after_task`
                                 (slurmrestd /jobs, or the pod list)         here
-a jobs listing (or pod list)    workloads.tasks.after_listing (coalesced),  jobs_ingest, on
-is applied                      then the placement verdicts                 commit; here
+a jobs listing (or pod list)    workloads.tasks.after_listing (coalesced):  jobs_ingest, on
+is applied                      the workloads findings, the events' holders commit
+running workloads move          placement.tasks.judge_workloads: how well   beat (120 s): a
+                                each is placed                              pass reads the
+                                                                            whole fleet
 a reconcile changed something   workloads.tasks.join_allocations (then the  `after_task`
-                                workloads findings and, when it joined      here
-                                any, the placement verdicts)
+                                workloads findings)                         here
 a person binds/unbinds a node   clusters.tasks.reconcile (coalesced)        node_bind, on
                                                                             commit
 a fabric snapshot, name map or  fabric.tasks.sync_fabric_findings           fabric.services,
@@ -76,8 +78,6 @@ applied report is newer than its facts)."""
 APPLY_REPORT = "inventory.tasks.apply_report"
 SYNC_CLUSTER = "clusters.tasks.sync_cluster"
 RECONCILE = "clusters.tasks.reconcile"
-AFTER_LISTING = "workloads.tasks.after_listing"
-JOIN_ALLOCATIONS = "workloads.tasks.join_allocations"
 RECORD_HEALTH = "health.tasks.record_health"
 
 
@@ -93,8 +93,7 @@ def after_task(sender: Any = None, result: Any = None, **_: Any) -> None:
         after_health(result)
     elif sender.name == SYNC_CLUSTER and result == "ok":
         after_cluster_sync(sender.request.args or ())
-    elif sender.name == AFTER_LISTING or (sender.name == JOIN_ALLOCATIONS and result):
-        after_listing()
+
     elif sender.name == RECONCILE and result != "unchanged":
         after_reconcile()
 
@@ -114,14 +113,6 @@ def after_cluster_sync(args: tuple[Any, ...] | list[Any]) -> None:
 
     if args:
         enqueue(sync_cluster_workloads, args[0])
-
-
-def after_listing() -> None:
-    """Workloads changed: placement judges how well the running ones are placed."""
-    from core.tasks import enqueue
-    from placement.tasks import judge_workloads
-
-    enqueue(judge_workloads)
 
 
 def after_health(recorded: int) -> None:

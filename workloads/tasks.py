@@ -28,8 +28,8 @@ def workloads_changed() -> None:
 def after_listing() -> str:
     """What follows an applied listing inside this layer: the workloads findings (the
     processes reported before their job was listed join it first), and health events
-    recorded before their job was listed named; the placement verdicts follow it
-    (config/celery.py)."""
+    recorded before their job was listed named. The placement verdicts follow on beat's
+    clock (a pass reads the whole fleet: too much to run after every listing)."""
     workload_findings_refresh()
     event_holders_name()
     return "ok"
@@ -46,8 +46,7 @@ def sync_cluster_workloads(cluster_id: int) -> str:
 @shared_task(acks_late=True, time_limit=300, soft_time_limit=280, **retry_policy())
 def join_allocations() -> int:
     """After a reconcile (nodes bound or rebound): join the GPUs of allocations applied
-    before their nodes were bound, then judge the workloads findings again; the placement
-    verdicts follow (config/celery.py)."""
+    before their nodes were bound, then judge the workloads findings again."""
     from workloads.services.apply import allocations_join
 
     joined = allocations_join()
