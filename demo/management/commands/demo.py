@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from findings.models import Finding
 from simulator.keepalive import spawn
+from workloads.choices import WorkloadState
+from workloads.models import Workload
 
 from ...services import demo_load
 
@@ -40,19 +43,25 @@ class Command(BaseCommand):
             if result.outcome != "sent":
                 self.stderr.write(f"{result.hostname}: {result.outcome}: {result.error}")
         for snapshot, answer in zip(load.plan.snapshots, load.snapshots, strict=True):
-            self.stdout.write(
-                f"snapshot {snapshot.cluster}: {answer.get('format')}, {answer.get('nodes')} nodes"
+            counts = answer.get("workloads")
+            what = (
+                f"{counts['workloads']} workloads"
+                if isinstance(counts, dict) and answer.get("nodes") is None
+                else f"{answer.get('nodes')} nodes"
             )
+            self.stdout.write(f"snapshot {snapshot.cluster}: {answer.get('format')}, {what}")
         if load.fabric is not None:
             self.stdout.write(
                 f"fabric {load.fabric.fabric}: {load.fabric.switches} switches, "
                 f"{load.fabric.adapters} adapters, {load.fabric.unbound} unbound"
             )
         done = load.reconciled
+        running = Workload.objects.filter(state=WorkloadState.RUNNING).count()
         self.stdout.write(
             self.style.SUCCESS(
                 f"demo: {load.sent} servers reported, {done.nodes} nodes, {done.bound} bound, "
-                f"{done.findings_open} open findings"
+                f"{running} workloads running, "
+                f"{Finding.objects.filter(resolved_at__isnull=True).count()} open findings"
             )
         )
         if keep_alive:
