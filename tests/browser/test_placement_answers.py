@@ -1,5 +1,5 @@
 """One answer on every page (issue 23 §2), clicked from the overview to Placement and asked
-through its form on the demo fleet, at 1440 and 390 px: the 16-GPU Slurm job keeps to one GPU
+through its form on the demo fleet, at 1440 and 390 px: the 3-GPU Slurm job keeps to one GPU
 model until "mix GPU models" is ticked; an 8-GPU node's alternatives never name the server
 with the lost GPU the answer blocks, and following one answers as it said and as the API does;
 a MIG request by slices (`1g`) from the fleet's profiles, and one a cluster lacks saying where
@@ -78,18 +78,19 @@ def test_placement_gives_one_answer_from_the_form_and_its_alternatives(signed_in
     values = [offered.nth(i).get_attribute("value") for i in range(offered.count())]
     assert values[0] == "1g" and "1g.10gb" in values and "4g.40gb" in values
 
-    # 16 GPUs for Slurm: no one model holds them, and the answer says mixing would
-    _ask(page, scheduler="slurm", gpus="16")
+    # 3 GPUs for Slurm (the demo's jobs leave 2 H100s and 1 A100 free): no one model holds
+    # them, and the answer says mixing would
+    _ask(page, scheduler="slurm", gpus="3")
     answer = page.inner_text("#placement-answer")
     assert "does not fit" in answer and "fits only by mixing GPU models" in answer
     assert not page.locator("input[name=mix_models]").is_checked()
     _shots(watched, "16-one-model", width)
     # ticking the box changes the request: it fits, mixing, and says what that costs
-    _ask(page, scheduler="slurm", gpus="16", mix_models="true")
+    _ask(page, scheduler="slurm", gpus="3", mix_models="true")
     assert page.locator("input[name=mix_models]").is_checked()
     assert "slowest GPU's pace" in page.inner_text("#placement-cost")
-    mixed = placement_find(scheduler="slurm", gpus=16, mix_models=True)
-    assert mixed.fits and _nodes(page) == [n.node for n in mixed.nodes] and len(mixed.nodes) == 4
+    mixed = placement_find(scheduler="slurm", gpus=3, mix_models=True)
+    assert mixed.fits and _nodes(page) == [n.node for n in mixed.nodes] and len(mixed.nodes) == 2
     assert page.evaluate(OVERFLOWS) == []
     _shots(watched, "16-mixed", width)
 
