@@ -16,9 +16,7 @@ class EnrollRequestSerializer(serializers.Serializer):
     hostname = serializers.CharField(max_length=253)
     system_uuid = serializers.CharField(max_length=64, required=False, allow_blank=True)
     machine_id = serializers.CharField(max_length=64, required=False, allow_blank=True)
-    kubernetes_node_name = serializers.CharField(
-        max_length=253, required=False, allow_blank=True
-    )
+    kubernetes_node_name = serializers.CharField(max_length=253, required=False, allow_blank=True)
     slurm_node_name = serializers.CharField(max_length=253, required=False, allow_blank=True)
 
 

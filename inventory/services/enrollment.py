@@ -118,7 +118,7 @@ def enrollment_token_revoke(*, token: EnrollmentToken) -> None:
 
 
 def enrollment_token_state(token: EnrollmentToken, now: datetime | None = None) -> str:
-    """"active", "revoked", "expired" or "spent" (the first that applies, in that order)."""
+    """ "active", "revoked", "expired" or "spent" (the first that applies, in that order)."""
     now = now or timezone.now()
     if token.revoked_at is not None:
         return "revoked"
