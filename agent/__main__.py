@@ -536,7 +536,6 @@ def obtain_token(
         except ValueError as exc:
             raise BadInput(str(exc)) from exc
     state_dir = getattr(args, "state_dir", None)
-    key = enrollment_key(args)
     if not state_dir:
         raise BadInput("give --token-file, or --state-dir with an enrollment token to enroll")
     stored = Path(state_dir) / AGENT_TOKEN_FILE
@@ -545,6 +544,7 @@ def obtain_token(
             return read_token(stored)
         except ValueError as exc:
             raise BadInput(str(exc)) from exc
+    key = enrollment_key(args)
     if key is None:
         raise BadInput(
             f"{stored} does not exist: give --enroll-token-file or ${ENV_ENROLLMENT_TOKEN} "
@@ -588,9 +588,11 @@ def cmd_push(
         token = obtain_token(args, make_report, stop)
     except TransientError as exc:
         return fail(EXIT_UNREACHABLE, f"enrollment failed: {exc}")
-    configure_logging(
-        logging.INFO if args.interval else logging.WARNING, token, enrollment_key(args) or ""
-    )
+    try:  # redact the enrollment token too, where one was given (a kept token needs none)
+        known = enrollment_key(args) or ""
+    except BadInput:
+        known = ""
+    configure_logging(logging.INFO if args.interval else logging.WARNING, token, known)
     try:
         transport = Transport(
             args.url, token, ca_bundle=args.ca_bundle, insecure=args.insecure, timeout=args.timeout

@@ -141,7 +141,7 @@ class AgentTokenAdmin(admin.ModelAdmin):
 
 class EnrollmentInline(admin.TabularInline):
     model = Enrollment
-    fields = ["hostname", "server", "identity", "remote_addr", "replaced_token", "enrolled_at"]
+    fields = ("hostname", "server", "identity", "remote_addr", "replaced_token", "enrolled_at")
     readonly_fields = fields
     extra = 0
     can_delete = False

@@ -46,7 +46,9 @@ class EnrollmentSerializer(serializers.ModelSerializer):
 class EnrollmentTokenSerializer(serializers.ModelSerializer):
     """A token as listed: its uses, expiry and state, never its key."""
 
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by: serializers.SlugRelatedField = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
     state = serializers.SerializerMethodField()
     enrollments = EnrollmentSerializer(many=True, read_only=True)
 

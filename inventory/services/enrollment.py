@@ -144,8 +144,8 @@ def agent_enroll(
     host = identity.host()
     claimed = server_identity(host)
     with transaction.atomic():
-        token = EnrollmentToken.objects.select_for_update().filter(key_hash=token_digest(key))
-        token = token.first()
+        locked = EnrollmentToken.objects.select_for_update().filter(key_hash=token_digest(key))
+        token = locked.first()
         if token is None:
             raise EnrollmentRefused(401, UNKNOWN)
         now = timezone.now()
