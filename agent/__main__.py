@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import random
 import signal
 import sys
@@ -21,6 +22,14 @@ from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
 from . import __version__
+from .enroll import (
+    AGENT_TOKEN_FILE,
+    ENV_ENROLLMENT_TOKEN,
+    EnrollmentRefused,
+    enroll,
+    enrollment_identity,
+    store_agent_token,
+)
 from .host import SysHost
 from .transport import (
     DeliveryError,
@@ -28,6 +37,7 @@ from .transport import (
     RedactingFilter,
     Sender,
     Spool,
+    TransientError,
     Transport,
     read_token,
 )
@@ -168,7 +178,7 @@ def add_collect_and_push(
 
 def add_push_options(push: argparse.ArgumentParser) -> None:
     """The backend and the push loop's options: --url, --token-file, --interval, --spool, ..."""
-    add_backend_options(push)
+    add_backend_options(push, enrollment=True)
     push.add_argument(
         "--interval",
         type=float,
@@ -200,15 +210,30 @@ def add_push_options(push: argparse.ArgumentParser) -> None:
     )
 
 
-def add_backend_options(parser: argparse.ArgumentParser) -> None:
+def add_backend_options(parser: argparse.ArgumentParser, *, enrollment: bool = False) -> None:
+    """--url, --token-file, TLS; with `enrollment`, --enroll-token-file and --state-dir as
+    the other way to the agent token (then --token-file is optional)."""
     group = parser.add_argument_group("backend")
     group.add_argument("--url", required=True, help="the backend, e.g. https://atlas.example.com")
     group.add_argument(
         "--token-file",
-        required=True,
+        required=not enrollment,
         metavar="FILE",
-        help="file holding the agent token",
+        help="file holding the agent token"
+        + (" (or enroll: --enroll-token-file and --state-dir)" if enrollment else ""),
     )
+    if enrollment:
+        group.add_argument(
+            "--enroll-token-file",
+            metavar="FILE",
+            help="file holding the fleet's enrollment token (default: $ATLAS_ENROLLMENT_TOKEN), "
+            "traded once for this server's agent token, kept in --state-dir",
+        )
+        group.add_argument(
+            "--state-dir",
+            metavar="DIR",
+            help="where the enrolled agent token is kept (DIR/agent-token, mode 0600)",
+        )
     group.add_argument("--ca-bundle", metavar="FILE", help="CA certificates to verify TLS with")
     group.add_argument(
         "--insecure",
@@ -486,16 +511,88 @@ def configure_logging(level: int, *secrets: str) -> None:
     root.setLevel(level)
 
 
+def enrollment_key(args: argparse.Namespace) -> str | None:
+    """The enrollment token to trade, when push has no --token-file: --enroll-token-file,
+    else $ATLAS_ENROLLMENT_TOKEN; None when neither is given (nor needed)."""
+    if getattr(args, "enroll_token_file", None):
+        try:
+            return read_token(args.enroll_token_file)
+        except ValueError as exc:
+            raise BadInput(str(exc)) from exc
+    return os.environ.get(ENV_ENROLLMENT_TOKEN, "").strip() or None
+
+
+def obtain_token(
+    args: argparse.Namespace,
+    make_report: Callable[[], dict[str, Any]],
+    stop: threading.Event,
+) -> str:
+    """The agent token: --token-file's, else the one enrolled in --state-dir, else enroll now
+    with this server's identity and keep the token there. A refused enrollment is BadInput
+    (exit 2): retrying cannot fix a spent, expired, revoked or wrong token."""
+    if args.token_file:
+        try:
+            return read_token(args.token_file)
+        except ValueError as exc:
+            raise BadInput(str(exc)) from exc
+    state_dir = getattr(args, "state_dir", None)
+    if not state_dir:
+        raise BadInput("give --token-file, or --state-dir with an enrollment token to enroll")
+    stored = Path(state_dir) / AGENT_TOKEN_FILE
+    if stored.exists():
+        try:
+            return read_token(stored)
+        except ValueError as exc:
+            raise BadInput(str(exc)) from exc
+    key = enrollment_key(args)
+    if key is None:
+        raise BadInput(
+            f"{stored} does not exist: give --enroll-token-file or ${ENV_ENROLLMENT_TOKEN} "
+            "to enroll"
+        )
+    configure_logging(logging.INFO if args.interval else logging.WARNING, key)
+    identity = enrollment_identity(make_report())
+    try:
+        token = enroll(
+            args.url,
+            key,
+            identity,
+            attempts=None if args.interval else max(0, args.retries) + 1,
+            wait=stop.wait,
+            ca_bundle=args.ca_bundle,
+            insecure=args.insecure,
+            timeout=args.timeout,
+        )
+    except EnrollmentRefused as exc:
+        raise BadInput(str(exc)) from None
+    except (ValueError, OSError) as exc:  # a bad URL, an unreadable CA bundle
+        raise BadInput(str(exc)) from exc
+    try:
+        store_agent_token(state_dir, token)
+    except OSError as exc:
+        raise BadInput(f"cannot keep the agent token in {state_dir}: {exc.strerror}") from exc
+    logger.info("enrolled; agent token kept in %s", stored)
+    return token
+
+
 def cmd_push(
     args: argparse.Namespace, sources: Callable[[argparse.Namespace], Sources] = agent_sources
 ) -> int:
-    try:
-        token = read_token(args.token_file)
-    except ValueError as exc:
-        raise BadInput(str(exc)) from exc
-    configure_logging(logging.INFO if args.interval else logging.WARNING, token)
     if args.interval is not None and args.interval <= 0:
         raise BadInput("--interval must be positive")
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    make_report, events = sources(args)
+    try:
+        token = obtain_token(args, make_report, stop)
+    except TransientError as exc:
+        return fail(EXIT_UNREACHABLE, f"enrollment failed: {exc}")
+    try:  # redact the enrollment token too, where one was given (a kept token needs none)
+        known = enrollment_key(args) or ""
+    except BadInput:
+        known = ""
+    configure_logging(logging.INFO if args.interval else logging.WARNING, token, known)
     try:
         transport = Transport(
             args.url, token, ca_bundle=args.ca_bundle, insecure=args.insecure, timeout=args.timeout
@@ -505,11 +602,7 @@ def cmd_push(
     if args.insecure:
         logger.warning("TLS verification is off (--insecure): use only for testing")
     spool = Spool(args.spool, args.spool_max) if args.spool else None
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
     sender = Sender(transport, spool, attempts=max(0, args.retries) + 1, wait=stop.wait)
-    make_report, events = sources(args)
 
     while True:
         report = with_events(make_report(), events)

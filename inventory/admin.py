@@ -5,6 +5,8 @@ from django.contrib import admin, messages
 from .models import (
     AgentToken,
     ChangeEvent,
+    Enrollment,
+    EnrollmentToken,
     Gpu,
     HardwareProfile,
     MigDevice,
@@ -20,6 +22,7 @@ from .services import (
     user_token_create,
     user_token_revoke,
 )
+from .services.enrollment import enrollment_token_create, enrollment_token_revoke
 from .services.tokens import agent_token_revoke
 
 
@@ -134,6 +137,70 @@ class AgentTokenAdmin(admin.ModelAdmin):
     def revoke(self, request, queryset):
         for token in queryset:
             agent_token_revoke(token=token)
+
+
+class EnrollmentInline(admin.TabularInline):
+    model = Enrollment
+    fields = ("hostname", "server", "identity", "remote_addr", "replaced_token", "enrolled_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(EnrollmentToken)
+class EnrollmentTokenAdmin(admin.ModelAdmin):
+    """Enrollment tokens: the key is shown once, on creation; only its digest is kept (and
+    never shown). Uses are counted by enrollments, never edited."""
+
+    list_display = ["name", "prefix", "uses", "uses_allowed", "expires_at", "revoked_at"]
+    list_filter = ["revoked_at", "allow_reenroll"]
+    search_fields = ["name", "prefix"]
+    fields = [
+        "name",
+        "prefix",
+        "uses_allowed",
+        "uses",
+        "expires_at",
+        "allow_reenroll",
+        "created_by",
+        "created_at",
+        "revoked_at",
+    ]
+    readonly_fields = ["prefix", "uses", "created_by", "created_at", "revoked_at"]
+    inlines = [EnrollmentInline]
+    actions = ["revoke"]
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return self.readonly_fields
+        return [*self.readonly_fields, "name", "uses_allowed", "expires_at", "allow_reenroll"]
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return super().save_model(request, obj, form, change)
+        token, key = enrollment_token_create(
+            name=obj.name,
+            uses=obj.uses_allowed,
+            expires_in=None,
+            allow_reenroll=obj.allow_reenroll,
+            created_by=request.user,
+        )
+        if obj.expires_at is not None:
+            EnrollmentToken.objects.filter(pk=token.pk).update(expires_at=obj.expires_at)
+        obj.pk = token.pk
+        _show_key_once(request, f"Enrollment token {obj.name or token.pk}", key)
+
+    def save_formset(self, request, form, formset, change):
+        if change:  # the enrollments are read-only; a new token has none to save
+            super().save_formset(request, form, formset, change)
+
+    @admin.action(description="Revoke")
+    def revoke(self, request, queryset):
+        for token in queryset:
+            enrollment_token_revoke(token=token)
 
 
 @admin.register(UserToken)

@@ -499,6 +499,76 @@ class UserToken(models.Model):
         return f"{self.name or 'API token'} of {self.user} ({self.prefix}…)"
 
 
+class EnrollmentToken(models.Model):
+    """A secret many agents present once each to get their own agent token (fleet installs).
+
+    Stored as a SHA-256 like every token; it never posts a report. It is spent after
+    `uses_allowed` enrollments, refused after `expires_at` or once revoked.
+    `allow_reenroll` lets it replace a server's live agent token (a reinstalled server).
+    """
+
+    name = models.CharField(max_length=200, blank=True, default="", help_text="what it is for")
+    key_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=12, help_text="first characters, to recognise a token")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="enrollment_tokens",
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="empty: never expires")
+    uses_allowed = models.PositiveIntegerField(default=1, help_text="enrollments it may make")
+    uses = models.PositiveIntegerField(default=0, help_text="enrollments made")
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    allow_reenroll = models.BooleanField(
+        default=False,
+        help_text="may replace the live agent token of a server already enrolled (reinstalls)",
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(uses__lte=models.F("uses_allowed")),
+                name="enrollment_token_uses_within_allowed",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name or 'enrollment token'} ({self.prefix}…)"
+
+
+class Enrollment(models.Model):
+    """One use of an enrollment token: who enrolled, as which server, with which agent token."""
+
+    token = models.ForeignKey(EnrollmentToken, on_delete=models.CASCADE, related_name="enrollments")
+    server = models.ForeignKey(
+        Server, null=True, blank=True, on_delete=models.SET_NULL, related_name="enrollments"
+    )
+    agent_token = models.ForeignKey(
+        AgentToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="enrollments"
+    )
+    identity = models.CharField(max_length=300, help_text="the server identity it enrolled as")
+    hostname = models.CharField(max_length=253)
+    system_uuid = models.CharField(max_length=64, blank=True, default="")
+    machine_id = models.CharField(max_length=64, blank=True, default="")
+    kubernetes_node_name = models.CharField(max_length=253, blank=True, default="")
+    slurm_node_name = models.CharField(max_length=253, blank=True, default="")
+    remote_addr = models.GenericIPAddressField(null=True, blank=True)
+    replaced_token = models.BooleanField(
+        default=False, help_text="a re-enrollment: the server's previous agent token was revoked"
+    )
+    enrolled_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-enrolled_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.hostname} enrolled {self.enrolled_at:%Y-%m-%d %H:%M}"
+
+
 class Report(models.Model):
     """A raw agent report as received; applied to the inventory by `report_apply`."""
 

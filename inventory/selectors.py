@@ -28,7 +28,18 @@ from core.palette import CRITICAL, INFO, OK, WARNING
 
 from .choices import GpuStatus, ServerState
 from .health import problem_q
-from .models import ChangeEvent, Disk, Gpu, HardwareProfile, Link, MigDevice, Nic, Server
+from .models import (
+    ChangeEvent,
+    Disk,
+    Enrollment,
+    EnrollmentToken,
+    Gpu,
+    HardwareProfile,
+    Link,
+    MigDevice,
+    Nic,
+    Server,
+)
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
@@ -401,3 +412,10 @@ def nic_search(value: str, *, limit: int) -> tuple[list[Nic], int]:
         .order_by("server__hostname", "name", "pk")
     )
     return list(found[:limit]), found.count()
+
+
+def enrollment_token_list() -> QuerySet[EnrollmentToken]:
+    """Enrollment tokens with who made them and their enrollments: three queries a page."""
+    return EnrollmentToken.objects.select_related("created_by").prefetch_related(
+        Prefetch("enrollments", queryset=Enrollment.objects.order_by("-enrolled_at", "-id"))
+    )

@@ -1,6 +1,14 @@
 """Writes and side effects of the inventory layer. Views, tasks and commands call these."""
 
 from .apply import ApplyResult, report_apply
+from .enrollment import (
+    EnrollmentIdentity,
+    EnrollmentRefused,
+    agent_enroll,
+    enrollment_token_create,
+    enrollment_token_revoke,
+    parse_duration,
+)
 from .ingest import (
     DigestRejected,
     ReceiveResult,
@@ -27,15 +35,21 @@ __all__ = [
     "AgentTokenState",
     "ApplyResult",
     "DigestRejected",
+    "EnrollmentIdentity",
+    "EnrollmentRefused",
     "ReceiveResult",
     "ReportRejected",
+    "agent_enroll",
     "agent_token_authenticate",
     "agent_token_create",
     "agent_token_state",
     "agent_token_unbind",
+    "enrollment_token_create",
+    "enrollment_token_revoke",
     "heartbeat_by_digest",
     "heartbeat_receive",
     "parse_digest",
+    "parse_duration",
     "report_apply",
     "report_prune",
     "report_receive",

@@ -38,7 +38,11 @@ def test_unit_starts_the_agent_with_options_it_knows():
     values = {"${ATLAS_URL}": "https://atlas.example.com", "$ATLAS_AGENT_ARGS": "--insecure"}
     args = build_parser().parse_args([values.get(a, a) for a in argv[1:]])
     assert args.interval == 300 and args.spool.startswith(settings["ReadWritePaths"])
-    assert args.token_file == "/etc/cluster-atlas/token"
+    # one enrollment secret for the fleet; the agent token it gets kept in a state directory
+    assert args.token_file is None
+    assert args.enroll_token_file == "/etc/cluster-atlas/enroll-token"
+    assert args.state_dir == "/var/lib/cluster-atlas"
+    assert "cluster-atlas" in settings["StateDirectory"].split()  # writable under strict
     assert settings["KillSignal"] == "SIGTERM"
     assert set(settings["RestartPreventExitStatus"].split()) == {str(EXIT_USAGE), str(EXIT_REFUSED)}
 
