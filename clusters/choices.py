@@ -25,6 +25,7 @@ class SnapshotStatus(models.TextChoices):
 
 class BindingMethod(models.TextChoices):
     NONE = "", "Unbound"
+    DECLARED = "declared", "declared by the agent"
     SYSTEM_UUID = "system_uuid", "SMBIOS system UUID"
     MACHINE_ID = "machine_id", "machine-id"
     FQDN = "fqdn", "FQDN"

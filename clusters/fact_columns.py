@@ -23,6 +23,8 @@ SERVER_COLUMNS = (
     "nvml_error",
     "rack",
     "rack_position",
+    "declared_kubernetes_node",
+    "declared_slurm_node",
 )
 """The Server columns `ServerFacts` takes, in its field order (`hardware_profile_id` is its
 `profile_id`)."""
@@ -57,5 +59,15 @@ NODE_COLUMNS = (
 """The Node columns `NodeFacts` is made of, in its field order (`resources` becomes
 `shared_gpus`)."""
 
-IDENTITY_COLUMNS = ("hostname", "fqdn", "system_uuid", "machine_id", "addresses")
-"""The Server columns binding reads (`clusters.reconcile._index`), besides the id."""
+IDENTITY_COLUMNS = (
+    "hostname",
+    "fqdn",
+    "system_uuid",
+    "machine_id",
+    "addresses",
+    "declared_kubernetes_node",
+    "declared_slurm_node",
+)
+"""The Server columns binding reads (`clusters.reconcile._index`, `_declared`), besides the id:
+a declaration that changes may move any node (and `node_declared_twice` compares them across
+the fleet), so it is identity, and a change judges everything."""

@@ -58,6 +58,7 @@ from .models import Cluster, Node, ReconcileState
 from .parsers.records import GresRecord
 from .rules.cluster import SKEW_NAMES_MOST, skew_findings
 from .rules.counts import SHARED_GPU_RESOURCE
+from .rules.declared import clusters_by_name, declared_index, declared_server, node_key
 from .rules.registry import (
     LOCATION_RULES,
     NODE_FINDING_TYPES,
@@ -118,17 +119,24 @@ def reconcile_all(*, now=None, force: bool = False) -> ReconcileResult:
         changed = changes(stale_before=stale_before, offline_before=offline_before)
         clusters = dict(Cluster.objects.values_list("id", "name"))
         judged_globals = globals_now(clusters)
-        if (
+        whole = (
             force
             or changed.identities
             or judged_globals != state.judged_globals
             or len(changed.servers) + len(changed.nodes) + len(changed.vanished) > CHANGES_MOST
-        ):
+        )
+        judged = None
+        if not whole and changed:
+            judged = _judge_changes(result, changed, clusters, now)
+            # None: a changed node is one a server declares; binding it reads every cluster.
+            whole = judged is None
+            result.full = whole
+        if whole:
             bindings, moved, versions = _judge_all(result, clusters, now)
             facts = changed.nodes | judged_facts([i for i in moved if i not in changed.nodes])
             nodes = {i: (f, *bindings[i]) for i, f in facts.items() if i in bindings}
-        elif changed:
-            nodes, versions = _judge_changes(result, changed, clusters, now)
+        elif judged is not None:
+            nodes, versions = judged
         else:
             nodes, versions = {}, {}
             result.full = False
@@ -179,7 +187,7 @@ def _judge_all(
 
 def _judge_changes(
     result: ReconcileResult, changed: Changes, clusters: dict[int, str], now
-) -> tuple[dict[int, tuple[str, int | None, str]], dict[int, str]]:
+) -> tuple[dict[int, tuple[str, int | None, str]], dict[int, str]] | None:
     """Bind the changed nodes again, and judge the servers whose facts or nodes changed (with
     their hosts, VMs and the servers claiming their GPUs) and the changed nodes, by the rules
     that read no more than that; then the clusters' driver versions, from one aggregate query,
@@ -188,13 +196,24 @@ def _judge_changes(
 
     No server identity changed (else the whole fleet is judged), so the other nodes' bindings
     and the findings comparing identities across the fleet stand. Returns the changed nodes'
-    digests and bindings and the changed servers' `versions_of`, to store."""
+    digests and bindings and the changed servers' `versions_of`, to store; or None, having
+    written nothing, when a changed node's name is one a server declares, or a node vanished
+    while a server declares any (it may have shared a declared name): whether a declaration
+    binds reads every cluster's names, and `declared_node_conflict` every server's."""
     result.full = False
     nodes = _load_nodes(clusters, node_ids=list(changed.nodes))
     ambiguous: dict[int, frozenset[int]] = {}
     if nodes:
-        nodes, moved, ambiguous = _bind(nodes, _load_identities(), now)
+        identities = _load_identities()
+        declared = declared_index(identities.values())
+        if any(node_key(n.kind, n.name) in declared for n in nodes):
+            return None
+        if changed.vanished and declared:
+            return None
+        nodes, moved, ambiguous = _bind(nodes, identities, now)
         result.bindings_changed = len(moved)
+    elif changed.vanished and _anything_declared():
+        return None
     node_ids = set(changed.nodes) | set(changed.vanished)
     server_ids = set(changed.servers) | {s for s in changed.left.values() if s}
     server_ids |= {n.server_id for n in nodes if n.server_id}
@@ -242,6 +261,15 @@ def _judge_changes(
         if n.cluster_id not in gone
     }
     return bindings, versions
+
+
+def _anything_declared() -> bool:
+    """Whether any server declares a scheduler node: one query."""
+    return (
+        Server.objects.exclude(declared_kubernetes_node="", declared_slurm_node="")
+        .order_by()
+        .exists()
+    )
 
 
 def _ages(now) -> tuple[Any, Any]:
@@ -628,6 +656,8 @@ class ServerIdentity(NamedTuple):
     system_uuid: str | None
     machine_id: str | None
     addresses: tuple[str, ...]
+    declared_kubernetes_node: str
+    declared_slurm_node: str
 
 
 def _load_identities() -> dict[int, ServerIdentity]:
@@ -856,9 +886,15 @@ def _is_ip(value: str) -> bool:
 def _bind(
     nodes: list[NodeFacts], servers: Mapping[int, ServerIdentity | ServerFacts], now
 ) -> tuple[list[NodeFacts], dict[int, tuple[int | None, str]], dict[int, frozenset[int]]]:
-    """Each node with its server set; a manual binding always wins. Returns the bound nodes,
-    the bindings that changed (written here) and the nodes whose identity is ambiguous."""
+    """Each node with its server set: a manual binding always wins, then the server that
+    declares it is the node (`rules.declared.declared_server`), then its identity
+    (`binding_for`). Returns the bound nodes, the bindings that changed (written here) and the
+    nodes whose identity is ambiguous. `nodes` are all of them when a server declares any
+    node `_bind` is given (`_judge_changes` judges everything then): whether a declared name is
+    one cluster's alone reads every cluster."""
     index = _index(servers.values())
+    declared = declared_index(servers.values())
+    named = clusters_by_name(nodes) if declared else Counter()
     ambiguous: dict[int, frozenset[int]] = {}
     changed: list[tuple[int, int | None, str, Any]] = []
     bound = []
@@ -867,6 +903,11 @@ def _bind(
             bound.append(node)
             continue
         found, method = binding_for(node, index)
+        if declared:
+            key = node_key(node.kind, node.name)
+            by_declaration = declared_server(node, declared, named[key], found)
+            if by_declaration is not None:
+                found, method = (by_declaration,), BindingMethod.DECLARED
         server_id = found[0] if len(found) == 1 else None
         if len(found) > 1:
             ambiguous[node.id] = frozenset(found)

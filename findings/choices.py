@@ -76,6 +76,16 @@ class FindingType(models.TextChoices):
         "IP address on several servers",
     )
     RACK_UNITS_OVERLAP = "rack_units_overlap", Family.RECONCILIATION, "Servers overlap in a rack"
+    NODE_DECLARED_TWICE = (
+        "node_declared_twice",
+        Family.RECONCILIATION,
+        "Scheduler node declared by two servers",
+    )
+    DECLARED_NODE_CONFLICT = (
+        "declared_node_conflict",
+        Family.RECONCILIATION,
+        "Declared node bound by hand to another server",
+    )
 
     # GPU health: events and counters of one GPU, slot or server (health/rules.py).
     GPU_FATAL_XID = "gpu_fatal_xid", Family.HEALTH, "Fatal Xid on a GPU"

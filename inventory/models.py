@@ -50,6 +50,18 @@ class Server(models.Model):
     hostname = models.CharField(max_length=253, db_index=True)
     fqdn = models.CharField(max_length=253, blank=True, default="")
     addresses = models.JSONField(default=list, blank=True)
+    declared_kubernetes_node = models.CharField(
+        max_length=253,
+        blank=True,
+        default="",
+        help_text="the Kubernetes node its agent says it is (spec.nodeName); binds that node first",
+    )
+    declared_slurm_node = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        help_text="the Slurm node its agent says it is (slurmd -C); binds that node first",
+    )
 
     vendor = models.CharField(max_length=128, blank=True, default="")
     product = models.CharField(max_length=128, blank=True, default="")

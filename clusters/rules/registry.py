@@ -13,6 +13,7 @@ from findings.facts import FindingFact
 
 from .cluster import driver_skew
 from .counts import gpu_count_mismatch, mig_mismatch
+from .declared import declared_node_conflict, node_declared_twice
 from .hardware import below_profile, gpu_model_mismatch, gpu_not_in_nvml, mig_pending_reboot
 from .identity import (
     ambiguous_nodes,
@@ -54,13 +55,15 @@ FLEET_RULES: tuple[Rule, ...] = (
     node_without_server,
     duplicate_identity,
     driver_skew,
+    node_declared_twice,
+    declared_node_conflict,
     *LOCATION_RULES,
 )
 """Rules that compare across the fleet or a cluster: judged whole when a pass judges
 everything; a pass of changes judges their per-node parts (`NODE_RULES`,
 `SERVER_NODES_RULES`), recounts driver skew, and judges `LOCATION_RULES` again."""
 
-NODE_RULES: tuple[Rule, ...] = (node_without_server, ambiguous_nodes)
+NODE_RULES: tuple[Rule, ...] = (node_without_server, ambiguous_nodes, declared_node_conflict)
 """The findings about a node that read only the node, its binding and the servers its identity
 matched (`node:<id>` subjects): a full pass re-judges them for the nodes that changed."""
 
@@ -72,8 +75,12 @@ hostnames) reads only server identities, and `driver_skew` reads a cluster's ver
 
 RULES: tuple[Rule, ...] = (*FLEET_RULES, *SERVER_RULES)
 
-NODE_FINDING_TYPES = frozenset({node_without_server.__name__, duplicate_identity.__name__})
-"""The finding types of `NODE_RULES` (`ambiguous_nodes` is part of `duplicate_identity`)."""
+NODE_FINDING_TYPES = frozenset(
+    {node_without_server.__name__, duplicate_identity.__name__, declared_node_conflict.__name__}
+)
+"""The finding types of `NODE_RULES` (`ambiguous_nodes` is part of `duplicate_identity`). A
+pass of changes judges `declared_node_conflict` only for nodes no server declares (a changed
+node some server declares judges the whole fleet), so it reads no server it lacks."""
 
 SERVER_FINDING_TYPES = frozenset(rule.__name__ for rule in SERVER_RULES)
 """The finding types of `SERVER_RULES` (each rule is named for its type; a test holds it)."""

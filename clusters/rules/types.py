@@ -96,6 +96,8 @@ class ServerFacts:
     names of its GPUs, `mig_profiles` its MIG devices by normalised profile, `unhealthy` its
     unhealthy GPUs by UUID with their reasons (`inventory.health`, the one rule). `rack` and
     `rack_position` (the lowest unit it takes) are where people say it stands.
+    `declared_kubernetes_node` and `declared_slurm_node` are the nodes its agent says it is
+    (empty: none declared).
     """
 
     id: int
@@ -116,6 +118,8 @@ class ServerFacts:
     nvml_error: str = ""
     rack: str = ""
     rack_position: int | None = None
+    declared_kubernetes_node: str = ""
+    declared_slurm_node: str = ""
     gpus: int = 0
     mig_gpus: int = 0
     mig_pending: int = 0

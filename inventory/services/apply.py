@@ -185,6 +185,8 @@ def _apply_host(
         server.system_uuid,
         server.machine_id,
         sorted(server.addresses or []),
+        server.declared_kubernetes_node,
+        server.declared_slurm_node,
     )
 
     def put(name: str, value: Any) -> None:
@@ -197,6 +199,9 @@ def _apply_host(
     put("addresses", list(host.get("addresses") or []))
     for name in SERVER_STRING_FIELDS:
         put(name, _text(host.get(name)))
+    # What the agent says it is to its schedulers; a full report without one stops declaring.
+    put("declared_kubernetes_node", _text(host.get("kubernetes_node_name")))
+    put("declared_slurm_node", _text(host.get("slurm_node_name")))
     old_memory = server.memory_total_bytes
     for name in SERVER_NUMBER_FIELDS:
         put(name, host.get(name))
@@ -246,6 +251,8 @@ def _apply_host(
         server.system_uuid,
         server.machine_id,
         sorted(server.addresses),
+        server.declared_kubernetes_node,
+        server.declared_slurm_node,
     )
     return created or before_names != after_names
 
