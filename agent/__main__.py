@@ -96,10 +96,40 @@ def _source_options(parser: argparse.ArgumentParser) -> None:
         "marked partial, so the backend marks nothing lost",
     )
     group.add_argument("--root", default="/", help=argparse.SUPPRESS)  # a fake tree, for tests
+    add_scheduler_node_options(group)
     add_workload_options(group)
     add_kernel_log_options(group)
     group.add_argument(
         "--no-kernel-log", action="store_true", help="do not read this machine's kernel log"
+    )
+
+
+def _node_name(valid: Callable[[str], bool], what: str) -> Callable[[str], str]:
+    def parse(value: str) -> str:
+        value = value.strip()
+        if not valid(value):
+            raise argparse.ArgumentTypeError(f"{value!r} is not a {what} node name")
+        return value
+
+    return parse
+
+
+def add_scheduler_node_options(group: argparse._ArgumentGroup) -> None:
+    """The scheduler nodes this server says it is (`agent.sources.scheduler_node`)."""
+    from .sources.scheduler_node import valid_kubernetes_name, valid_slurm_name
+
+    group.add_argument(
+        "--kubernetes-node-name",
+        metavar="NAME",
+        type=_node_name(valid_kubernetes_name, "Kubernetes"),
+        help="the Kubernetes node this server is (default: $NODE_NAME or "
+        "$KUBERNETES_NODE_NAME, which the DaemonSet sets from spec.nodeName)",
+    )
+    group.add_argument(
+        "--slurm-node-name",
+        metavar="NAME",
+        type=_node_name(valid_slurm_name, "Slurm"),
+        help="the Slurm node this server is (default: what `slurmd -C` says, when installed)",
     )
 
 
@@ -378,7 +408,39 @@ def saved_kernel_log(args: argparse.Namespace) -> EventSource | None:
 def agent_sources(args: argparse.Namespace) -> Sources:
     """This server's report source (saved files or live NVML) and its GPU events."""
     events = event_source(args)
-    return with_workloads(report_source(args), args), events
+    return with_scheduler_nodes(with_workloads(report_source(args), args), args), events
+
+
+def with_scheduler_nodes(
+    make_report: Callable[[], dict[str, Any]], args: argparse.Namespace
+) -> Callable[[], dict[str, Any]]:
+    """The report source, with the scheduler nodes this server declares in its `host`.
+
+    The environment and `slurmd` are asked only when the report describes this machine (not
+    another server's saved files, nor a fake root): theirs would be this machine's names."""
+    import os
+
+    from .sources.scheduler_node import scheduler_nodes, slurmd_node_name
+
+    here = args.root == "/" and not (saved_sources(args) and args.hostname)
+    kubernetes = getattr(args, "kubernetes_node_name", None)
+    slurm = getattr(args, "slurm_node_name", None)
+
+    def make() -> dict[str, Any]:
+        report = make_report()
+        found = scheduler_nodes(
+            kubernetes=kubernetes,
+            slurm=slurm,
+            env=os.environ if here else None,
+            ask_slurmd=slurmd_node_name if here else None,
+        )
+        report["host"].update(found.names)
+        if found.warnings:
+            # Ours first: the schema keeps 256 warnings at most.
+            report["warnings"] = [*found.warnings, *report.get("warnings", [])][:256]
+        return report
+
+    return make
 
 
 def proc_root(args: argparse.Namespace) -> Path | None:
