@@ -42,4 +42,6 @@ def test_server_rules_and_fleet_rules_split_the_registry():
         "driver_skew",
         "ip_address_duplicate",
         "rack_units_overlap",
+        "node_declared_twice",
+        "declared_node_conflict",
     }
