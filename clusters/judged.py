@@ -9,8 +9,9 @@ PostgreSQL), so the rows that did not change never reach Python.
 
 What the digests cover:
 
-- a server's identity, what binding reads (`IDENTITY_COLUMNS`): one that changed, came or went
-  may move any node, and the pass judges everything;
+- a server's identity, what binding reads (`IDENTITY_COLUMNS`, the scheduler nodes its agent
+  declares among them): one that changed, came or went may move any node, and the pass judges
+  everything;
 - a server's facts: the rest of the Server columns `ServerFacts` takes (its rack and position
   among them), its age as the rules see it (fresh, live, else the time it last reported), its
   GPUs (status, name, MIG modes, health fields), its MIG devices, the GPUs it claims with

@@ -24,7 +24,11 @@ def test_a_declaration_is_indexed_by_kind_and_lower_case_name():
             server(3),
         ]
     )
-    assert index == {("kubernetes", "gpu-a"): (1,), ("slurm", "n001"): (1,), ("slurm", "gpu-a"): (2,)}
+    assert index == {
+        ("kubernetes", "gpu-a"): (1,),
+        ("slurm", "n001"): (1,),
+        ("slurm", "gpu-a"): (2,),
+    }
 
 
 def test_one_server_declaring_a_name_one_cluster_holds_binds_it():
