@@ -184,3 +184,14 @@ def test_a_declared_node_arriving_later_is_bound_by_the_incremental_pass_as_by_a
     judged_like_a_forced_pass()
     assert bindings()["prod", K8S[0]] == (None, BindingMethod.NONE)
     assert bindings()["lab", K8S[0]] == (None, BindingMethod.NONE)
+
+
+def test_the_node_page_and_api_say_the_node_was_declared_by_the_agent(client, user):
+    apply_reports(declaring("dgx-01", K8S[0]))
+    snapshots(k8s=(K8S[0],), slurm=())
+    reconcile_all()
+    node = Node.objects.get(name=K8S[0])
+    client.force_login(user)
+    assert "declared by the agent" in client.get(f"/nodes/{node.pk}/").content.decode()
+    (listed,) = client.get("/api/v1/nodes/?cluster=prod").json()["results"]
+    assert listed["binding_method"] == BindingMethod.DECLARED

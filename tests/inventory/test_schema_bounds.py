@@ -35,6 +35,8 @@ SOURCES: dict[type[models.Model], tuple[tuple[str, ...], dict[str, tuple[str, ..
             "hypervisor": ("host", "virtualization", "hypervisor"),
             "last_report_partial": ("partial",),
             "last_report_partial_reason": ("partial_reason",),
+            "declared_kubernetes_node": ("host", "kubernetes_node_name"),
+            "declared_slurm_node": ("host", "slurm_node_name"),
         },
         {
             "id",
