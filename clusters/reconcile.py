@@ -27,7 +27,7 @@ from django.conf import settings
 from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
 from django.db.models import Count, Exists, F, JSONField, Min, OuterRef, Q, QuerySet, Window
-from django.db.models.functions import RowNumber
+from django.db.models.functions import Lower, RowNumber
 from django.utils import timezone
 
 from agent.mig import normalize_mig_profile
@@ -196,21 +196,26 @@ def _judge_changes(
 
     No server identity changed (else the whole fleet is judged), so the other nodes' bindings
     and the findings comparing identities across the fleet stand. Returns the changed nodes'
-    digests and bindings and the changed servers' `versions_of`, to store; or None, having
-    written nothing, when a changed node's name is one a server declares, or a node vanished
-    while a server declares any (it may have shared a declared name): whether a declaration
-    binds reads every cluster's names, and `declared_node_conflict` every server's."""
+    digests and bindings and the changed servers' `versions_of`, to store.
+
+    Or None, having written nothing, when a changed node's declared name is held in more than
+    one cluster, or a node vanished while a server declares any: whether a declaration binds
+    reads the names of every cluster, and nodes not loaded here may bind otherwise now."""
     result.full = False
     nodes = _load_nodes(clusters, node_ids=list(changed.nodes))
     ambiguous: dict[int, frozenset[int]] = {}
+    declaring: set[int] = set()
     if nodes:
         identities = _load_identities()
         declared = declared_index(identities.values())
-        if any(node_key(n.kind, n.name) in declared for n in nodes):
-            return None
         if changed.vanished and declared:
             return None
-        nodes, moved, ambiguous = _bind(nodes, identities, now)
+        keys = {node_key(n.kind, n.name) for n in nodes} & declared.keys()
+        named = _clusters_named(keys) if keys else Counter()
+        if any(count > 1 for count in named.values()):
+            return None
+        declaring = {i for key in keys for i in declared[key]}
+        nodes, moved, ambiguous = _bind(nodes, identities, now, named=named)
         result.bindings_changed = len(moved)
     elif changed.vanished and _anything_declared():
         return None
@@ -219,7 +224,9 @@ def _judge_changes(
     server_ids |= {n.server_id for n in nodes if n.server_id}
     server_ids |= _claimants_of(changed.servers)
     judged = _with_hosts_and_vms(server_ids)
-    also = {i for found in ambiguous.values() for i in found}
+    # The servers a node's identity matched, and those declaring it (`declared_node_conflict`
+    # names them), are read beside the judged ones.
+    also = {i for found in ambiguous.values() for i in found} | declaring
     fleet = _server_fleet(judged, clusters, now, nodes=nodes, also=also, ambiguous=ambiguous)
     servers = fleet.servers
     result.judged_servers, result.judged_nodes = len(judged & servers.keys()), len(node_ids)
@@ -261,6 +268,20 @@ def _judge_changes(
         if n.cluster_id not in gone
     }
     return bindings, versions
+
+
+def _clusters_named(keys: Collection[tuple[str, str]]) -> Counter[tuple[str, str]]:
+    """How many clusters hold a live node of each (kind, lower-case name): one query."""
+    names = {name for _, name in keys}
+    rows = (
+        Node.objects.filter(gone_at__isnull=True)
+        .annotate(lower_name=Lower("name"))
+        .filter(lower_name__in=names)
+        .order_by()
+        .values_list("kind", "lower_name", "cluster_id")
+        .distinct()
+    )
+    return Counter((kind, name) for kind, name, _ in rows if (kind, name) in keys)
 
 
 def _anything_declared() -> bool:
@@ -884,17 +905,21 @@ def _is_ip(value: str) -> bool:
 
 
 def _bind(
-    nodes: list[NodeFacts], servers: Mapping[int, ServerIdentity | ServerFacts], now
+    nodes: list[NodeFacts],
+    servers: Mapping[int, ServerIdentity | ServerFacts],
+    now,
+    *,
+    named: Counter[tuple[str, str]] | None = None,
 ) -> tuple[list[NodeFacts], dict[int, tuple[int | None, str]], dict[int, frozenset[int]]]:
     """Each node with its server set: a manual binding always wins, then the server that
     declares it is the node (`rules.declared.declared_server`), then its identity
     (`binding_for`). Returns the bound nodes, the bindings that changed (written here) and the
-    nodes whose identity is ambiguous. `nodes` are all of them when a server declares any
-    node `_bind` is given (`_judge_changes` judges everything then): whether a declared name is
-    one cluster's alone reads every cluster."""
+    nodes whose identity is ambiguous. `named` counts the clusters holding each declared name
+    (`_clusters_named`); without it, `nodes` are every node and are counted."""
     index = _index(servers.values())
     declared = declared_index(servers.values())
-    named = clusters_by_name(nodes) if declared else Counter()
+    if named is None:
+        named = clusters_by_name(nodes) if declared else Counter()
     ambiguous: dict[int, frozenset[int]] = {}
     changed: list[tuple[int, int | None, str, Any]] = []
     bound = []

@@ -117,7 +117,7 @@ def test_a_binding_by_hand_wins_and_a_contradicting_declaration_is_a_finding():
     judged_like_a_forced_pass()
     node = Node.objects.get(name=K8S[0])
     node_bind(node=node, server=servers["dgx-02"])
-    judged_like_a_forced_pass()
+    assert not judged_like_a_forced_pass().full
     assert bindings()["prod", K8S[0]] == ("dgx-02", BindingMethod.MANUAL)
     (conflict,) = open_findings(FindingType.DECLARED_NODE_CONFLICT)
     assert conflict.node_id == node.id and conflict.server_id == servers["dgx-01"].id
@@ -173,15 +173,26 @@ def test_a_name_in_two_clusters_binds_only_where_the_nodes_identity_agrees():
 
 def test_a_declared_node_arriving_later_is_bound_by_the_incremental_pass_as_by_a_full_one():
     apply_reports(declaring("dgx-01", K8S[0]), make_report("dgx-02"))
-    snapshots(k8s=())
+    snapshots(k8s=(K8S[1],))
+    lab = (k8s_node("lab-1", address="192.0.2.10"),)
+    snapshot_ingest(cluster_name="lab", raw=k8s_node_list(*lab))
     judged_like_a_forced_pass()
-    snapshots(k8s=(K8S[0],), slurm=())
-    judged_like_a_forced_pass()
+    snapshots(k8s=K8S, slurm=())
+    assert not judged_like_a_forced_pass().full
+    assert bindings()["prod", K8S[0]] == ("dgx-01", BindingMethod.DECLARED)
+    # The node changes: judged alone, still bound as declared.
+    nodes = k8s_node(K8S[0], address="192.0.2.9", allocatable=6)
+    snapshot_ingest(
+        cluster_name="prod", raw=k8s_node_list(nodes, k8s_node(K8S[1], address="192.0.2.9"))
+    )
+    result = judged_like_a_forced_pass()
+    assert (result.full, result.judged_nodes) == (False, 1)
     assert bindings()["prod", K8S[0]] == ("dgx-01", BindingMethod.DECLARED)
     # The same name in a second cluster, whose node matches nothing: neither cluster's
     # declaration is certain, and the first node has no other identity: both unbound.
-    snapshot_ingest(cluster_name="lab", raw=k8s_node_list(k8s_node(K8S[0], address="192.0.2.9")))
-    judged_like_a_forced_pass()
+    twin = k8s_node(K8S[0], address="192.0.2.9")
+    snapshot_ingest(cluster_name="lab", raw=k8s_node_list(*lab, twin))
+    assert judged_like_a_forced_pass().full  # the other cluster's node may bind otherwise now
     assert bindings()["prod", K8S[0]] == (None, BindingMethod.NONE)
     assert bindings()["lab", K8S[0]] == (None, BindingMethod.NONE)
 
