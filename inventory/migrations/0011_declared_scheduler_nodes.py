@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('inventory', '0009_placement_shape_help_text'),
+        ('inventory', '0010_enrollment_tokens'),
     ]
 
     operations = [
