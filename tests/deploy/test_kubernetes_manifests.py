@@ -338,3 +338,17 @@ def test_network_policy_admits_the_web_port_and_lets_out_dns_database_broker(
     }
     assert {("UDP", 53), ("TCP", 53), ("TCP", 5432), ("TCP", 6379)} <= egress
     assert all("Egress" in p["spec"]["policyTypes"] for p in on_web if p["spec"].get("egress"))
+
+
+def test_the_daemonsets_command_line_is_one_the_agent_takes(objs: list[Obj]) -> None:
+    """The DaemonSet's args parse with the agent's own parser (the flags exist, with values),
+    `$(NODE_NAME)` standing for what the Downward API gives."""
+    from agent.__main__ import build_parser
+
+    daemonset = next(o for o in objs if o["kind"] == "DaemonSet")
+    agent = pod_spec(daemonset)["containers"][0]
+    assert agent["command"][-2:] == ["-m", "agent"]
+    args = [a.replace("$(NODE_NAME)", "gpu-node-7") for a in agent["args"]]
+    parsed = build_parser().parse_args(args)
+    assert parsed.kubernetes_node_name == "gpu-node-7"
+    assert parsed.enroll_token_file and parsed.state_dir == "/var/lib/cluster-atlas"
