@@ -38,7 +38,11 @@ mirror="$(debian_mirror)"
 mirror="${mirror:-http://deb.debian.org/debian}"
 security="${ATLAS_DEBIAN_SECURITY_MIRROR:-${mirror%/debian}/debian-security}"
 suite=bookworm
-base="localhost/cluster-atlas-base:$SOURCE_DATE_EPOCH"
+# The base changes only with this script: its time is that of the last commit that changed it,
+# so that other commits reuse it (ATLAS_IMAGE_REBUILD_BASE=1 rebuilds it all the same).
+base_epoch="$(git log -1 --format=%ct HEAD -- "$here/build.sh")"
+base_epoch="${base_epoch:-$SOURCE_DATE_EPOCH}"
+base="localhost/cluster-atlas-base:$base_epoch"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/atlas-image.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
@@ -83,6 +87,8 @@ build_base() {
     return
   fi
   echo "build: Debian $suite root file system from $mirror"
+  local SOURCE_DATE_EPOCH="$base_epoch"
+  export SOURCE_DATE_EPOCH
   mkdir -p "$work/base"
   # No documentation, manual pages or translations: they are a third of minbase.
   # shellcheck disable=SC2016 # the hooks' "$1" is mmdebstrap's, expanded by its shell
@@ -100,7 +106,6 @@ build_base() {
     "deb $mirror $suite main" "deb $mirror $suite-updates main" "deb $security $suite-security main"
   printf 'FROM scratch\nADD rootfs.tar /\nCMD ["/bin/bash"]\n' >"$work/base/Containerfile"
   podman_ build --quiet --timestamp "$SOURCE_DATE_EPOCH" --layers=false \
-    --label org.opencontainers.image.created="$created" \
     -t "$base" -f "$work/base/Containerfile" "$work/base" >/dev/null
   rm -f "$work/base/rootfs.tar"
 }
