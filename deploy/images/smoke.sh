@@ -70,7 +70,7 @@ ENV
 
 run_args=(--network=host --init --env-file "$work/env"
   --ulimit nofile=20000:20000 --ulimit nproc=32768:32768)
-once() { timeout 120 podman_ run --rm "${run_args[@]}" "$backend" "$@"; }
+once() { timeout 120 podman --runtime runc run --rm "${run_args[@]}" "$backend" "$@"; }
 # Waits up to $1 seconds for the command after it; fails with the message in $2.
 wait_for() {
   local seconds="$1" what="$2"
@@ -95,8 +95,8 @@ wait_for 90 "/readyz never answered 200" curl -fsS "$url/readyz"
 curl -fsS "$url/healthz" | grep -q '"ok"' || fail "/healthz"
 say "readyz: $(curl -fsS "$url/readyz")"
 
-code="$(curl -s -o /dev/null -w '%{http_code}' "$url/api/v1/")"
-[[ $code == 401 ]] || fail "/api/v1/ unauthenticated answered $code, not 401"
+code="$(curl -s -o /dev/null -w '%{http_code}' "$url/api/v1/servers/")"
+[[ $code == 401 ]] || fail "/api/v1/servers/ unauthenticated answered $code, not 401"
 curl -fsS "$url/login/" >"$work/login.html" || fail "the dashboard's login page"
 grep -qi '<form' "$work/login.html" || fail "the dashboard's login page has no form"
 css="$(grep -oE '/static/[^"]+\.css' "$work/login.html" | head -n1)"
@@ -106,7 +106,7 @@ curl -fsS -o /dev/null "$url$css" || fail "the collected static file $css is not
 say "staff user and API token; agent token"
 DJANGO_SUPERUSER_PASSWORD="$(python3 -c 'import secrets; print(secrets.token_urlsafe(16))')"
 export DJANGO_SUPERUSER_PASSWORD
-timeout 120 podman_ run --rm "${run_args[@]}" -e DJANGO_SUPERUSER_PASSWORD "$backend" \
+timeout 120 podman --runtime runc run --rm "${run_args[@]}" -e DJANGO_SUPERUSER_PASSWORD "$backend" \
   createsuperuser --no-input --username smoke --email smoke@example.org >/dev/null ||
   fail "createsuperuser"
 api_token="$(once createapitoken smoke --name smoke | awk '{print $NF}')"
@@ -118,10 +118,10 @@ once createagenttoken "$hostname_" | awk '{print $NF}' >"$work/token"
 [[ -s $work/token ]] || fail "createagenttoken printed no token"
 chmod 0644 "$work/token"
 api() { curl -fsS -H "Authorization: Token $api_token" "$url/api/v1/$1"; }
-api "" >/dev/null || fail "/api/v1/ with a staff token"
+api "servers/" >/dev/null || fail "/api/v1/servers/ with a staff token"
 
 say "agent image: push $sample as $hostname_"
-timeout 120 podman_ run --rm --network=host --init \
+timeout 120 podman --runtime runc run --rm --network=host --init \
   --ulimit nofile=20000:20000 --ulimit nproc=32768:32768 \
   -v "$PWD/tests/fixtures/samples:/samples:ro" -v "$work/token:/run/atlas/token:ro" \
   "$agent" push --url "$url" --token-file /run/atlas/token \
