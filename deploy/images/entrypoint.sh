@@ -7,7 +7,7 @@
 #   ATLAS_WORKER_CONCURRENCY (4).
 #   web | worker | beat | migrate | <any manage.py command> [its arguments...]
 set -eu
-cd /opt/cluster-atlas
+if [ -d /opt/cluster-atlas ]; then cd /opt/cluster-atlas; fi
 
 command="${1:-web}"
 [ "$#" -gt 0 ] && shift
