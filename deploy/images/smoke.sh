@@ -2,9 +2,9 @@
 # make image-test: runs the images built by `make image` against this machine's PostgreSQL
 # and Redis, end to end. The backend image migrates a scratch database, serves /readyz, the
 # API and the dashboard's login page (web), applies a report (worker) and fires periodic tasks
-# (beat); the agent image reads saved nvidia-smi output and pushes its report, and the server
-# appears in the API. Every wait is bounded; the containers and the scratch database go
-# whatever happens. Environment: ATLAS_SMOKE_PG (postgres://postgres@127.0.0.1:5432),
+# (beat); the agent image reads saved nvidia-smi output and pushes its report, once with an
+# agent token and once enrolling with an enrollment token, and each server appears in the API.
+# Every wait is bounded; the containers and the scratch database go whatever happens. Environment: ATLAS_SMOKE_PG (postgres://postgres@127.0.0.1:5432),
 # ATLAS_SMOKE_REDIS_URL (redis://127.0.0.1:6379/9), ATLAS_SMOKE_TAG (latest).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -111,31 +111,49 @@ timeout 120 podman --runtime runc run --rm "${run_args[@]}" -e DJANGO_SUPERUSER_
   fail "createsuperuser"
 api_token="$(once createapitoken smoke --name smoke | awk '{print $NF}')"
 [[ -n $api_token ]] || fail "createapitoken printed no token"
-if once help 2>/dev/null | grep -qw createenrollmenttoken; then
-  say "note: createenrollmenttoken exists: the agent still uses an agent token here"
-fi
 once createagenttoken "$hostname_" | awk '{print $NF}' >"$work/token"
 [[ -s $work/token ]] || fail "createagenttoken printed no token"
-chmod 0644 "$work/token"
+once createenrollmenttoken --uses 1 --expires 30m --name smoke | awk '{print $NF}' >"$work/enroll"
+[[ -s $work/enroll ]] || fail "createenrollmenttoken printed no token"
+chmod 0644 "$work/token" "$work/enroll"
+mkdir -p "$work/state"
+chown 10001:10001 "$work/state" # the agent image's user keeps its enrolled token here
 api() { curl -fsS -H "Authorization: Token $api_token" "$url/api/v1/$1"; }
 api "servers/" >/dev/null || fail "/api/v1/servers/ with a staff token"
 
-say "agent image: push $sample as $hostname_"
-timeout 120 podman --runtime runc run --rm --network=host --init \
-  --ulimit nofile=20000:20000 --ulimit nproc=32768:32768 \
-  -v "$PWD/tests/fixtures/samples:/samples:ro" -v "$work/token:/run/atlas/token:ro" \
-  "$agent" push --url "$url" --token-file /run/atlas/token \
-  --nvidia-smi-xml "/samples/$(basename "$sample")" --hostname "$hostname_" \
-  --no-kernel-log --no-pod-resources >"$work/agent.log" 2>&1 ||
-  { cat "$work/agent.log" >&2; fail "the agent's push"; }
+# The agent image, reading a saved `nvidia-smi -q -x` as the server named by $1; its other
+# arguments say how it gets its token.
+agent_push() {
+  local name="$1"
+  shift
+  timeout 120 podman --runtime runc run --rm --network=host --init \
+    --ulimit nofile=20000:20000 --ulimit nproc=32768:32768 \
+    -v "$PWD/tests/fixtures/samples:/samples:ro" -v "$work/token:/run/atlas/token:ro" \
+    -v "$work/enroll:/run/atlas/enroll:ro" -v "$work/state:/var/lib/cluster-atlas-agent" \
+    "$agent" push --url "$url" --nvidia-smi-xml "/samples/$(basename "$sample")" \
+    --hostname "$name" --system-uuid "$(python3 -c 'import uuid; print(uuid.uuid4())')" \
+    --no-kernel-log --no-pod-resources "$@" >"$work/agent.log" 2>&1 ||
+    { cat "$work/agent.log" >&2; fail "the agent's push as $name"; }
+}
+server_listed() { api "servers/?hostname=$1" | grep -q "\"$1\""; }
+gpus_listed() { api "servers/?hostname=$1" | grep -q '"gpu_count": *[1-9]'; }
 
+say "agent image, agent token: push $sample as $hostname_"
+agent_push "$hostname_" --token-file /run/atlas/token
 say "wait for the worker to apply it"
-server_listed() { api "servers/?hostname=$hostname_" | grep -q "\"$hostname_\""; }
-wait_for 60 "server $hostname_ never appeared in /api/v1/servers/" server_listed
-gpus_listed() { api "servers/?hostname=$hostname_" | grep -q '"gpu_count": *[1-9]'; }
-wait_for 30 "server $hostname_ has no GPUs" gpus_listed
+wait_for 60 "server $hostname_ never appeared in /api/v1/servers/" server_listed "$hostname_"
+wait_for 30 "server $hostname_ has no GPUs" gpus_listed "$hostname_"
 wait_for 30 "the worker logged no applied report" \
   sh -c "podman --runtime runc logs $run_id-worker 2>&1 | grep -q 'apply_report.*succeeded'"
+
+enrolled="$hostname_-enrolled"
+say "agent image, enrollment token: push as $enrolled"
+agent_push "$enrolled" --enroll-token-file /run/atlas/enroll --state-dir /var/lib/cluster-atlas-agent
+[[ -s $work/state/agent-token ]] || fail "the agent kept no enrolled token in its state directory"
+[[ $(stat -c %a "$work/state/agent-token") == 600 ]] || fail "the enrolled token is not mode 0600"
+wait_for 60 "enrolled server $enrolled never appeared in /api/v1/servers/" server_listed "$enrolled"
+say "again with the spent enrollment token: the kept agent token is used"
+agent_push "$enrolled" --enroll-token-file /run/atlas/enroll --state-dir /var/lib/cluster-atlas-agent
 
 say "wait for beat to send a periodic task and the worker to run it"
 wait_for 60 "beat sent no periodic task" \
@@ -145,7 +163,9 @@ wait_for 60 "the worker ran no periodic task" \
 
 say "no secret in the logs"
 for c in web worker beat; do
-  if podman_ logs "$run_id-$c" 2>&1 | grep -qF -e "$api_token" -e "$(cat "$work/token")"; then
+  if podman_ logs "$run_id-$c" 2>&1 |
+    grep -qF -e "$api_token" -e "$(cat "$work/token")" -e "$(cat "$work/enroll")" \
+      -e "$(cat "$work/state/agent-token")"; then
     fail "$c logged a token"
   fi
 done
