@@ -4,8 +4,9 @@
 # API and the dashboard's login page (web), applies a report (worker) and fires periodic tasks
 # (beat); the agent image reads saved nvidia-smi output and pushes its report, once with an
 # agent token and once enrolling with an enrollment token, and each server appears in the API.
-# Every wait is bounded; the containers and the scratch database go whatever happens. Environment: ATLAS_SMOKE_PG (postgres://postgres@127.0.0.1:5432),
-# ATLAS_SMOKE_REDIS_URL (redis://127.0.0.1:6379/9), ATLAS_SMOKE_TAG (latest).
+# Every wait is bounded; the containers and the scratch database go whatever happens.
+# Environment: ATLAS_SMOKE_PG (postgres://postgres@127.0.0.1:5432), ATLAS_SMOKE_REDIS_URL
+# (redis://127.0.0.1:6379/9), ATLAS_SMOKE_TAG (latest).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 started=$SECONDS
@@ -131,7 +132,7 @@ agent_push() {
     -v "$PWD/tests/fixtures/samples:/samples:ro" -v "$work/token:/run/atlas/token:ro" \
     -v "$work/enroll:/run/atlas/enroll:ro" -v "$work/state:/var/lib/cluster-atlas-agent" \
     "$agent" push --url "$url" --nvidia-smi-xml "/samples/$(basename "$sample")" \
-    --hostname "$name" --system-uuid "$(python3 -c 'import uuid; print(uuid.uuid4())')" \
+    --hostname "$name" --system-uuid "$(python3 -c 'import sys, uuid; print(uuid.uuid5(uuid.NAMESPACE_DNS, sys.argv[1]))' "$name")" \
     --no-kernel-log --no-pod-resources "$@" >"$work/agent.log" 2>&1 ||
     { cat "$work/agent.log" >&2; fail "the agent's push as $name"; }
 }
