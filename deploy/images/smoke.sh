@@ -86,9 +86,12 @@ wait_for() {
 say "migrate"
 once migrate >"$work/migrate.log" 2>&1 || { tail -20 "$work/migrate.log" >&2; fail "migrate"; }
 
-say "start web, worker, beat"
+say "start web, worker, beat (read-only, no capabilities: as deploy/kubernetes runs them)"
 for c in web worker beat; do
-  podman_ run -d --name "$run_id-$c" "${run_args[@]}" "$backend" "$c" >/dev/null || fail "start $c"
+  podman_ run -d --name "$run_id-$c" "${run_args[@]}" --read-only \
+    --tmpfs /var/lib/cluster-atlas:rw,mode=0750,uid=10001,gid=10001 \
+    --cap-drop=ALL --security-opt=no-new-privileges \
+    "$backend" "$c" >/dev/null || fail "start $c"
 done
 
 say "wait for $url/readyz"
