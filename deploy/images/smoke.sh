@@ -88,8 +88,11 @@ once migrate >"$work/migrate.log" 2>&1 || { tail -20 "$work/migrate.log" >&2; fa
 
 say "start web, worker, beat (read-only, no capabilities: as deploy/kubernetes runs them)"
 for c in web worker beat; do
+  # ATLAS_VAR_DIR: an emptyDir in Kubernetes, a directory of the image's user here.
+  mkdir -p "$work/var-$c"
+  chown 10001:10001 "$work/var-$c"
   podman_ run -d --name "$run_id-$c" "${run_args[@]}" --read-only \
-    --tmpfs /var/lib/cluster-atlas:rw,mode=0750,uid=10001,gid=10001 \
+    -v "$work/var-$c:/var/lib/cluster-atlas" \
     --cap-drop=ALL --security-opt=no-new-privileges \
     "$backend" "$c" >/dev/null || fail "start $c"
 done
@@ -130,7 +133,7 @@ api "servers/" >/dev/null || fail "/api/v1/servers/ with a staff token"
 agent_push() {
   local name="$1"
   shift
-  timeout 120 podman --runtime runc run --rm --network=host --init \
+  timeout 120 podman --runtime runc run --rm --network=host --init --read-only --cap-drop=ALL \
     --ulimit nofile=20000:20000 --ulimit nproc=32768:32768 \
     -v "$PWD/tests/fixtures/samples:/samples:ro" -v "$work/token:/run/atlas/token:ro" \
     -v "$work/enroll:/run/atlas/enroll:ro" -v "$work/state:/var/lib/cluster-atlas-agent" \
