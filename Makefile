@@ -5,7 +5,8 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test test-fast lint format venv demo migrate worker beat bench clean podresources-proto
+.PHONY: run test test-fast lint format venv demo migrate worker beat bench clean podresources-proto \
+	image image-test
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -65,6 +66,15 @@ bench: venv
 # The agent's kubelet pod-resources gRPC code, from the published proto (grpcio-tools).
 podresources-proto: venv
 	PYTHON=$(PY) agent/podresources/regenerate.sh
+
+# Container images (README.md, "Container images"): podman, buildah, mmdebstrap and runc from
+# Debian; built from the commit (git archive HEAD), reproducibly. image-test runs them against
+# this machine's PostgreSQL and Redis.
+image:
+	deploy/images/build.sh all
+
+image-test:
+	deploy/images/smoke.sh
 
 clean:
 	rm -rf $(VENV) var staticfiles .pytest_cache

@@ -69,6 +69,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /healthz and /readyz for probes, before everything (core/probes.py: a probe over plain
+    # HTTP to the pod's address must not meet ALLOWED_HOSTS or the HTTPS redirect).
+    "core.probes.ProbeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Counts the reports endpoint's answers for /metrics (off while ATLAS_METRICS_TOKEN is
     # unset); before the heartbeat middleware, so heartbeats are counted too.
