@@ -77,7 +77,7 @@ def check_broker() -> str | None:
     """None when no broker is configured (tasks run in-process) or the broker answers."""
     if settings.CELERY_TASK_ALWAYS_EAGER:
         return None
-    from config.celery import app  # not at import: settings first
+    from celery import current_app as app  # the project's (config/__init__.py loads it)
 
     try:
         with app.connection_for_write() as conn:
