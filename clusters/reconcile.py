@@ -200,13 +200,17 @@ def _judge_changes(
 
     Or None, having written nothing, when a changed node's declared name is held in more than
     one cluster, or a node vanished while a server declares any: whether a declaration binds
-    reads the names of every cluster, and nodes not loaded here may bind otherwise now."""
+    reads the names of every cluster, and nodes not loaded here may bind otherwise now. None
+    too when a changed server shares a name or address with another: whether it is live
+    decides `ambiguous_nodes` of nodes not loaded here (rare: that is a finding itself)."""
     result.full = False
     nodes = _load_nodes(clusters, node_ids=list(changed.nodes))
     ambiguous: dict[int, frozenset[int]] = {}
     declaring: set[int] = set()
+    identities = _load_identities() if nodes or changed.servers else {}
+    if _shares_a_name(changed.servers.keys(), identities):
+        return None
     if nodes:
-        identities = _load_identities()
         declared = declared_index(identities.values())
         if changed.vanished and declared:
             return None
@@ -268,6 +272,19 @@ def _judge_changes(
         if n.cluster_id not in gone
     }
     return bindings, versions
+
+
+def _shares_a_name(server_ids: Collection[int], identities: Mapping[int, Any]) -> bool:
+    """Whether any of these servers shares a hostname, FQDN or address with another."""
+    if not server_ids:
+        return False
+    ids = set(server_ids)
+    index = _index(identities.values())
+    return any(
+        len(found) > 1 and not ids.isdisjoint(found)
+        for table in ("fqdn", "short", "addr")
+        for found in index[table].values()
+    )
 
 
 def _clusters_named(keys: Collection[tuple[str, str]]) -> Counter[tuple[str, str]]:
@@ -896,6 +913,12 @@ def binding_for(node: NodeFacts, index) -> tuple[tuple[int, ...], str]:
     return (), BindingMethod.NONE
 
 
+WEAK_METHODS = frozenset({BindingMethod.FQDN, BindingMethod.HOSTNAME, BindingMethod.ADDRESS})
+"""Identities any agent can report of itself: a second server claiming one keeps the node on
+the server it is bound to (and `ambiguous_nodes` names both), where a shared system UUID or
+machine-id unbinds it."""
+
+
 def _is_ip(value: str) -> bool:
     try:
         ipaddress.ip_address((value or "").strip())
@@ -913,8 +936,10 @@ def _bind(
 ) -> tuple[list[NodeFacts], dict[int, tuple[int | None, str]], dict[int, frozenset[int]]]:
     """Each node with its server set: a manual binding always wins, then the server that
     declares it is the node (`rules.declared.declared_server`), then its identity
-    (`binding_for`). Returns the bound nodes, the bindings that changed (written here) and the
-    nodes whose identity is ambiguous. `named` counts the clusters holding each declared name
+    (`binding_for`). A node already bound to one of several servers its name or address
+    matches stays on it (`WEAK_METHODS`); one matching several otherwise is bound to none.
+    Returns the bound nodes, the bindings that changed (written here) and the nodes whose
+    identity matched several servers (bound or not). `named` counts the clusters holding each declared name
     (`_clusters_named`); without it, `nodes` are every node and are counted."""
     index = _index(servers.values())
     declared = declared_index(servers.values())
@@ -936,7 +961,11 @@ def _bind(
         server_id = found[0] if len(found) == 1 else None
         if len(found) > 1:
             ambiguous[node.id] = frozenset(found)
-            method = BindingMethod.NONE
+            if method in WEAK_METHODS and node.server_id in found:
+                # Another server's copy of a name or address never moves a bound node.
+                server_id = node.server_id
+            else:
+                method = BindingMethod.NONE
         if (server_id, method) != (node.server_id, node.binding_method):
             node = replace(node, server_id=server_id, binding_method=method)
             changed.append((node.id, server_id, method, now if server_id else None))

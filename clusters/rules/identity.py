@@ -71,25 +71,56 @@ def duplicate_identity(fleet: Fleet) -> list[FindingFact]:
 
 
 def ambiguous_nodes(fleet: Fleet) -> list[FindingFact]:
-    """A node whose identity matches several servers (`node:<id>`)."""
+    """A node whose identity matches several servers (`node:<id>`): unbound, or kept on the
+    server it was bound to while another live server reports its name or address (a copied
+    token, image or hostname; the binding waits for a person, as GPUs a copy claims do)."""
     found = []
     for node in fleet.nodes:
-        if fleet.server_of(node) is not None or node.id not in fleet.ambiguous:
+        if node.id not in fleet.ambiguous:
             continue
-        names = sorted(fleet.servers[i].hostname for i in fleet.ambiguous[node.id])
-        found.append(
-            FindingFact(
-                FindingType.DUPLICATE_IDENTITY,
-                Severity.WARNING,
-                node.subject,
-                f"{node.label}: its identity matches {len(names)} servers ({', '.join(names)}); "
-                "bind it by hand or fix the duplicate hostname or address",
-                node_id=node.id,
-                cluster_id=node.cluster_id,
-                details={"servers": names},
-            )
-        )
+        matched = fleet.ambiguous[node.id]
+        holder = fleet.server_of(node)
+        if holder is None:
+            found.append(_unbound_ambiguous(node, matched, fleet))
+            continue
+        others = [fleet.servers.get(i) for i in matched if i != holder.id]
+        claimants = sorted(s.hostname for s in others if s is not None and fleet.is_live(s))
+        if claimants:
+            found.append(_claimed_twice(node, holder, claimants))
     return found
+
+
+def _unbound_ambiguous(node: NodeFacts, matched: frozenset[int], fleet: Fleet) -> FindingFact:
+    names = sorted(fleet.servers[i].hostname for i in matched)
+    return FindingFact(
+        FindingType.DUPLICATE_IDENTITY,
+        Severity.WARNING,
+        node.subject,
+        f"{node.label}: its identity matches {len(names)} servers ({', '.join(names)}); "
+        "bind it by hand or fix the duplicate hostname or address",
+        node_id=node.id,
+        cluster_id=node.cluster_id,
+        details={"servers": names},
+    )
+
+
+def _claimed_twice(node: NodeFacts, holder: ServerFacts, claimants: list[str]) -> FindingFact:
+    others = ", ".join(claimants)
+    return FindingFact(
+        FindingType.DUPLICATE_IDENTITY,
+        Severity.WARNING,
+        node.subject,
+        f"{node.label}: bound to {holder.hostname}, whose {_METHOD_WORDS.get(node.binding_method, 'identity')} "
+        f"{others} also reports; it stays on {holder.hostname} until a person binds it by "
+        f"hand or {others} stops reporting it (a copied agent token, disk image or hostname?)",
+        node_id=node.id,
+        cluster_id=node.cluster_id,
+        server_id=holder.id,
+        details={"servers": sorted([holder.hostname, *claimants]), "bound_to": holder.hostname},
+    )
+
+
+_METHOD_WORDS = {"fqdn": "FQDN", "hostname": "hostname", "address": "address"}
 
 
 def _shared_machine_ids(fleet: Fleet) -> list[FindingFact]:
