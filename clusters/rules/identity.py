@@ -83,8 +83,8 @@ def ambiguous_nodes(fleet: Fleet) -> list[FindingFact]:
         if holder is None:
             found.append(_unbound_ambiguous(node, matched, fleet))
             continue
-        others = [fleet.servers.get(i) for i in matched if i != holder.id]
-        claimants = sorted(s.hostname for s in others if s is not None and fleet.is_live(s))
+        others = [fleet.servers.get(i) for i in sorted(matched) if i != holder.id]
+        claimants = [s for s in others if s is not None and fleet.is_live(s)]
         if claimants:
             found.append(_claimed_twice(node, holder, claimants))
     return found
@@ -104,19 +104,26 @@ def _unbound_ambiguous(node: NodeFacts, matched: frozenset[int], fleet: Fleet) -
     )
 
 
-def _claimed_twice(node: NodeFacts, holder: ServerFacts, claimants: list[str]) -> FindingFact:
-    others = ", ".join(claimants)
+def _claimed_twice(
+    node: NodeFacts, holder: ServerFacts, claimants: list[ServerFacts]
+) -> FindingFact:
+    """Server ids name the claimants: a copied hostname makes the names alike."""
+    others = ", ".join(f"{s.hostname} (server {s.id})" for s in claimants)
+    what = _METHOD_WORDS.get(node.binding_method, "identity")
     return FindingFact(
         FindingType.DUPLICATE_IDENTITY,
         Severity.WARNING,
         node.subject,
-        f"{node.label}: bound to {holder.hostname}, whose {_METHOD_WORDS.get(node.binding_method, 'identity')} "
-        f"{others} also reports; it stays on {holder.hostname} until a person binds it by "
-        f"hand or {others} stops reporting it (a copied agent token, disk image or hostname?)",
+        f"{node.label}: bound to {holder.hostname} (server {holder.id}), whose {what} "
+        f"{others} also reports; the node stays on {holder.hostname} until a person binds it "
+        "by hand or the copy stops (a copied agent token, disk image or hostname?)",
         node_id=node.id,
         cluster_id=node.cluster_id,
         server_id=holder.id,
-        details={"servers": sorted([holder.hostname, *claimants]), "bound_to": holder.hostname},
+        details={
+            "servers": sorted([holder.id, *(s.id for s in claimants)]),
+            "bound_to": holder.id,
+        },
     )
 
 

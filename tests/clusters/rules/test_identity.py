@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from clusters.rules.identity import (
+    ambiguous_nodes,
     duplicate_gpu,
     duplicate_identity,
     node_without_server,
@@ -13,7 +14,7 @@ from clusters.rules.identity import (
 from clusters.rules.types import ClaimedGpu
 from findings.choices import FindingType, Severity
 
-from .fleets import NOW, fleet, node, one, server, slurm_node
+from .fleets import NOW, OFFLINE_AFTER, fleet, node, one, server, slurm_node
 
 
 def test_a_gpu_node_no_server_backs_is_a_warning_naming_the_scheduler():
@@ -101,3 +102,23 @@ def test_claims_on_an_offline_holder_are_no_finding():
     claims = (ClaimedGpu(holder_id=1, uuid="GPU-0"),)
     offline = server(1, last_seen=NOW - timedelta(hours=2))
     assert duplicate_gpu(fleet([offline, server(2, gpu_claims=claims)], [])) == []
+
+
+def test_a_bound_node_another_live_server_claims_names_both_and_stays():
+    servers = [server(1, "dgx-01"), server(2, "dgx-09")]
+    nodes = [slurm_node(5, server_id=1, name="gpu-01", binding_method="hostname")]
+    found = one(ambiguous_nodes(fleet(servers, nodes, ambiguous={5: frozenset({1, 2})})))
+    assert (found.type, found.subject, found.server_id) == ("duplicate_identity", "node:5", 1)
+    assert found.details == {"servers": [1, 2], "bound_to": 1}
+    assert found.message == (
+        "gpu-01 (hpc): bound to dgx-01 (server 1), whose hostname dgx-09 (server 2) also "
+        "reports; the node stays on dgx-01 until a person binds it by hand or the copy stops "
+        "(a copied agent token, disk image or hostname?)"
+    )
+
+
+def test_a_claim_by_an_offline_server_is_no_finding():
+    offline = NOW - OFFLINE_AFTER - timedelta(minutes=1)
+    servers = [server(1, "dgx-01"), server(2, "dgx-09", last_seen=offline)]
+    nodes = [slurm_node(5, server_id=1, name="gpu-01", binding_method="hostname")]
+    assert ambiguous_nodes(fleet(servers, nodes, ambiguous={5: frozenset({1, 2})})) == []
