@@ -939,8 +939,8 @@ def _bind(
     (`binding_for`). A node already bound to one of several servers its name or address
     matches stays on it (`WEAK_METHODS`); one matching several otherwise is bound to none.
     Returns the bound nodes, the bindings that changed (written here) and the nodes whose
-    identity matched several servers (bound or not). `named` counts the clusters holding each declared name
-    (`_clusters_named`); without it, `nodes` are every node and are counted."""
+    identity matched several servers (bound or not). `named` counts the clusters holding each
+    declared name (`_clusters_named`); without it, `nodes` are every node and are counted."""
     index = _index(servers.values())
     declared = declared_index(servers.values())
     if named is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -14,7 +15,7 @@ from clusters.models import Node
 from clusters.services import node_bind, snapshot_ingest
 from findings.choices import FindingType
 from findings.models import Finding
-from inventory.models import Server
+from inventory.models import AgentToken, Server
 from inventory.services import agent_token_create, report_apply, report_receive
 from tests.clusters.test_reconcile_changes import judged_like_a_forced_pass
 from tests.nodes import scontrol_node, scontrol_text
@@ -23,9 +24,9 @@ from tests.reports import address_of, make_report
 pytestmark = pytest.mark.django_db
 
 
-def send(token: str, report: dict) -> None:
+def send(token: AgentToken, report: dict) -> None:
     result = report_receive(token=token, body=json.dumps(report).encode())
-    if result.status == "pending":
+    if result.status == "pending" and result.report_id is not None:
         report_apply(report_id=result.report_id)
 
 
@@ -44,7 +45,7 @@ def claims() -> list[Finding]:
     )
 
 
-def setup_a(node: str) -> tuple[Server, str]:
+def setup_a(node: str) -> tuple[Server, AgentToken]:
     """dgx-01 reported with its own token, Slurm node `gpu-01` bound to it; dgx-09's token."""
     send(agent_token_create(name="dgx-01")[0], make_report("dgx-01"))
     snapshot_ingest(cluster_name="hpc", raw=scontrol_text(node))
@@ -54,7 +55,7 @@ def setup_a(node: str) -> tuple[Server, str]:
     return a, agent_token_create(name="dgx-09")[0]
 
 
-COPIES = {
+COPIES: dict[str, tuple[str, dict[str, Any]]] = {
     "hostname": (scontrol_node("gpu-01", hostname="dgx-01"), {"hostname": "dgx-01"}),
     "fqdn": (
         scontrol_node("gpu-01", hostname="dgx-01.cluster.example"),
@@ -120,7 +121,7 @@ def test_an_unbound_node_two_servers_claim_is_bound_by_neither_until_one_goes():
 
     send(token, make_report("dgx-09"))
     judged_like_a_forced_pass()
-    assert Node.objects.get(name="gpu-01").server.hostname == "dgx-01"
+    assert Node.objects.get(name="gpu-01").server_id == Server.objects.get(hostname="dgx-01").id
     assert claims() == []
 
 
