@@ -201,14 +201,15 @@ def _judge_changes(
     Or None, having written nothing, when a changed node's declared name is held in more than
     one cluster, or a node vanished while a server declares any: whether a declaration binds
     reads the names of every cluster, and nodes not loaded here may bind otherwise now. None
-    too when a changed server shares a name or address with another: whether it is live
-    decides `ambiguous_nodes` of nodes not loaded here (rare: that is a finding itself)."""
+    too when a node bound by name or address to a changed server, or to one sharing its name
+    or address, matches several servers: whether each is live decides `ambiguous_nodes` of
+    nodes not loaded here (rare: a copied identity)."""
     result.full = False
     nodes = _load_nodes(clusters, node_ids=list(changed.nodes))
     ambiguous: dict[int, frozenset[int]] = {}
     declaring: set[int] = set()
     identities = _load_identities() if nodes or changed.servers else {}
-    if _shares_a_name(changed.servers.keys(), identities):
+    if _contested(changed.servers.keys(), identities, clusters):
         return None
     if nodes:
         declared = declared_index(identities.values())
@@ -274,16 +275,28 @@ def _judge_changes(
     return bindings, versions
 
 
-def _shares_a_name(server_ids: Collection[int], identities: Mapping[int, Any]) -> bool:
-    """Whether any of these servers shares a hostname, FQDN or address with another."""
+def _contested(
+    server_ids: Collection[int], identities: Mapping[int, Any], clusters: dict[int, str]
+) -> bool:
+    """Whether a node bound by name or address to one of these servers, or to a server sharing
+    a name or address with one, matches several: one query, only where a name is shared."""
     if not server_ids:
         return False
     ids = set(server_ids)
     index = _index(identities.values())
-    return any(
-        len(found) > 1 and not ids.isdisjoint(found)
+    sharing = {
+        i
         for table in ("fqdn", "short", "addr")
         for found in index[table].values()
+        if len(found) > 1 and not ids.isdisjoint(found)
+        for i in found
+    }
+    if not sharing:
+        return False
+    return any(
+        len(binding_for(node, index)[0]) > 1
+        for node in _load_nodes(clusters, server_ids=sharing)
+        if node.binding_method in WEAK_METHODS
     )
 
 
