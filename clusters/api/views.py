@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.http.request import RawPostDataException
 from django.shortcuts import get_object_or_404
 from django_filters.rest_framework import DjangoFilterBackend

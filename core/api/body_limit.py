@@ -117,7 +117,8 @@ def close_after_refusal(app: WSGIApp) -> WSGIApp:
     def application(environ: dict, start_response: Callable[..., Any]) -> Iterable[bytes]:
         def start(status: str, headers: list, exc_info: Any = None) -> Any:
             if environ.get(REFUSED):
-                force_close = getattr(getattr(start_response, "__self__", None), "force_close", None)
+                server_response = getattr(start_response, "__self__", None)
+                force_close = getattr(server_response, "force_close", None)
                 if callable(force_close):
                     force_close()
             return start_response(status, headers, exc_info)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from django.conf import settings
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django_filters.rest_framework import DjangoFilterBackend

@@ -14,6 +14,7 @@ from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api.body_limit import BodyLimit
 from core.api.permissions import IsStaffOrReadOnly
 
 from .. import selectors

@@ -18,9 +18,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from clusters.api.views import CanPushSnapshots
-from core.api.body_limit import BodyLimit
 from clusters.choices import ClusterKind
 from clusters.models import Cluster
+from core.api.body_limit import BodyLimit
 from fabric.api.serializers import FabricFindingSerializer
 from fabric.exports import (
     SchedulerTree,
