@@ -83,14 +83,14 @@ class BodyLimitMiddleware:
                 return None
         else:
             return None  # no body
-        request.environ[REFUSED] = True
+        request.META[REFUSED] = True  # META is the WSGI environ
         return too_large(limit)
 
 
 def _read_chunked(request: HttpRequest, max_bytes: int) -> bool:
     """Read a chunked body (the server has de-chunked `wsgi.input`) up to `max_bytes` + 1;
     within the limit it becomes the request's body. False when it is over."""
-    stream = request.environ["wsgi.input"]
+    stream = request.META["wsgi.input"]
     data = bytearray()
     while len(data) <= max_bytes:
         chunk = stream.read(min(_CHUNK, max_bytes + 1 - len(data)))
@@ -100,7 +100,7 @@ def _read_chunked(request: HttpRequest, max_bytes: int) -> bool:
     if len(data) > max_bytes:
         return False
     request.META["CONTENT_LENGTH"] = str(len(data))
-    request._stream = LimitedStream(io.BytesIO(bytes(data)), len(data))  # type: ignore[attr-defined]
+    request._stream = LimitedStream(io.BytesIO(bytes(data)), len(data))  # type: ignore[assignment]
     return True
 
 
