@@ -33,6 +33,7 @@ from .parsers import (
     parse_pods,
     parse_snapshot,
 )
+from .parsers.detect import snapshot_precheck
 from .validation import node_record_errors, node_record_limit
 
 logger = logging.getLogger(__name__)
@@ -181,7 +182,8 @@ def snapshot_receive(
     """A pushed snapshot: applied now when small, stored for a worker when large.
 
     Above ATLAS_SNAPSHOT_SYNC_MAX_BYTES the raw body is stored (after the checks that cost
-    no parsing: name, UTF-8, NUL) and `enqueue` is called with its id after commit; the
+    no parse: name, UTF-8, NUL, the format on a prefix, a node named twice in scontrol text,
+    the cluster's kind; `snapshot_precheck`) and `enqueue` is called with its id after commit; the
     answer is `pending`, and the snapshot's status says what became of it. When the broker
     is away it stays pending and the sweep applies it. Applied, now or by the worker, it
     requests a reconcile once it commits.
@@ -190,10 +192,14 @@ def snapshot_receive(
     if len(raw) <= settings.ATLAS_SNAPSHOT_SYNC_MAX_BYTES:
         return snapshot_ingest(cluster_name=cluster_name, raw=raw, confirm_shrink=confirm_shrink)
     try:
-        if not decode_text(raw).strip():
-            raise SnapshotRejected("the snapshot is empty")
+        kind = snapshot_precheck(decode_text(raw))
     except InputRejected as exc:
         raise SnapshotRejected.from_input(exc) from None
+    except SnapshotFormatError as exc:
+        raise SnapshotRejected(str(exc)) from None
+    known = Cluster.objects.filter(name=cluster_name).values_list("kind", flat=True).first()
+    if kind is not None and known is not None and known != kind:
+        raise SnapshotRejected(_kind_mismatch(cluster_name, known, kind))
     with transaction.atomic():
         row = ClusterSnapshot.objects.create(
             cluster_name=cluster_name, raw=raw, size_bytes=len(raw), confirm_shrink=confirm_shrink
@@ -427,10 +433,12 @@ def _cluster_for(name: str, kind: str) -> Cluster:
         name=name, defaults={"kind": kind}
     )
     if cluster.kind != kind:
-        raise SnapshotRejected(
-            f"cluster {name!r} is a {cluster.get_kind_display()} cluster; this is a {kind} snapshot"
-        )
+        raise SnapshotRejected(_kind_mismatch(name, cluster.kind, kind))
     return cluster
+
+
+def _kind_mismatch(name: str, known: str, kind: str) -> str:
+    return f"cluster {name!r} is a {ClusterKind(known).label} cluster; this is a {kind} snapshot"
 
 
 def _node_row(cluster: Cluster, record: NodeRecord, now) -> Node:

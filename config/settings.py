@@ -78,6 +78,9 @@ MIDDLEWARE = [
     "integrations.middleware.ReportOutcomeMiddleware",
     # Agents' heartbeats, answered before the rest (sessions, CSRF, CSP: not for agents).
     "inventory.api.middleware.AgentHeartbeatMiddleware",
+    # Bodies over their endpoint's limit refused unread, before any view or CSRF check reads
+    # them (core/api/body_limit.py); after the answer counter, so 413s are counted.
+    "core.api.body_limit.BodyLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -381,7 +384,10 @@ ATLAS_ALERT_INTERVAL_S = env_int("ATLAS_ALERT_INTERVAL_S", 60)
 ATLAS_WEBHOOK_TIMEOUT_S = env_int("ATLAS_WEBHOOK_TIMEOUT_S", 10)
 ATLAS_WEBHOOK_RETRY_WINDOW_S = env_int("ATLAS_WEBHOOK_RETRY_WINDOW_S", 24 * 3600)
 ATLAS_WEBHOOK_RETENTION_DAYS = env_int("ATLAS_WEBHOOK_RETENTION_DAYS", 30)  # sent or failed ones
-# Each upload endpoint enforces its own limit from Content-Length (413 with a clear message).
+# Bodies are limited per endpoint, unread (core/api/body_limit.py): reports by
+# ATLAS_REPORT_MAX_BYTES, scheduler and fabric snapshots, name maps and topology.conf by
+# ATLAS_SNAPSHOT_MAX_BYTES, every other endpoint by this; so Django's own check is off.
+ATLAS_API_BODY_MAX_BYTES = env_int("ATLAS_API_BODY_MAX_BYTES", 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = None
 
 LOGGING = {

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.http.request import RawPostDataException
 from django.shortcuts import get_object_or_404
 from django_filters.rest_framework import DjangoFilterBackend
@@ -13,6 +12,7 @@ from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api.body_limit import BodyLimit
 from core.api.errors import ErrorSerializer
 from core.api.permissions import IsStaffOrReadOnly, staff_post_action
 from core.tasks import enqueue
@@ -92,6 +92,8 @@ class ClusterViewSet(viewsets.ModelViewSet):
 class SnapshotView(APIView):
     """POST a scheduler's raw output: the body exactly as the tool printed it."""
 
+    body_limit = BodyLimit("ATLAS_SNAPSHOT_MAX_BYTES", "snapshot too large")
+
     permission_classes = [permissions.IsAuthenticated, CanPushSnapshots]
     parser_classes: list = []  # the body is read raw; the snapshot services decode it
 
@@ -123,20 +125,10 @@ class SnapshotView(APIView):
         "with `?confirm=shrink`).",
     )
     def post(self, request, name: str):
-        length = request.META.get("CONTENT_LENGTH") or "0"
-        limit = settings.ATLAS_SNAPSHOT_MAX_BYTES
-        try:
+        try:  # a body over ATLAS_SNAPSHOT_MAX_BYTES never gets here (core/api/body_limit.py)
             raw = request.body
         except RawPostDataException:  # a multipart form already read by a CSRF check
             return _snapshot_rejected(SnapshotRejected("post the snapshot as the request body"))
-        if not length.isdigit() or int(length) > limit:
-            return Response(
-                {
-                    "detail": "snapshot too large",
-                    "errors": {"body": [f"the limit is {limit} bytes"]},
-                },
-                status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
-            )
         confirm = request.query_params.get("confirm")
         if confirm not in (None, "shrink"):
             return _snapshot_rejected(SnapshotRejected("the only value is 'shrink'", "confirm"))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from django.conf import settings
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django_filters.rest_framework import DjangoFilterBackend
@@ -17,6 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api.body_limit import BodyLimit
 from core.api.permissions import IsStaffOrReadOnly
 
 from .. import selectors
@@ -38,6 +38,7 @@ from .serializers import (
 )
 
 TEXT = {"text/plain": {"type": "string"}}
+SNAPSHOT_LIMIT = BodyLimit("ATLAS_SNAPSHOT_MAX_BYTES")
 
 
 class CanChangeFabric(permissions.BasePermission):
@@ -46,17 +47,6 @@ class CanChangeFabric(permissions.BasePermission):
     def has_permission(self, request, view) -> bool:
         user = request.user
         return bool(user.is_staff or user.has_perm("fabric.change_fabric"))
-
-
-def _too_large(request: Request) -> Response | None:
-    length = request.META.get("CONTENT_LENGTH") or "0"
-    limit = settings.ATLAS_SNAPSHOT_MAX_BYTES
-    if length.isdigit() and int(length) <= limit:
-        return None
-    return Response(
-        {"detail": "body too large", "errors": {"body": [f"the limit is {limit} bytes"]}},
-        status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
-    )
 
 
 def _rejected(exc: FabricRejected, what: str) -> Response:
@@ -83,6 +73,8 @@ class FabricViewSet(viewsets.ReadOnlyModelViewSet):
 class FabricSnapshotView(APIView):
     """POST a raw `ibnetdiscover` output: the body exactly as the tool printed it."""
 
+    body_limit = SNAPSHOT_LIMIT
+
     permission_classes = [permissions.IsAuthenticated, CanChangeFabric]
 
     @extend_schema(
@@ -98,9 +90,6 @@ class FabricSnapshotView(APIView):
         "last good state.",
     )
     def post(self, request: Request, name: str) -> Response:
-        refused = _too_large(request)
-        if refused is not None:
-            return refused
         try:
             result = fabric_snapshot_ingest(fabric_name=name, raw=request.body)
         except FabricRejected as exc:
@@ -110,6 +99,8 @@ class FabricSnapshotView(APIView):
 
 class NodeNameMapView(APIView):
     """A fabric's node-name map, in ibnetdiscover's own format (`0x<guid> "name"`)."""
+
+    body_limit = SNAPSHOT_LIMIT
 
     def get_permissions(self):
         if self.request.method == "PUT":
@@ -127,9 +118,6 @@ class NodeNameMapView(APIView):
         summary="Set the node-name map; it names and binds past and future snapshots' nodes",
     )
     def put(self, request: Request, name: str) -> Response:
-        refused = _too_large(request)
-        if refused is not None:
-            return refused
         try:
             result = node_name_map_set(fabric_name=name, raw=request.body)
         except FabricRejected as exc:

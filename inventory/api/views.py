@@ -14,6 +14,7 @@ from rest_framework.filters import OrderingFilter
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api.body_limit import BodyLimit
 from core.api.permissions import IsStaffOrReadOnly
 
 from .. import selectors
@@ -54,6 +55,8 @@ class ReportView(APIView):
     view answers them the same way when that middleware is not installed.
     """
 
+    body_limit = BodyLimit("ATLAS_REPORT_MAX_BYTES", "report too large")
+
     authentication_classes = [AgentTokenAuthentication]
     permission_classes = [IsAgent]
     throttle_classes: list = []
@@ -88,13 +91,7 @@ class ReportView(APIView):
             answer = _digest_answer(AgentTokenState.of(request.auth), digest, request.META)
             if answer is not None:
                 return Response(answer[1], status=answer[0])
-        length = request.META.get("CONTENT_LENGTH") or "0"
-        limit = settings.ATLAS_REPORT_MAX_BYTES
-        if not length.isdigit() or int(length) > limit:
-            return _rejected(
-                ReportRejected(413, {"body": [f"report larger than the limit of {limit} bytes"]})
-            )
-        try:
+        try:  # a body over ATLAS_REPORT_MAX_BYTES never gets here (core/api/body_limit.py)
             result = report_receive(token=request.auth, body=request.body, enqueue=enqueue_report)
         except ReportRejected as exc:
             return _rejected(exc)
@@ -121,7 +118,7 @@ def heartbeat_answer(request: HttpRequest) -> HttpResponse | None:
     if digest is not None:
         answer = _digest_answer(state, digest, request.META)
         return None if answer is None else _json(*answer)
-    length = request.META.get("CONTENT_LENGTH") or "0"
+    length = request.META.get("CONTENT_LENGTH") or ""  # none (chunked): ReportView's to read
     if not length.isdigit() or int(length) > settings.ATLAS_REPORT_MAX_BYTES:
         return None
     result = heartbeat_receive(state=state, body=request.body)

@@ -198,6 +198,51 @@ def test_the_cheap_checks_of_a_large_snapshot_answer_400_at_once(post, settings)
     assert not ClusterSnapshot.objects.exists()
 
 
+def test_a_large_scontrol_text_naming_a_node_twice_is_400_naming_it(post, settings):
+    settings.ATLAS_SNAPSHOT_SYNC_MAX_BYTES = 100
+    body = scontrol_text(*(scontrol_node(f"n{i}") for i in range(50)), scontrol_node("n7"))
+    response = post("big", body)
+    assert response.status_code == 400
+    (message,) = response.json()["errors"]["body"]
+    assert message.startswith("scontrol output names node 'n7' twice")  # as the sync path says
+    assert not ClusterSnapshot.objects.exists()
+
+
+def test_a_large_snapshot_of_an_unknown_format_is_400_before_storing(post, settings):
+    settings.ATLAS_SNAPSHOT_SYNC_MAX_BYTES = 100
+    response = post("big", "hello world\n" * 100)
+    assert response.status_code == 400
+    assert "unrecognised snapshot format" in response.json()["errors"]["body"][0]
+    assert not ClusterSnapshot.objects.exists()
+
+
+def test_a_large_snapshot_of_the_other_kind_is_400_before_storing(post, settings):
+    assert post("k8s", nodes("a")).status_code == 201
+    settings.ATLAS_SNAPSHOT_SYNC_MAX_BYTES = 100
+    response = post("k8s", scontrol_text(*(scontrol_node(f"n{i}") for i in range(5))))
+    assert response.status_code == 400
+    assert response.json()["errors"]["body"] == [
+        "cluster 'k8s' is a Kubernetes cluster; this is a slurm snapshot"
+    ]
+    assert ClusterSnapshot.objects.count() == 1
+
+
+def test_a_large_scontrol_text_without_duplicates_is_accepted_and_applied(post, settings):
+    settings.ATLAS_SNAPSHOT_SYNC_MAX_BYTES = 100
+    response = post("big", scontrol_text(*(scontrol_node(f"n{i}") for i in range(30))))
+    assert response.status_code == 202
+    assert len(live("big")) == 30
+
+
+def test_the_status_url_of_a_failed_snapshot_says_why(post, staff_api, settings):
+    settings.ATLAS_SNAPSHOT_SYNC_MAX_BYTES = 100
+    response = post("big", broken_node("capacity", "cpu", "2147483648"))
+    assert response.status_code == 202  # only a whole parse finds this
+    status = staff_api.get(response.json()["url"]).json()
+    assert status["status"] == "failed"
+    assert "2147483648" in status["message"] and status["errors"]["nodes.1.cpus"]
+
+
 def test_a_pending_snapshot_survives_the_broker_and_the_sweep_applies_it(
     monkeypatch, post, settings
 ):

@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 from clusters.api.views import CanPushSnapshots
 from clusters.choices import ClusterKind
 from clusters.models import Cluster
+from core.api.body_limit import BodyLimit
 from fabric.api.serializers import FabricFindingSerializer
 from fabric.exports import (
     SchedulerTree,
@@ -253,6 +254,8 @@ class TopologyCompareSerializer(serializers.Serializer):
 
 class ClusterTopologyView(APIView):
     """POST a Slurm cluster's topology.conf: compared with the discovered fabric."""
+
+    body_limit = BodyLimit("ATLAS_SNAPSHOT_MAX_BYTES")
 
     permission_classes = [permissions.IsAuthenticated, CanPushSnapshots]
 
