@@ -6,10 +6,12 @@ Production sets DATABASE_URL (PostgreSQL), REDIS_URL or CELERY_BROKER_URL,
 DJANGO_SECRET_KEY, DJANGO_DEBUG=0, DJANGO_ALLOWED_HOSTS.
 """
 
+import ipaddress
 import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from config.csp import content_security_policy
 
@@ -381,6 +383,19 @@ ATLAS_ALERT_INTERVAL_S = env_int("ATLAS_ALERT_INTERVAL_S", 60)
 ATLAS_WEBHOOK_TIMEOUT_S = env_int("ATLAS_WEBHOOK_TIMEOUT_S", 10)
 ATLAS_WEBHOOK_RETRY_WINDOW_S = env_int("ATLAS_WEBHOOK_RETRY_WINDOW_S", 24 * 3600)
 ATLAS_WEBHOOK_RETENTION_DAYS = env_int("ATLAS_WEBHOOK_RETENTION_DAYS", 30)  # sent or failed ones
+# Webhooks never post to loopback, link-local, private, multicast or reserved addresses
+# (integrations/destinations.py), except inside these comma-separated CIDRs.
+ATLAS_WEBHOOK_ALLOWED_NETWORKS = os.environ.get("ATLAS_WEBHOOK_ALLOWED_NETWORKS", "")
+try:
+    [
+        ipaddress.ip_network(p.strip(), strict=False)
+        for p in ATLAS_WEBHOOK_ALLOWED_NETWORKS.split(",")
+        if p.strip()
+    ]
+except ValueError as exc:
+    raise ImproperlyConfigured(f"ATLAS_WEBHOOK_ALLOWED_NETWORKS: {exc}") from exc
+# Pending deliveries kept per webhook; beyond it the oldest are dropped (counted on its page).
+ATLAS_WEBHOOK_MAX_PENDING = env_int("ATLAS_WEBHOOK_MAX_PENDING", 1000)
 # Each upload endpoint enforces its own limit from Content-Length (413 with a clear message).
 DATA_UPLOAD_MAX_MEMORY_SIZE = None
 
