@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import datetime, timedelta
 from collections.abc import Iterable
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -281,10 +281,11 @@ def delivery_attempt(*, delivery_id: int, now: datetime | None = None) -> str:
     if refused:
         webhook_disable(webhook_id=webhook.pk, reason=error, now=now)
     elif out_of_window and not final and not _delivered_since(webhook.pk, delivery.created_at):
-        hours = settings.ATLAS_WEBHOOK_RETRY_WINDOW_S / 3600
+        window = settings.ATLAS_WEBHOOK_RETRY_WINDOW_S
+        shown = f"{window / 3600:g} h" if window >= 3600 else f"{window} s"
         webhook_disable(
             webhook_id=webhook.pk,
-            reason=f"nothing delivered for its whole retry window ({hours:g} h); last: {error}",
+            reason=f"nothing delivered for its whole retry window ({shown}); last: {error}",
             now=now,
         )
     return update["status"]
