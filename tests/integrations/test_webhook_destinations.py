@@ -338,3 +338,77 @@ def test_staff_turn_a_disabled_webhook_on_from_its_page(client, staff):
     assert client.post(f"/webhooks/{webhook.pk}/edit/", data).status_code == 302
     webhook.refresh_from_db()
     assert webhook.active and webhook.disabled_at is None and webhook.disabled_reason == ""
+
+
+def test_a_name_that_stops_resolving_is_retried_not_refused(dns, settings):
+    """DNS down for a while is an outage, not an attack: retried, the webhook stays on."""
+    a_webhook("https://flaky.example/hook")
+    raise_finding()
+    webhook_outbox_scan()
+    dns["flaky.example"] = []
+    delivery = Delivery.objects.get()
+    assert delivery_attempt(delivery_id=delivery.pk) == DeliveryStatus.PENDING
+    delivery.refresh_from_db()
+    assert delivery.last_error == "flaky.example does not resolve to an address"
+    assert Webhook.objects.get().active
+
+
+@pytest.fixture
+def tls_receiver(tmp_path, monkeypatch):
+    """An https receiver on 127.0.0.1 whose certificate names only `hooks.tls.example`,
+    trusted through the bundle the sender uses."""
+    import http.server
+    import ssl
+    import subprocess
+    import threading
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+            *("-keyout", str(key), "-out", str(cert), "-subj", "/CN=hooks.tls.example"),
+            *("-addext", "subjectAltName=DNS:hooks.tls.example"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    seen: list[tuple[str, str | None]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            seen.append((self.headers["Host"], sni.get("name")))
+            self.send_response(204)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args) -> None:
+            pass
+
+    sni: dict[str, str | None] = {}
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    context.sni_callback = lambda sock, name, ctx: sni.update(name=name)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setattr("integrations.services.webhooks.ca_bundle", lambda: str(cert))
+    yield server.server_address[1], seen
+    server.shutdown()
+    server.server_close()
+
+
+def test_https_to_the_pinned_address_checks_the_urls_name(tls_receiver):
+    import urllib3
+
+    port, seen = tls_receiver
+    pinned = {
+        "address": ipaddress.ip_address("127.0.0.1"),
+        "body": b"{}",
+        "headers": {},
+        "timeout": 5,
+    }
+    assert post_pinned(f"https://hooks.tls.example:{port}/hook", **pinned) == 204
+    assert seen == [(f"hooks.tls.example:{port}", "hooks.tls.example")]  # Host and SNI
+    with pytest.raises(urllib3.exceptions.SSLError):  # the certificate is not for this name
+        post_pinned(f"https://other.example:{port}/hook", **pinned)
