@@ -412,3 +412,12 @@ def test_https_to_the_pinned_address_checks_the_urls_name(tls_receiver):
     assert seen == [(f"hooks.tls.example:{port}", "hooks.tls.example")]  # Host and SNI
     with pytest.raises(urllib3.exceptions.SSLError):  # the certificate is not for this name
         post_pinned(f"https://other.example:{port}/hook", **pinned)
+
+
+def test_the_admin_refuses_a_receiver_inside(client, django_user_model):
+    admin = django_user_model.objects.create_superuser("root", password="x-0123456789")
+    client.force_login(admin)
+    data = {"url": "http://169.254.169.254/latest/", "events": '["finding.raised"]'}
+    response = client.post("/admin/integrations/webhook/add/", data)
+    assert response.status_code == 200 and "link-local" in response.content.decode()
+    assert not Webhook.objects.exists()
