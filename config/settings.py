@@ -6,10 +6,12 @@ Production sets DATABASE_URL (PostgreSQL), REDIS_URL or CELERY_BROKER_URL,
 DJANGO_SECRET_KEY, DJANGO_DEBUG=0, DJANGO_ALLOWED_HOSTS.
 """
 
+import ipaddress
 import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from config.csp import content_security_policy
 
@@ -388,6 +390,19 @@ ATLAS_WEBHOOK_RETENTION_DAYS = env_int("ATLAS_WEBHOOK_RETENTION_DAYS", 30)  # se
 # ATLAS_REPORT_MAX_BYTES, scheduler and fabric snapshots, name maps and topology.conf by
 # ATLAS_SNAPSHOT_MAX_BYTES, every other endpoint by this; so Django's own check is off.
 ATLAS_API_BODY_MAX_BYTES = env_int("ATLAS_API_BODY_MAX_BYTES", 1024 * 1024)
+# Webhooks never post to loopback, link-local, private, multicast or reserved addresses
+# (integrations/destinations.py), except inside these comma-separated CIDRs.
+ATLAS_WEBHOOK_ALLOWED_NETWORKS = os.environ.get("ATLAS_WEBHOOK_ALLOWED_NETWORKS", "")
+try:
+    [
+        ipaddress.ip_network(p.strip(), strict=False)
+        for p in ATLAS_WEBHOOK_ALLOWED_NETWORKS.split(",")
+        if p.strip()
+    ]
+except ValueError as exc:
+    raise ImproperlyConfigured(f"ATLAS_WEBHOOK_ALLOWED_NETWORKS: {exc}") from exc
+# Pending deliveries kept per webhook; beyond it the oldest are dropped (counted on its page).
+ATLAS_WEBHOOK_MAX_PENDING = env_int("ATLAS_WEBHOOK_MAX_PENDING", 1000)
 DATA_UPLOAD_MAX_MEMORY_SIZE = None
 
 LOGGING = {

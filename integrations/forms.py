@@ -1,5 +1,5 @@
 """The webhook form of the pages: the API's rules (http or https, a secret of 16 to 200
-characters, at least one event) in a Django form."""
+characters, at least one event, no receiver inside the network) in a Django form."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from django import forms
 from django.core.validators import URLValidator
 
 from .choices import WebhookEvent
+from .services.webhook_config import webhook_url_refusal
 
 SECRET_MIN, SECRET_MAX = 16, 200
 
@@ -32,6 +33,13 @@ class WebhookForm(forms.Form):
     )
     active = forms.BooleanField(label="Active", required=False, initial=True)
     description = forms.CharField(label="Description", max_length=200, required=False)
+
+    def clean_url(self) -> str:
+        url = self.cleaned_data["url"]
+        refusal = webhook_url_refusal(url)
+        if refusal:
+            raise forms.ValidationError(refusal)
+        return url
 
     def __init__(self, *args, editing: bool = False, **kwargs) -> None:
         super().__init__(*args, **kwargs)

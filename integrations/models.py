@@ -55,6 +55,12 @@ class Webhook(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(default=timezone.now)
+    # Set (and `active` cleared) when it failed for a whole retry window or its URL came to
+    # resolve inside the network; staff turning it back on clears them.
+    disabled_at = models.DateTimeField(null=True, blank=True)
+    disabled_reason = models.CharField(max_length=500, blank=True, default="")
+    # Pending deliveries dropped, oldest first, to keep at most ATLAS_WEBHOOK_MAX_PENDING.
+    dropped_deliveries = models.PositiveBigIntegerField(default=0)
 
     class Meta:
         ordering = ["id"]

@@ -5,6 +5,7 @@ from rest_framework import serializers
 
 from ..choices import WebhookEvent
 from ..models import Delivery, Webhook
+from ..services.webhook_config import webhook_url_refusal
 
 
 class WebhookSerializer(serializers.ModelSerializer):
@@ -13,7 +14,9 @@ class WebhookSerializer(serializers.ModelSerializer):
     url = serializers.CharField(
         max_length=1000,
         validators=[URLValidator(schemes=["http", "https"])],
-        help_text="http or https only",
+        help_text="http or https only; not inside the network (loopback, link-local, private,"
+        " multicast, reserved) unless ATLAS_WEBHOOK_ALLOWED_NETWORKS allows it; its name must"
+        " resolve",
     )
     secret = serializers.CharField(
         write_only=True,
@@ -30,8 +33,31 @@ class WebhookSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Webhook
-        fields = ["id", "url", "secret", "events", "active", "description", "created_at"]
-        read_only_fields = ["created_at"]
+        fields = [
+            "id",
+            "url",
+            "secret",
+            "events",
+            "active",
+            "description",
+            "created_at",
+            "disabled_at",
+            "disabled_reason",
+            "dropped_deliveries",
+        ]
+        read_only_fields = ["created_at", "disabled_at", "disabled_reason", "dropped_deliveries"]
+
+    def validate_url(self, value: str) -> str:
+        refusal = webhook_url_refusal(value)
+        if refusal:
+            raise serializers.ValidationError(refusal)
+        return value
+
+    def update(self, instance: Webhook, validated_data: dict) -> Webhook:
+        """Turning a disabled webhook on again clears why it was disabled."""
+        if validated_data.get("active") and instance.disabled_at is not None:
+            validated_data |= {"disabled_at": None, "disabled_reason": ""}
+        return super().update(instance, validated_data)
 
     def validate_events(self, value: list[str]) -> list[str]:
         return sorted(set(value))

@@ -6,11 +6,24 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from django.conf import settings
 from django.db import transaction
 
+from ..destinations import DestinationRefused, allowed_networks, destination_check
 from ..models import Webhook
 
 logger = logging.getLogger(__name__)
+
+
+def webhook_url_refusal(url: str) -> str | None:
+    """Why `url` may not be saved as a receiver, or None. A name that does not resolve is
+    refused too: it cannot be checked, and a typo is better told now than after a day of
+    retries."""
+    try:
+        destination_check(url, allowed=allowed_networks(settings.ATLAS_WEBHOOK_ALLOWED_NETWORKS))
+    except DestinationRefused as exc:
+        return str(exc)
+    return None
 
 
 def webhook_create(
@@ -39,10 +52,14 @@ def webhook_update(
     user,
     secret: str = "",
 ) -> Webhook:
-    """Change a receiver; its secret stays unless a new one is given."""
+    """Change a receiver; its secret stays unless a new one is given. Turning it on clears
+    why it was disabled."""
     webhook.url, webhook.events = url, sorted(set(events))
     webhook.active, webhook.description = active, description
     fields = ["url", "events", "active", "description"]
+    if active and webhook.disabled_at is not None:
+        webhook.disabled_at, webhook.disabled_reason = None, ""
+        fields += ["disabled_at", "disabled_reason"]
     if secret:
         webhook.secret = secret
         fields.append("secret")

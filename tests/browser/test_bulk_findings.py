@@ -75,7 +75,7 @@ def test_staff_acknowledge_ticked_findings_and_add_a_webhook(signed_in_at, width
     menu(watched, "Webhooks")
     watched.page.wait_for_selector("#webhooks")
     watched.page.click("#webhook-new")
-    watched.page.fill("#id_url", "https://hooks.example/atlas")
+    watched.page.fill("#id_url", "https://93.184.216.34/atlas")
     watched.page.fill("#id_secret", "s3cret-for-signing-0123456789")
     watched.page.check("input[name=events][value='finding.raised']")
     watched.page.fill("#id_description", "on-call <pager>")
@@ -86,7 +86,7 @@ def test_staff_acknowledge_ticked_findings_and_add_a_webhook(signed_in_at, width
     menu(watched, "Webhooks")
     watched.page.wait_for_selector("#webhooks")
     listed = watched.page.inner_text("#webhooks")
-    assert "https://hooks.example/atlas" in listed and "on-call <pager>" in listed
+    assert "https://93.184.216.34/atlas" in listed and "on-call <pager>" in listed
     assert "finding.raised" in listed and "active" in listed
     assert Webhook.objects.get().created_by.username == "oncall"
     assert watched.page.evaluate(OVERFLOWS) == []

@@ -40,14 +40,16 @@ def embedded_env(var_dir, **extra: str) -> dict[str, str]:
         ATLAS_VAR_DIR=str(var_dir),
         PYTHONUNBUFFERED="1",
         DJANGO_SETTINGS_MODULE="config.settings",
+        ATLAS_WEBHOOK_ALLOWED_NETWORKS="127.0.0.0/8",  # the test's receiver is on loopback
         **extra,
     )
     return env
 
 
 def test_a_finding_reaches_a_webhook_through_runschedule_which_stops_with_the_server(
-    staff, tmp_path
+    staff, tmp_path, settings
 ):
+    settings.ATLAS_WEBHOOK_ALLOWED_NETWORKS = "127.0.0.0/8"  # the receiver is on loopback
     receiver = Receiver().start()
     server = socket.create_server(("127.0.0.1", free_port()))  # stands for runserver
     server_url = f"http://127.0.0.1:{server.getsockname()[1]}"

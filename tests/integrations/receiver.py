@@ -22,6 +22,7 @@ class Receiver:
 
     port: int = field(default_factory=free_port)
     status: int = 204
+    headers: dict[str, str] = field(default_factory=dict)  # added to each answer (Location)
     received: list[Received] = field(default_factory=list)
     _server: ThreadingHTTPServer | None = None
 
@@ -39,6 +40,8 @@ class Receiver:
                     Received(self.path, dict(self.headers.items()), self.rfile.read(length))
                 )
                 self.send_response(receiver.status)
+                for name, value in receiver.headers.items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 

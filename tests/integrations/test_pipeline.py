@@ -35,6 +35,7 @@ def test_a_finding_reaches_a_webhook_and_alertmanager_through_a_real_worker(tmp_
         "ATLAS_ALERT_INTERVAL_S": "1",
         "ATLAS_ALERTMANAGER_URL": manager.url,
         "ATLAS_PUBLIC_URL": "https://atlas.example.org",
+        "ATLAS_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.0/8",  # the receiver is on loopback
     }
     worker = start_worker(REDIS_URL, tmp_path, **extra)
     beat = start_beat(REDIS_URL, tmp_path, **extra)
