@@ -106,7 +106,11 @@ def measure(client, url: str, repeat: int) -> tuple[float, int, list[tuple[str, 
         response = client.get(url)
     assert response.status_code == 200, (url, response.status_code, response.content[:300])
     seconds = median(timed(lambda: client.get(url), repeat))
-    return seconds, len(captured.captured_queries), [(q["sql"], None) for q in captured.captured_queries]
+    return (
+        seconds,
+        len(captured.captured_queries),
+        [(q["sql"], None) for q in captured.captured_queries],
+    )
 
 
 def floor(queries: list[tuple[str, Any]], repeat: int) -> float:
