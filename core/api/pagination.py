@@ -35,8 +35,8 @@ class DeferredJoinPaginator(Paginator):
         rows = self.object_list
         if isinstance(rows, QuerySet) and not rows.query.combinator:
             ids = rows.values("pk")[bottom:top]
-            return self._get_page(rows.filter(pk__in=ids), number, self)
-        return self._get_page(rows[bottom:top], number, self)
+            return Page(rows.filter(pk__in=ids), number, self)
+        return Page(rows[bottom:top], number, self)
 
 
 class DeferredJoinPagination(AtlasPagination):
