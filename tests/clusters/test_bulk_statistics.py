@@ -41,3 +41,28 @@ def test_a_bulk_node_set_is_analyzed_after_commit():
         assert _reltuples() != 1200  # not inside the transaction: after commit
     assert Node.objects.count() == 1200
     assert _reltuples() == 1200
+
+
+@pytest.mark.django_db
+def test_a_fabric_import_asks_for_the_statistics_of_each_table_it_changed(monkeypatch):
+    """The first import of a fabric changes every row of its switches, adapters and links;
+    the same import again changes none (only `last_seen`, rewritten set-wise)."""
+    from fabric import services
+    from fabric.models import Adapter, FabricLink, Switch
+    from tests.fabric.conftest import fixture_text
+
+    asked: list[tuple[type, int, int]] = []
+    monkeypatch.setattr(
+        services,
+        "analyze_after_commit",
+        lambda model, *, changed, total: asked.append((model, changed, total)),
+    )
+    raw = fixture_text("ibnetdiscover-router-dualport.out")
+    services.fabric_snapshot_ingest(fabric_name="f", raw=raw)
+    first = {model: (changed, total) for model, changed, total in asked}
+    assert set(first) == {Switch, Adapter, FabricLink}
+    assert first[Switch][0] == Switch.objects.count() and first[Switch][1] == 0
+    assert first[FabricLink][0] == FabricLink.objects.count() > 0
+    asked.clear()
+    services.fabric_snapshot_ingest(fabric_name="f", raw=raw)
+    assert {model: changed for model, changed, _ in asked} == {Switch: 0, Adapter: 0, FabricLink: 0}
