@@ -16,6 +16,7 @@ from django.db.models import F, OuterRef, Q, Subquery
 from django.utils import timezone
 from django.utils.text import slugify
 
+from core.db.statistics import analyze_after_commit
 from core.safe_input import InputRejected, check_strings, decode_text, json_loads
 from core.tasks import send_or_log
 from inventory.models import Server
@@ -512,7 +513,10 @@ def node_set_replace(*, cluster: Cluster, records: list[NodeRecord], now) -> tup
     gone = Node.objects.filter(cluster=cluster, gone_at__isnull=True, last_seen__lt=now).update(
         gone_at=now
     )
-    return len(set(names) - known), gone
+    added = len(set(names) - known)
+    # A first load (or a big change) of the node set: the planner gets its statistics now.
+    analyze_after_commit(Node, changed=added + gone, total=len(known))
+    return added, gone
 
 
 def _is_pod_list(document: dict[str, Any]) -> bool:

@@ -132,6 +132,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # one per test process, so parallel runs never write the same file.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-{os.getpid()}.sqlite3")}
     VAR_DIR.mkdir(parents=True, exist_ok=True)
+# Web requests' statements are cancelled after this long (PostgreSQL; 0: off); the request
+# answers 503 with Retry-After. Web processes only (config/wsgi.py): workers' and commands'
+# passes are long (core/db/bounds.py).
+ATLAS_DB_STATEMENT_TIMEOUT_MS = env_int("ATLAS_DB_STATEMENT_TIMEOUT_MS", 30000)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -12,6 +12,7 @@ from django.urls import URLPattern, URLResolver, include, path
 
 from clusters import views as cluster_views
 from core.api.schema_views import SchemaView, api_docs
+from core.db.bounds import server_error
 from core.not_found import page_not_found
 from fabric import views as fabric_views
 from findings import views as finding_views
@@ -64,4 +65,5 @@ urlpatterns = [
 ]
 
 handler404 = page_not_found
+handler500 = server_error  # a database away or too slow: 503 with Retry-After
 """Unknown routes and ids: the app's page with its menu; JSON under /api/ (core/not_found.py)."""

@@ -9,3 +9,6 @@ class CoreConfig(AppConfig):
 
     name = "core"
     verbose_name = "Core"
+
+    def ready(self) -> None:
+        from core.db import bounds  # noqa: F401  (connects the statement timeout's receiver)

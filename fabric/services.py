@@ -22,6 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from core.db.statistics import analyze_after_commit
 from inventory.models import Nic, Server
 from inventory.services import revision_bump, revision_get
 
@@ -313,6 +314,9 @@ def _upsert(
     # import, every row; rewriting them all would write the fabric twice).
     model.objects.filter(fabric=fabric, gone_at__isnull=True).exclude(last_seen=now).update(
         last_seen=now
+    )
+    analyze_after_commit(
+        model, changed=len(to_create) + len(to_update) + len(vanished), total=len(existing)
     )
     if not want_ids:
         return {}, len(to_create), len(vanished)

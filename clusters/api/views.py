@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from core.api.body_limit import BodyLimit
 from core.api.errors import ErrorSerializer
+from core.api.pagination import DeferredJoinPagination
 from core.api.permissions import IsStaffOrReadOnly, staff_post_action
 from core.tasks import enqueue
 
@@ -170,6 +171,9 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
     lookup_value_regex = "[0-9]+"  # `nodes/null/binding/` is a 404, not a failed lookup
     filter_backends = [DjangoFilterBackend, OrderingFilter]
     filterset_class = NodeFilter
+    # Pages read their rows by id after a lean query picks them (core/api/pagination.py): a
+    # deep page at 130k nodes no longer evaluates every skipped row's subqueries.
+    pagination_class = DeferredJoinPagination
     ordering_fields = ["name", "gpu_capacity", "gpu_allocatable", "state", "last_seen", "id"]
     ordering = ["cluster__name", "name"]
 

@@ -2,10 +2,24 @@
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+from rest_framework.views import set_rollback
+
+from core.db.bounds import unavailable
 
 
 def exception_handler(exc, context):
+    """DRF's, plus 503 with Retry-After when the database is away or the statement timed out
+    (core/db/bounds.py), instead of the 500 an unhandled OperationalError would be."""
+    reason = unavailable(exc)
+    if reason is not None:
+        set_rollback()
+        return Response(
+            {"detail": reason.detail},
+            status=503,
+            headers={"Retry-After": str(reason.retry_after_s)},
+        )
     return drf_exception_handler(exc, context)
 
 
