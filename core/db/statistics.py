@@ -17,11 +17,15 @@ log = logging.getLogger(__name__)
 
 BULK_ROWS = 1000
 BULK_SHARE = 0.1
+BULK_MIN = 100
+"""Fewer rows than this are never a bulk change: a small table's statistics matter little,
+and a 3-node snapshot should not cost an ANALYZE each time."""
 
 
 def needs_analyze(*, changed: int, total: int) -> bool:
-    """More than BULK_ROWS rows changed, or more than BULK_SHARE of the table as it was."""
-    return changed > BULK_ROWS or changed > BULK_SHARE * total
+    """More than BULK_ROWS rows changed, or at least BULK_MIN and more than BULK_SHARE of the
+    table as it was."""
+    return changed > BULK_ROWS or (changed >= BULK_MIN and changed > BULK_SHARE * total)
 
 
 def analyze_after_commit(model: type[Model], *, changed: int, total: int) -> bool:

@@ -23,8 +23,10 @@ def _reltuples() -> float:
 
 def test_what_counts_as_a_bulk_change():
     assert needs_analyze(changed=1001, total=1_000_000)
-    assert needs_analyze(changed=11, total=100)  # a tenth of a small table
-    assert needs_analyze(changed=5, total=0)  # a first load
+    assert needs_analyze(changed=101, total=1000)  # a tenth of a smaller table
+    assert needs_analyze(changed=100, total=0)  # a first load
+    assert not needs_analyze(changed=5, total=0)  # a handful of nodes is no bulk load
+    assert not needs_analyze(changed=11, total=100)
     assert not needs_analyze(changed=1000, total=100_000)
     assert not needs_analyze(changed=0, total=0)
 
