@@ -122,7 +122,12 @@ def _quantity(amounts: Mapping[str, Any], name: str, path: str) -> int | None:
     finite = not isinstance(value, float) or math.isfinite(value)
     if isinstance(value, bool) or not isinstance(value, str | int | float) or not finite:
         raise wrong_type(child(path, name), "a quantity (a string such as '8' or '7500m')", value)
-    return quantity_int(value)
+    number = parse_quantity(value)
+    if number is not None and number < 0:  # the API server refuses them; no column holds them
+        raise SnapshotFormatError(
+            f"{child(path, name)}: a quantity is never negative, got {value!r}"
+        )
+    return int(number) if number is not None else None
 
 
 def _label_int(labels: dict[str, str], key: str) -> int | None:

@@ -22,6 +22,7 @@ import re
 from typing import Any
 
 from clusters.parsers.records import NodeRecord, Snapshot, SnapshotFormatError
+from clusters.parsers.shape import child, field
 from clusters.parsers.slurm_common import build_node, clean, expand_hostlist, to_int
 
 NODES_FORMAT = "slurm-nodes-json"
@@ -61,7 +62,7 @@ def _meta(document: dict[str, Any]) -> tuple[str | None, str | None, str | None]
 
 def _errors(document: dict[str, Any]) -> list[str]:
     messages = []
-    for error in document.get("errors") or []:
+    for error in field(document, "errors", "", list) or []:
         if isinstance(error, dict):
             text = error.get("description") or error.get("error") or ""
             number = error.get("error_number", error.get("errno"))
@@ -71,7 +72,7 @@ def _errors(document: dict[str, Any]) -> list[str]:
     return [m[:200] for m in messages if m]
 
 
-def _node_from_object(node: dict[str, Any]) -> NodeRecord:
+def _node_from_object(node: dict[str, Any], path: str) -> NodeRecord:
     name = clean(node.get("name"))
     if not name:
         raise SnapshotFormatError("a Slurm node object has no name")
@@ -80,7 +81,7 @@ def _node_from_object(node: dict[str, Any]) -> NodeRecord:
         hostname=node.get("hostname"),
         address=node.get("address"),
         state=node.get("state"),
-        state_flags=[str(f) for f in node.get("state_flags") or []],
+        state_flags=[str(f) for f in field(node, "state_flags", path, list) or []],
         reason=node.get("reason"),
         reason_set_by=node.get("reason_set_by_user"),
         partitions=node.get("partitions"),
@@ -102,14 +103,15 @@ def _sub(entry: dict[str, Any], key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _sinfo_nodes(entry: dict[str, Any]) -> list[NodeRecord]:
-    """The nodes of one ``sinfo`` group; per-node figures are the group's maxima."""
-    group = _sub(entry, "nodes")
+def _sinfo_nodes(entry: dict[str, Any], path: str) -> list[NodeRecord]:
+    """The nodes of one ``sinfo`` group; per-node figures are the group's maxima.
+    The lists are typed reads: a number where a list belongs is a 400 naming its path."""
+    group, where = _sub(entry, "nodes"), child(path, "nodes")
     names: list[str] = []
-    for item in group.get("nodes") or []:
+    for item in field(group, "nodes", where, list) or []:
         names.extend(expand_hostlist(str(item)))
-    hostnames = [str(h) for h in group.get("hostnames") or []]
-    addresses = [str(a) for a in group.get("addresses") or []]
+    hostnames = [str(h) for h in field(group, "hostnames", where, list) or []]
+    addresses = [str(a) for a in field(group, "addresses", where, list) or []]
     cpus, memory, gres = _sub(entry, "cpus"), _sub(entry, "memory"), _sub(entry, "gres")
     reason, partition = _sub(entry, "reason"), _sub(entry, "partition")
     features = _sub(entry, "features")
@@ -162,10 +164,10 @@ def parse_slurm_json(document: dict[str, Any]) -> Snapshot:
         if errors and not entries:
             raise SnapshotFormatError(f"sinfo reports errors: {'; '.join(errors)}")
         nodes: list[NodeRecord] = []
-        for entry in entries:
+        for index, entry in enumerate(entries):
             if not isinstance(entry, dict):
                 raise SnapshotFormatError("a sinfo entry is not an object")
-            nodes.extend(_sinfo_nodes(entry))
+            nodes.extend(_sinfo_nodes(entry, f"sinfo[{index}]"))
             cluster = cluster or clean(entry.get("cluster"))
         return Snapshot(
             format=SINFO_FORMAT,
@@ -182,10 +184,10 @@ def parse_slurm_json(document: dict[str, Any]) -> Snapshot:
         raise SnapshotFormatError(f"the Slurm response reports errors: {'; '.join(errors)}")
     nodes = []
     seen: set[str] = set()
-    for item in items:
+    for index, item in enumerate(items):
         if not isinstance(item, dict):
             raise SnapshotFormatError("a Slurm node entry is not an object")
-        node = _node_from_object(item)
+        node = _node_from_object(item, f"nodes[{index}]")
         if node.name in seen:
             raise SnapshotFormatError(f"the Slurm response names node {node.name!r} twice")
         seen.add(node.name)

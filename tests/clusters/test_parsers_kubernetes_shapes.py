@@ -222,3 +222,24 @@ def test_a_node_list_with_a_wrong_type_is_a_400_and_keeps_the_node_set(post, pat
     assert f"items[1].{words}" in " ".join(response.json()["errors"]["body"])
     assert list(Node.objects.values_list("name", flat=True)) == ["old"]
     assert ClusterSnapshot.objects.filter(cluster_name="c").count() == 1
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("value", [-1, "-1", "-500m"])
+def test_a_negative_gpu_request_is_a_400_naming_the_path_not_a_500(post, value):
+    """Found by the intakes fuzzer: -1 passed the parser and broke a positive column."""
+    names = ("dgx-h100-01", "a100-ts-01", "h100-mig-01", "cpu-01")
+    assert post(k8s_node_list(*(k8s_node(n) for n in names))).status_code == 201
+    path = ("items", 0, "spec", "containers", 0, "resources", "requests", "nvidia.com/gpu")
+    response = post(json.dumps(with_value(PODS, path, value)))
+    assert response.status_code == 400, response.content
+    message = " ".join(response.json()["errors"]["body"])
+    assert "items[0].spec.containers[0].resources.requests.nvidia.com/gpu" in message, message
+    assert "never negative" in message
+
+
+def test_a_negative_node_capacity_names_its_path():
+    node = k8s_node("a")
+    node["status"]["capacity"]["nvidia.com/gpu"] = "-2"
+    with pytest.raises(SnapshotFormatError, match=r"items\[0\]\.status\.capacity\.nvidia\.com/gpu"):
+        parse_kubernetes({"kind": "NodeList", "items": [node]})

@@ -189,3 +189,18 @@ def test_an_empty_node_list_without_errors_is_an_empty_snapshot():
 def test_broken_node_lists_are_rejected(document):
     with pytest.raises(SnapshotFormatError):
         parse_slurm_json(document)
+
+
+@pytest.mark.parametrize(
+    ("document", "path"),
+    [
+        ({"sinfo": [{"nodes": {"nodes": True}}]}, "sinfo[0].nodes.nodes: expected a list"),
+        ({"sinfo": [{"nodes": {"hostnames": 3}}]}, "sinfo[0].nodes.hostnames: expected a list"),
+        ({"sinfo": [], "errors": 1.5}, "errors: expected a list, got a number"),
+        ({"nodes": [{"name": "a", "state_flags": 7}]}, "nodes[0].state_flags: expected a list"),
+    ],
+)
+def test_a_wrong_type_where_a_list_belongs_names_its_path(document, path):
+    """Found by the intakes fuzzer: these were TypeErrors the safety net called 'malformed'."""
+    with pytest.raises(SnapshotFormatError, match=path.replace("[", r"\[").replace("]", r"\]")):
+        parse_slurm_json(document)
