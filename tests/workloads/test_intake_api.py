@@ -175,3 +175,31 @@ def test_import_snapshot_takes_jobs_listings(tmp_path):
     )
     assert "workloads" in out.getvalue()
     assert Allocation.objects.filter(until__isnull=True, gpu__isnull=False).exists()
+
+
+def test_a_pod_list_too_large_to_apply_now_still_gives_its_pod_groups(pusher, settings):
+    from tests.nodes import k8s_node, k8s_node_list
+
+    nodes = k8s_node_list(k8s_node("dgx-1"))
+    assert _post(pusher, "k8s", nodes, "application/json").status_code == 201
+    pod = {
+        "kind": "Pod",
+        "metadata": {
+            "name": "nb",
+            "namespace": "ml",
+            "uid": "00000000-0000-0000-0000-0000000000aa",
+        },
+        "spec": {
+            "nodeName": "dgx-1",
+            "containers": [{"name": "main", "resources": {"limits": {"nvidia.com/gpu": "2"}}}],
+        },
+        "status": {"phase": "Running", "startTime": "2026-12-01T10:00:00Z"},
+    }
+    settings.ATLAS_SNAPSHOT_SYNC_MAX_BYTES = 64  # the list waits for a worker
+    response = _post(
+        pusher, "k8s", json.dumps({"kind": "List", "items": [pod]}), "application/json"
+    )
+    assert response.status_code == 202, response.content
+    (workload,) = Workload.objects.all()
+    assert (workload.scheduler_id, workload.gpu_count) == ("ml/nb", 2)
+    assert response.json()["workloads"]["created"] == 1

@@ -3,6 +3,8 @@ the snapshot endpoint's jobs listings (the rest is the clusters layer's)."""
 
 from __future__ import annotations
 
+import re
+
 from django.db import transaction
 from rest_framework import viewsets
 from rest_framework.response import Response
@@ -16,6 +18,9 @@ from .. import selectors
 from ..filters import WorkloadFilter
 from .serializers import WorkloadSerializer
 
+_POD_LIST = re.compile(rb'"kind"\s*:\s*"(?:PodList|Pod)"')
+_SNIFF_BYTES = 1 << 16
+
 
 class SnapshotView(NodeSnapshotView):
     """`POST clusters/{name}/snapshots/`: node sets and pod lists as before; also slurmrestd
@@ -27,7 +32,11 @@ class SnapshotView(NodeSnapshotView):
         snapshot = jobs_detect(raw)
         if snapshot is None:
             answer = super().receive(request, name, raw, confirm_shrink=confirm_shrink)
-            if answer.status_code == 201 and answer.data.get("format") == POD_FORMAT:
+            applied_pods = answer.status_code == 201 and answer.data.get("format") == POD_FORMAT
+            # A pod list too large to apply here waits for a worker (its GPUs in use); its pod
+            # groups are taken now, as a pulled cluster's are.
+            stored_pods = answer.status_code == 202 and _POD_LIST.search(raw[:_SNIFF_BYTES])
+            if applied_pods or stored_pods:
                 workloads = pods_ingest(cluster_name=name, document=json_loads(raw.decode()))
                 if workloads is not None:
                     answer.data["workloads"] = workloads.to_dict()
