@@ -21,7 +21,7 @@ import json
 import logging
 import time as clock
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -33,6 +33,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from agent.schema import normalize_pci_bus_id
+from core.batches import chunks
 from findings.choices import Family, family_q
 from findings.models import Finding
 from findings.services import findings_write
@@ -322,9 +323,8 @@ def _gpu_index(reports: list[ReportHealth]) -> _GpuIndex:
     return index
 
 
-def _chunks(items: list[Any], size: int = IN_CHUNK) -> Iterable[list[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
+def _chunks(items: list[Any], size: int = IN_CHUNK) -> Iterable[Sequence[Any]]:
+    return chunks(items, size)
 
 
 # -- events ----------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import dataclasses
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from agent.mig import normalize_mig_profile
 from clusters.models import Cluster, Node
+from core.batches import chunks
 from inventory.choices import GpuStatus
 from inventory.models import Gpu, MigDevice
 from workloads.choices import WorkloadKind, WorkloadState
@@ -148,9 +149,19 @@ class _Joins:
     gpu_by_id: dict[int, _GpuFacts]
 
 
-def _chunks(values: list[Any], size: int = BATCH) -> Iterable[list[Any]]:
-    for start in range(0, len(values), size):
-        yield values[start : start + size]
+def _chunks(values: list[Any], size: int = BATCH) -> Iterable[Sequence[Any]]:
+    return chunks(values, size)
+
+
+def _gpus_on(server_ids: list[int]) -> list[_GpuFacts]:
+    """The GPUs of these servers, as the joins need them (one query per batch)."""
+    return [
+        _GpuFacts(**row)
+        for chunk in _chunks(server_ids)
+        for row in Gpu.objects.filter(server_id__in=chunk).values(
+            "id", "server_id", "index", "uuid", "serial", "name", "status"
+        )
+    ]
 
 
 def _node_facts(cluster: Cluster, records: Iterable[WorkloadRecord]) -> dict[str, _NodeFacts]:
@@ -173,14 +184,7 @@ def _joins(all_nodes: dict[str, _NodeFacts], records: Iterable[WorkloadRecord]) 
     uuids = {s.uuid for r in records for a in r.allocations for s in a.gpus if s.uuid}
     nodes = {name: all_nodes[name] for name in names if name in all_nodes}
     server_ids = sorted({n.server_id for n in nodes.values() if n.server_id is not None})
-    gpus: list[_GpuFacts] = []
-    for chunk in _chunks(server_ids):
-        gpus += [
-            _GpuFacts(**row)
-            for row in Gpu.objects.filter(server_id__in=chunk).values(
-                "id", "server_id", "index", "uuid", "serial", "name", "status"
-            )
-        ]
+    gpus = _gpus_on(server_ids)
     mig_by_uuid: dict[str, tuple[int, int]] = {}
     mig_uuids = sorted(u for u in uuids if u.startswith("MIG-"))
     for chunk in _chunks(mig_uuids):
@@ -531,14 +535,7 @@ def allocations_join(*, cluster: Cluster | None = None) -> int:
         return 0
     bound = {r.pk: r.node.server_id for r in rows if r.node is not None and r.node.server_id}
     server_ids = sorted(set(bound.values()))
-    gpus: list[_GpuFacts] = []
-    for chunk in _chunks(server_ids):
-        gpus += [
-            _GpuFacts(**row)
-            for row in Gpu.objects.filter(server_id__in=chunk).values(
-                "id", "server_id", "index", "uuid", "serial", "name", "status"
-            )
-        ]
+    gpus = _gpus_on(server_ids)
     by_slot = by_slot_of(gpus)
     by_uuid = {g.uuid: g for g in gpus}
     migs = dict(

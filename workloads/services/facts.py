@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -39,6 +39,7 @@ from django.utils import timezone
 
 from clusters.choices import ClusterKind
 from clusters.models import Node
+from core.batches import chunks
 from inventory.choices import ReportStatus
 from inventory.models import Gpu, MigDevice, Report, Server
 
@@ -345,9 +346,8 @@ def _pod_devices(view: dict[str, Any]) -> Iterable[_PodDevice]:
 # -- joins -----------------------------------------------------------------------------------
 
 
-def _chunks(items: list[Any], size: int = IN_CHUNK) -> Iterable[list[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
+def _chunks(items: list[Any], size: int = IN_CHUNK) -> Iterable[Sequence[Any]]:
+    return chunks(items, size)
 
 
 def _devices(facts: list[_ServerFacts]) -> tuple[dict[str, int], dict[str, int]]:
