@@ -133,7 +133,8 @@ class FindingSilenceSerializer(serializers.Serializer):
 
 class FindingIdsSerializer(serializers.Serializer):
     ids = serializers.ListField(
-        child=serializers.IntegerField(min_value=1),
+        # an id is a 64-bit key: a larger number is a field-level 400, not an overflow in SQL
+        child=serializers.IntegerField(min_value=1, max_value=2**63 - 1),
         allow_empty=False,
         max_length=BULK_MAX,
         help_text=f"the findings to act on (at most {BULK_MAX})",

@@ -4,6 +4,7 @@ finding audited as one acted on alone."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -247,3 +248,12 @@ def test_the_schema_documents_the_bulk_actions(staff_api):
     for name in ("acknowledge", "silence", "unacknowledge"):
         operation = schema["paths"][f"/api/v1/findings/{name}/"]["post"]
         assert "requestBody" in operation and "200" in operation["responses"]
+
+
+@pytest.mark.parametrize("path", ["acknowledge", "unacknowledge"])
+def test_an_id_beyond_64_bits_is_a_field_level_400(staff_api, path):
+    response = staff_api.post(
+        f"/api/v1/findings/{path}/", {"ids": [5, 2**80], "reason": "x"}, format="json"
+    )
+    assert response.status_code == 400
+    assert "ids" in json.dumps(response.json())
