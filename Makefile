@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 
 .PHONY: run test test-fast lint format venv demo migrate worker beat bench clean podresources-proto \
-	image image-test
+	image image-test image-reproducible
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -75,6 +75,9 @@ image:
 
 image-test:
 	deploy/images/smoke.sh
+
+image-reproducible:
+	deploy/images/reproduce.sh
 
 clean:
 	rm -rf $(VENV) var staticfiles .pytest_cache

@@ -153,6 +153,20 @@ wait_for 30 "server $hostname_ has no GPUs" gpus_listed "$hostname_"
 wait_for 30 "the worker logged no applied report" \
   sh -c "podman --runtime runc logs $run_id-worker 2>&1 | grep -q 'apply_report.*succeeded'"
 
+say "the dashboard: log in as staff and open $hostname_'s page"
+jar="$work/cookies"
+curl -fsS -c "$jar" -b "$jar" "$url/login/" >"$work/login-form.html" || fail "the login page"
+csrf="$(sed -n 's/.*name="csrfmiddlewaretoken" value="\([^"]*\)".*/\1/p' "$work/login-form.html" | head -n1)"
+[[ -n $csrf ]] || fail "the login page has no CSRF token"
+curl -fsS -c "$jar" -b "$jar" -o /dev/null -H "Referer: $url/login/" \
+  --data-urlencode "csrfmiddlewaretoken=$csrf" --data-urlencode "username=smoke" \
+  --data-urlencode "password=$DJANGO_SUPERUSER_PASSWORD" "$url/login/" || fail "logging in"
+server_id="$(api "servers/?hostname=$hostname_" |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["results"][0]["id"])')"
+curl -fsS -b "$jar" "$url/servers/$server_id/" >"$work/server.html" || fail "the server's page"
+grep -qF "$hostname_" "$work/server.html" || fail "the server's page does not name $hostname_"
+grep -qF "RTX PRO 6000" "$work/server.html" || fail "the server's page shows no GPU of the report"
+
 enrolled="$hostname_-enrolled"
 say "agent image, enrollment token: push as $enrolled"
 agent_push "$enrolled" --enroll-token-file /run/atlas/enroll --state-dir /var/lib/cluster-atlas-agent
@@ -171,7 +185,7 @@ wait_for 60 "the worker ran no periodic task" \
 say "no secret in the logs"
 for c in web worker beat; do
   if podman_ logs "$run_id-$c" 2>&1 |
-    grep -qF -e "$api_token" -e "$(cat "$work/token")" -e "$(cat "$work/enroll")" \
+    grep -qF -e "$api_token" -e "$(cat "$work/token")" -e "$(cat "$work/enroll")" -e "$DJANGO_SUPERUSER_PASSWORD" \
       -e "$(cat "$work/state/agent-token")"; then
     fail "$c logged a token"
   fi
