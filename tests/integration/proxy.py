@@ -100,7 +100,7 @@ class SlowClients:
     """`count` connections to `port`, each sending a never-finished request head a byte every
     `interval` seconds from one thread. `open_count()` says how many the server still holds."""
 
-    HEAD = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: slowloris\r\nX-Padding: " + b"a" * 4096
+    HEAD = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: " + b"a" * 4096
 
     def __init__(self, port: int, count: int, interval: float = 1.0) -> None:
         self.sockets: list[socket.socket] = []
@@ -126,6 +126,11 @@ class SlowClients:
                     self._closed.add(i)
             self._sent += 1
             self._stop.wait(interval)
+
+    @property
+    def sent(self) -> int:
+        """Bytes of the head each connection has sent so far."""
+        return self._sent
 
     def open_count(self) -> int:
         """Connections the server has neither closed nor answered."""

@@ -91,7 +91,7 @@ def test_heartbeats_and_pages_answer_while_fifty_slow_clients_hold_connections(
 
     slow = SlowClients(port, SLOW_CLIENTS, interval=1.0)
     try:
-        assert wait_until(lambda: slow._sent >= 3, 10), "the slow clients did not start"
+        assert wait_until(lambda: slow.sent >= 3, 10), "the slow clients did not start"
         assert slow.open_count() == SLOW_CLIENTS  # nginx holds all of them, waiting
 
         answers = [request(port, "POST", "/api/v1/reports/", heartbeat) for _ in range(20)]
