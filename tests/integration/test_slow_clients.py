@@ -109,4 +109,4 @@ def test_heartbeats_and_pages_answer_while_fifty_slow_clients_hold_connections(
     assert [status for status, _, _ in pages] == [200] * 3
     assert all(b"dgx-slow" in body for _, _, body in pages)
     # Over ATLAS_REPORT_MAX_BYTES: refused by nginx on its Content-Length, the body unsent.
-    assert too_large[0] == 413
+    assert too_large[0] == 413 and too_large[1].get("Connection") == "close"
