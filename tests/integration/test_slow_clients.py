@@ -44,32 +44,44 @@ def request(port: int, method: str, path: str, headers: dict[str, str], body: by
 
 
 @pytest.fixture
-def proxied(tmp_path, django_user_model):
-    """gunicorn behind nginx; yields nginx's port."""
+def start_proxied(tmp_path):
+    """Starts gunicorn (with `extra` settings) behind nginx: returns (nginx's port, gunicorn's
+    port); both are stopped after the test."""
     binary = nginx_binary()
     require(binary is not None, "nginx not found (apt-get install nginx)")
-    env = dict(os.environ)
-    for name in ("CELERY_BROKER_URL", "REDIS_URL"):
-        env.pop(name, None)  # tasks in process: nothing here needs a worker
-    env.update(
-        DATABASE_URL=services.test_database_url(),
-        DJANGO_SETTINGS_MODULE="config.settings",
-        DJANGO_DEBUG="0",
-        DJANGO_SECRET_KEY=settings.SECRET_KEY,  # the test's sessions are the server's
-        DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
-        ATLAS_LOG_LEVEL="ERROR",
-    )
-    port = free_port()
-    gunicorn = start_gunicorn(port, env, tmp_path / "gunicorn.log", WORKERS, THREADS)
-    nginx = None
-    try:
+    assert binary is not None
+    started = []
+
+    def start(**extra: str) -> tuple[int, int]:
+        env = dict(os.environ)
+        for name in ("CELERY_BROKER_URL", "REDIS_URL"):
+            env.pop(name, None)  # tasks in process: nothing here needs a worker
+        env.update(
+            DATABASE_URL=services.test_database_url(),
+            DJANGO_SETTINGS_MODULE="config.settings",
+            DJANGO_DEBUG="0",
+            DJANGO_SECRET_KEY=settings.SECRET_KEY,  # the test's sessions are the server's
+            DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
+            ATLAS_LOG_LEVEL="ERROR",
+            **extra,
+        )
+        port = free_port()
+        gunicorn = start_gunicorn(port, env, tmp_path / "gunicorn.log", WORKERS, THREADS)
+        started.append(gunicorn)
         assert wait_for_http(port, 60), gunicorn.output()
         nginx = Nginx(binary, tmp_path / "nginx", port)
-        yield nginx.port
-    finally:
-        if nginx:
-            nginx.stop()
-        gunicorn.stop()
+        started.append(nginx)
+        return nginx.port, port
+
+    yield start
+    for process in reversed(started):
+        process.stop()
+
+
+@pytest.fixture
+def proxied(start_proxied) -> int:
+    """gunicorn behind nginx: nginx's port."""
+    return start_proxied()[0]
 
 
 def test_heartbeats_and_pages_answer_while_fifty_slow_clients_hold_connections(
@@ -110,3 +122,16 @@ def test_heartbeats_and_pages_answer_while_fifty_slow_clients_hold_connections(
     assert all(b"dgx-slow" in body for _, _, body in pages)
     # Over ATLAS_REPORT_MAX_BYTES: refused by nginx on its Content-Length, the body unsent.
     assert too_large[0] == 413 and too_large[1].get("Connection") == "close"
+
+
+def test_a_clients_own_scheme_header_is_replaced_by_the_proxy(start_proxied):
+    """Django trusts X-Forwarded-Proto (DJANGO_SECURE_PROXY_SSL_HEADER) only because the
+    proxy always sets it: a client's "https" over plain HTTP is still redirected through
+    nginx, where straight to gunicorn it would have been believed."""
+    nginx_port, gunicorn_port = start_proxied(
+        DJANGO_SECURE_PROXY_SSL_HEADER="HTTP_X_FORWARDED_PROTO", DJANGO_SECURE_SSL_REDIRECT="1"
+    )
+    claims = {"X-Forwarded-Proto": "https"}
+    status, headers, _ = request(nginx_port, "GET", "/login/", claims)
+    assert status == 301 and headers["Location"].startswith("https://127.0.0.1")
+    assert request(gunicorn_port, "GET", "/login/", claims)[0] == 200
