@@ -30,6 +30,7 @@ def directives(text: str) -> tuple[dict[str, str], list[tuple[str, dict[str, str
     """The snippet's top-level directives and its locations (match, directives); one level
     deep, which is all the snippet has."""
     text = re.sub(r"#[^\n]*", "", text)
+    text = re.sub(r"'[^']*'", "''", text)  # a quoted body may hold braces and semicolons
     top: dict[str, str] = {}
     locations: list[tuple[str, dict[str, str]]] = []
     for match in re.finditer(r"location\s+([^{]+?)\s*\{([^}]*)\}|([a-z_]+)\s+([^;{]+);", text):

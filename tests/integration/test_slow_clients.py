@@ -122,6 +122,7 @@ def test_heartbeats_and_pages_answer_while_fifty_slow_clients_hold_connections(
     assert all(b"dgx-slow" in body for _, _, body in pages)
     # Over ATLAS_REPORT_MAX_BYTES: refused by nginx on its Content-Length, the body unsent.
     assert too_large[0] == 413 and too_large[1].get("Connection") == "close"
+    assert json.loads(too_large[2])["detail"] == "body too large"
 
 
 def test_a_clients_own_scheme_header_is_replaced_by_the_proxy(start_proxied):
