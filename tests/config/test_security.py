@@ -89,6 +89,10 @@ def test_without_them_check_deploy_names_what_is_missing_but_cookies_are_secure(
     # DEBUG off: session and CSRF cookies go over HTTPS only, with no variable set.
     secure = settings_of(tmp_path, minimal, "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE")
     assert secure == {"SESSION_COOKIE_SECURE": True, "CSRF_COOKIE_SECURE": True}
+    # No proxy header is believed unless one is named: a client could send it.
+    assert settings_of(tmp_path, minimal, "SECURE_PROXY_SSL_HEADER") == {
+        "SECURE_PROXY_SSL_HEADER": None
+    }
 
 
 def test_the_variables_reach_the_settings(tmp_path):
