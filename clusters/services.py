@@ -11,7 +11,7 @@ from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DataError, IntegrityError, transaction
 from django.db.models import F, OuterRef, Q, Subquery
 from django.utils import timezone
 from django.utils.text import slugify
@@ -34,8 +34,7 @@ from .parsers import (
     parse_pods,
     parse_snapshot,
 )
-from .parsers.detect import snapshot_precheck
-from .validation import node_record_errors, node_record_limit
+from .validation import node_record_errors, pod_record_errors
 
 logger = logging.getLogger(__name__)
 
@@ -182,25 +181,19 @@ def snapshot_receive(
 ) -> SnapshotResult:
     """A pushed snapshot: applied now when small, stored for a worker when large.
 
-    Above ATLAS_SNAPSHOT_SYNC_MAX_BYTES the raw body is stored (after the checks that cost
-    no parse: name, UTF-8, NUL, the format on a prefix, a node named twice in scontrol text,
-    the cluster's kind; `snapshot_precheck`) and `enqueue` is called with its id after commit; the
-    answer is `pending`, and the snapshot's status says what became of it. When the broker
-    is away it stays pending and the sweep applies it. Applied, now or by the worker, it
-    requests a reconcile once it commits.
+    Above ATLAS_SNAPSHOT_SYNC_MAX_BYTES the body is first checked as the worker would check
+    it, short of the database (`snapshot_precheck`: decoded, its format detected, parsed,
+    every field and duplicate validated, the cluster's kind), so every refusal is a 400 now;
+    then the raw body is stored and `enqueue` is called with its id after commit: the answer
+    is `pending`, and the snapshot's status says what became of it (`failed` with the reason
+    where the database refuses what the checks passed). When the broker is away it stays
+    pending and the sweep applies it. Applied, now or by the worker, it requests a reconcile
+    once it commits.
     """
     _check_name(cluster_name)
     if len(raw) <= settings.ATLAS_SNAPSHOT_SYNC_MAX_BYTES:
         return snapshot_ingest(cluster_name=cluster_name, raw=raw, confirm_shrink=confirm_shrink)
-    try:
-        kind = snapshot_precheck(decode_text(raw))
-    except InputRejected as exc:
-        raise SnapshotRejected.from_input(exc) from None
-    except SnapshotFormatError as exc:
-        raise SnapshotRejected(str(exc)) from None
-    known = Cluster.objects.filter(name=cluster_name).values_list("kind", flat=True).first()
-    if kind is not None and known is not None and known != kind:
-        raise SnapshotRejected(_kind_mismatch(cluster_name, known, kind))
+    snapshot_precheck(cluster_name=cluster_name, raw=raw)
     with transaction.atomic():
         row = ClusterSnapshot.objects.create(
             cluster_name=cluster_name, raw=raw, size_bytes=len(raw), confirm_shrink=confirm_shrink
@@ -217,11 +210,26 @@ def snapshot_receive(
     return _result(row)
 
 
+def snapshot_precheck(*, cluster_name: str, raw: bytes) -> None:
+    """Every check the worker's apply makes that needs no write: the same parse and
+    validation (`_parse`, pure, linear in the body) and the cluster's kind (one read).
+    Raises SnapshotRejected, naming the fields at fault, as the synchronous path does."""
+    parsed = _parse(raw)
+    known = Cluster.objects.filter(name=cluster_name).values_list("kind", flat=True).first()
+    if isinstance(parsed, list):
+        if known != ClusterKind.KUBERNETES:
+            raise SnapshotRejected(_pods_without_nodes(cluster_name))
+    elif known is not None and known != parsed.kind:
+        raise SnapshotRejected(_kind_mismatch(cluster_name, known, parsed.kind))
+
+
 def snapshot_apply(*, snapshot_id: int) -> str:
     """Apply one stored (pending) snapshot; what the worker runs. Returns the new status.
 
     Idempotent: a snapshot no longer pending, or being applied by another worker, is
-    skipped. A bad snapshot is marked failed with the fields at fault; it is never retried.
+    skipped. A bad snapshot, or one the database refuses (a constraint, a value beyond a
+    column: its own error type, never a traceback, is the reason), is marked failed with
+    the fields at fault; it is never retried. A database that is away raises, to be retried.
     """
     row = (
         ClusterSnapshot.objects.filter(pk=snapshot_id, status=SnapshotStatus.PENDING)
@@ -244,16 +252,32 @@ def snapshot_apply(*, snapshot_id: int) -> str:
                 return "skipped"
             return _apply(locked, parsed, raw=raw).status
     except SnapshotRejected as exc:
-        message = str(exc)[:2000]
-        ClusterSnapshot.objects.filter(pk=snapshot_id, status=SnapshotStatus.PENDING).update(
-            status=SnapshotStatus.FAILED,
-            message=message,
-            errors=exc.errors,
-            raw=b"",
-            applied_at=timezone.now(),
+        return _snapshot_failed(row, exc)
+    except (IntegrityError, DataError) as exc:
+        logger.exception(
+            "snapshot %s of cluster %s: the database refused it", row.pk, row.cluster_name
         )
-        Cluster.objects.filter(name=row.cluster_name).update(last_error=message)
-        return SnapshotStatus.FAILED
+        return _snapshot_failed(
+            row,
+            SnapshotRejected(
+                f"the database refused this snapshot ({type(exc).__name__}); the node set "
+                "stays as it was"
+            ),
+        )
+
+
+def _snapshot_failed(row: ClusterSnapshot, exc: SnapshotRejected) -> str:
+    """Mark a pending snapshot failed, with the reason on it and on its cluster."""
+    message = str(exc)[:2000]
+    ClusterSnapshot.objects.filter(pk=row.pk, status=SnapshotStatus.PENDING).update(
+        status=SnapshotStatus.FAILED,
+        message=message,
+        errors=exc.errors,
+        raw=b"",
+        applied_at=timezone.now(),
+    )
+    Cluster.objects.filter(name=row.cluster_name).update(last_error=message)
+    return SnapshotStatus.FAILED
 
 
 def snapshot_prune() -> int:
@@ -297,7 +321,11 @@ def _parse(raw: bytes) -> _Parsed:
 
 def _parse_document(document: Any) -> _Parsed:
     if isinstance(document, dict) and _is_pod_list(document):
-        return _parsing(parse_pods, document)
+        pods = _parsing(parse_pods, document)
+        errors = pod_record_errors(pods)
+        if errors:
+            raise SnapshotRejected(errors=errors)
+        return pods
     return _validated(_parsing(parse_document, document))
 
 
@@ -438,6 +466,10 @@ def _cluster_for(name: str, kind: str) -> Cluster:
     return cluster
 
 
+def _pods_without_nodes(name: str) -> str:
+    return f"post the node list of Kubernetes cluster {name!r} before its pods"
+
+
 def _kind_mismatch(name: str, known: str, kind: str) -> str:
     return f"cluster {name!r} is a {ClusterKind(known).label} cluster; this is a {kind} snapshot"
 
@@ -533,6 +565,7 @@ def _is_pod_list(document: dict[str, Any]) -> bool:
 
 
 def _pods_apply(row: ClusterSnapshot, pods: list[PodRecord]) -> SnapshotResult:
+    """Set the GPUs in use of a Kubernetes cluster's live nodes from a validated pod list."""
     gpu_used: Counter[str] = Counter()
     mig_used: dict[str, Counter[str]] = {}
     for pod in pods:
@@ -541,17 +574,9 @@ def _pods_apply(row: ClusterSnapshot, pods: list[PodRecord]) -> SnapshotResult:
         gpu_used[pod.node_name] += pod.gpu_requests
         for profile, count in pod.mig_requests.items():
             mig_used.setdefault(pod.node_name, Counter())[profile] += count
-    most = node_record_limit("gpu_used")
-    for node_name, count in gpu_used.items():
-        if not 0 <= count <= most:
-            raise SnapshotRejected(
-                f"pods on node {node_name[:60]!r} request {count} GPUs; at most {most}", "pods"
-            )
     cluster = Cluster.objects.filter(name=row.cluster_name).first()
     if cluster is None or cluster.kind != ClusterKind.KUBERNETES:
-        raise SnapshotRejected(
-            f"post the node list of Kubernetes cluster {row.cluster_name!r} before its pods"
-        )
+        raise SnapshotRejected(_pods_without_nodes(row.cluster_name))
     row.kind, row.format, row.pods = cluster.kind, POD_FORMAT, len(pods)
     if _newer_applied(row, pods=True):
         return _finish(row, SnapshotStatus.SUPERSEDED, "a newer pod list was applied first")

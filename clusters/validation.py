@@ -17,7 +17,7 @@ from django.db import models
 from django.db.backends.base.operations import BaseDatabaseOperations
 
 from .models import Node
-from .parsers import NodeRecord
+from .parsers import NodeRecord, PodRecord
 
 MAX_ERRORS = 50
 MAX_LIST_ITEMS = 256  # addresses, taints, partitions, state flags, GRES entries per node
@@ -88,6 +88,33 @@ def node_record_errors(records: list[NodeRecord]) -> dict[str, list[str]]:
             if record.name in seen:
                 add(index, record, "name", f"appears twice (first as node {seen[record.name]})")
             seen.setdefault(record.name, index)
+    return errors
+
+
+def pod_record_errors(pods: list[PodRecord]) -> dict[str, list[str]]:
+    """Path -> messages for a pod list the nodes cannot take: a pod listed twice (by
+    namespace and name: `items[<index>].metadata.name`), or the GPUs pods request on one node
+    beyond its `gpu_used` column (`pods`). Empty when the list fits."""
+    errors: dict[str, list[str]] = {}
+    seen: dict[tuple[str, str], int] = {}
+    for index, pod in enumerate(pods):
+        key = (pod.namespace, pod.name)
+        if key in seen and len(errors) < MAX_ERRORS:
+            errors[f"items[{index}].metadata.name"] = [
+                f"pod {'/'.join(key)[:120]!r} is listed twice (first as items[{seen[key]}])"
+            ]
+        seen.setdefault(key, index)
+    used: dict[str, int] = {}
+    for pod in pods:
+        if pod.holds_resources and pod.node_name:
+            used[pod.node_name] = used.get(pod.node_name, 0) + pod.gpu_requests
+    most = node_record_limit("gpu_used")
+    for node_name, count in used.items():
+        if not 0 <= count <= most:
+            errors.setdefault("pods", []).append(
+                f"pods on node {node_name[:60]!r} request {count} GPUs; at most {most}"
+            )
+            break
     return errors
 
 

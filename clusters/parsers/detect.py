@@ -8,7 +8,6 @@ so the API can answer 400 and leave the cluster's previous node set untouched.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from agent.sources.text import TextDecodeError, decode_text
@@ -124,14 +123,10 @@ UNRECOGNISED = (
     "unrecognised snapshot format: not JSON, YAML, scontrol show node text, a per-node "
     "sinfo listing or kubectl describe node text"
 )
-_KINDS = {"scontrol": "slurm", "sinfo": "slurm", "describe": "kubernetes", "yaml": "kubernetes"}
-_NODE_NAME = re.compile(r"^[ \t]*NodeName=(\S+)", re.MULTILINE)
-PREFIX_CHARS = 64 * 1024
 
 
 def _shape(stripped: str) -> str:
-    """Which parser a stripped, non-empty text is for: the one detector, used on the whole
-    text by `parse_snapshot` and on a prefix by `snapshot_precheck`."""
+    """Which parser a stripped, non-empty text is for."""
     if stripped[0] in "{[":
         return "json"
     if slurm_text.looks_like(stripped):
@@ -143,25 +138,3 @@ def _shape(stripped: str) -> str:
     if slurm_sinfo.looks_like(stripped):
         return "sinfo"
     raise SnapshotFormatError(UNRECOGNISED)
-
-
-def snapshot_precheck(text: str) -> str | None:
-    """The checks that need no parse of a whole (decoded, large) snapshot, so a poster
-    hears at once what the worker would say later: the format, detected on a prefix, and
-    for scontrol text a node named twice (one scan of its `NodeName=` tokens). Returns the
-    cluster kind the format implies, or None where only a parse can tell (JSON)."""
-    stripped = text.strip()
-    if not stripped:
-        raise SnapshotFormatError("the snapshot is empty")
-    prefix = stripped[:PREFIX_CHARS]
-    if len(stripped) > PREFIX_CHARS and "\n" in prefix:
-        prefix = prefix[: prefix.rindex("\n")]  # whole lines only
-    shape = _shape(prefix)
-    if shape == "scontrol":
-        seen: set[str] = set()
-        for match in _NODE_NAME.finditer(stripped):
-            name = match.group(1)
-            if name in seen:
-                raise SnapshotFormatError(f"scontrol output names node {name!r} twice")
-            seen.add(name)
-    return _KINDS.get(shape)

@@ -177,17 +177,13 @@ def test_a_large_snapshot_answers_202_with_a_status_url_and_a_worker_applies_it(
     assert ClusterSnapshot.objects.get().raw == b""  # the body is dropped once applied
 
 
-def test_a_bad_large_snapshot_fails_in_the_worker_naming_the_field_and_keeps_the_node_set(
-    post, staff_api, settings
-):
+def test_a_bad_large_snapshot_is_a_400_naming_the_field_and_keeps_the_node_set(post, settings):
     post("big", nodes("a", "b"))
     settings.ATLAS_SNAPSHOT_SYNC_MAX_BYTES = 100
     response = post("big", broken_node("capacity", "cpu", "2147483648"))
-    assert response.status_code == 202
-    status = staff_api.get(response.json()["url"]).json()
-    assert status["status"] == "failed" and "nodes.1.cpus" in status["errors"]
-    assert live("big") == ["a", "b"]
-    assert "2147483648" in Cluster.objects.get().last_error
+    assert response.status_code == 400  # the worker's own checks, made before the 202
+    assert "2147483648" in response.json()["errors"]["nodes.1.cpus"][0]
+    assert live("big") == ["a", "b"] and ClusterSnapshot.objects.count() == 1
 
 
 def test_the_cheap_checks_of_a_large_snapshot_answer_400_at_once(post, settings):
@@ -232,15 +228,6 @@ def test_a_large_scontrol_text_without_duplicates_is_accepted_and_applied(post, 
     response = post("big", scontrol_text(*(scontrol_node(f"n{i}") for i in range(30))))
     assert response.status_code == 202
     assert len(live("big")) == 30
-
-
-def test_the_status_url_of_a_failed_snapshot_says_why(post, staff_api, settings):
-    settings.ATLAS_SNAPSHOT_SYNC_MAX_BYTES = 100
-    response = post("big", broken_node("capacity", "cpu", "2147483648"))
-    assert response.status_code == 202  # only a whole parse finds this
-    status = staff_api.get(response.json()["url"]).json()
-    assert status["status"] == "failed"
-    assert "2147483648" in status["message"] and status["errors"]["nodes.1.cpus"]
 
 
 def test_a_pending_snapshot_survives_the_broker_and_the_sweep_applies_it(

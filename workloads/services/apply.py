@@ -213,11 +213,23 @@ def _is_mig_slot(slot: GpuSlot) -> bool:
     return bool(slot.mig_profile) or bool(slot.gpu_type and normalize_mig_profile(slot.gpu_type))
 
 
+# GPUs one workload holds on one node, time-slicing replicas included (8 GPUs x 48 replicas
+# is 384): beyond this no scheduler printed it.
+MAX_GPUS_PER_ALLOCATION = 4096
+
+
 def validate_allocations(snapshot: JobsSnapshot, nodes: dict[str, _NodeFacts]) -> None:
-    """Refuse a listing that names a GPU index its node does not have (a field-level 400:
-    the whole listing is refused, nothing changes)."""
+    """Refuse a listing that names a GPU index its node does not have, or more GPUs on one
+    node than any node holds (each is a row: 2**31 of them would exhaust the worker), a
+    field-level 400: the whole listing is refused, nothing changes."""
     for position, record in enumerate(snapshot.workloads):
         for a_position, allocation in enumerate(record.allocations):
+            if not 0 <= allocation.gpu_count <= MAX_GPUS_PER_ALLOCATION:
+                raise WorkloadFormatError(
+                    f"workload {record.scheduler_id[:60]!r} holds {allocation.gpu_count} GPUs "
+                    f"on node {allocation.node[:60]!r}; at most {MAX_GPUS_PER_ALLOCATION}",
+                    f"workloads[{position}].allocations[{a_position}].gpu_count",
+                )
             node = nodes.get(allocation.node)
             if node is None or not node.gpu_capacity:
                 continue
