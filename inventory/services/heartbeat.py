@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sqlite3
 from functools import cache
+from typing import Any
 
 from django.db import connection
 from django.utils import timezone
@@ -38,13 +39,32 @@ def heartbeat_seen(*, key: str, digest: str) -> ReceiveResult | None:
     if sql is None or not digest or not _usable(key):
         return None
     now = connection.ops.adapt_datetimefield_value(timezone.now())
-    with connection.cursor() as cursor:
+    with _cursor() as cursor:
         cursor.execute(sql, [now, token_digest(key), digest])
         row = cursor.fetchone()
     if row is None:
         return None
     server_id, last_report_id = row
     return ReceiveResult(report_id=last_report_id, status="unchanged", server_id=server_id)
+
+
+def _cursor():
+    """A cursor of Django's connection (logged and its errors wrapped as any other); on
+    PostgreSQL one that binds on the server: the parameters travel beside the statement
+    instead of being quoted into it in Python (Django's default: about 50 of the 160 us of
+    CPU this statement took, measured in-process). Not prepared: that stays off, as Django
+    keeps it, for connection poolers."""
+    if connection.vendor != "postgresql":
+        return connection.cursor()
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    connection.validate_thread_sharing()
+    connection.ensure_connection()
+    binding: Any = ServerBindingCursor  # django-stubs knows neither its arguments nor its kind
+    raw = binding(connection.connection)
+    if connection.queries_logged:
+        return connection.make_debug_cursor(raw)
+    return connection.make_cursor(raw)
 
 
 @cache
