@@ -1,9 +1,15 @@
-"""The floor of bench/load.py: a bare WSGI app behind the same gunicorn, not part of the product.
+"""The floors of bench/load.py: a bare WSGI app behind the same gunicorn, not part of the product.
 
-It does what any heartbeat must and nothing else: look the agent token up (one indexed
-query on the product's own table), parse the JSON body, hash it, upsert one row. No Django,
-no middleware, one psycopg connection per thread (server-side prepared statements). Its
-table is created by bench/load.py in the benchmark's own database.
+Each does the least any heartbeat must, in one statement on one round trip: look the agent
+token up by its key's digest and touch a row with it. No Django, no middleware, one psycopg
+connection per thread (server-side prepared statements).
+
+- by digest (`X-Atlas-Report-Digest: sha256:<hex>`, empty body): the token's server marked
+  seen where its last report's digest is the one named, on the product's own tables
+  (`UPDATE ... FROM ... RETURNING`);
+- a full report: its JSON parsed once and its facts hashed once (`agent.schema.report_digest`,
+  the contract's digest: hashing the raw bytes could not tell an unchanged report whose
+  `collected_at` moved from a changed one), then the same statement with that digest.
 
     FLOOR_DATABASE_URL=postgres://... gunicorn --chdir bench floor_wsgi:application
 """
@@ -17,15 +23,12 @@ import threading
 
 import psycopg
 
-TOKEN_SQL = "SELECT id FROM inventory_agenttoken WHERE key_hash = %s AND revoked_at IS NULL"
-UPSERT_SQL = (
-    "INSERT INTO bench_floor_seen (token_id, content_hash, last_seen) VALUES (%s, %s, now()) "
-    "ON CONFLICT (token_id) DO UPDATE SET content_hash = EXCLUDED.content_hash, "
-    "last_seen = EXCLUDED.last_seen"
-)
-TABLE_SQL = (
-    "CREATE TABLE IF NOT EXISTS bench_floor_seen (token_id bigint PRIMARY KEY, "
-    "content_hash char(64) NOT NULL, last_seen timestamptz NOT NULL)"
+from agent.schema import report_digest  # stdlib only: the one definition of the digest
+
+SEEN_SQL = (
+    "UPDATE inventory_server s SET last_seen = now() FROM inventory_agenttoken t "
+    "WHERE t.key_hash = %s AND t.revoked_at IS NULL AND t.server_id = s.id "
+    "AND s.last_report_hash = %s RETURNING s.id, s.last_report_id"
 )
 _local = threading.local()
 
@@ -49,11 +52,12 @@ def application(environ, start_response):
     parts = environ.get("HTTP_AUTHORIZATION", "").split()
     if len(parts) != 2:
         return _answer(start_response, "401 Unauthorized", b'{"detail":"no token"}')
-    conn = _connection()
     key_hash = hashlib.sha256(parts[1].encode()).hexdigest()
-    row = conn.execute(TOKEN_SQL, (key_hash,)).fetchone()
+    header = environ.get("HTTP_X_ATLAS_REPORT_DIGEST")
+    digest = header[7:].lower() if header is not None else report_digest(json.loads(body))
+    row = _connection().execute(SEEN_SQL, (key_hash, digest)).fetchone()
     if row is None:
-        return _answer(start_response, "401 Unauthorized", b'{"detail":"unknown token"}')
-    json.loads(body)
-    conn.execute(UPSERT_SQL, (row[0], hashlib.sha256(body).hexdigest()))
-    return _answer(start_response, "202 Accepted", b'{"status":"unchanged"}')
+        return _answer(start_response, "409 Conflict", b'{"status":"send-report"}')
+    if header is None:
+        return _answer(start_response, "202 Accepted", b'{"status":"unchanged"}')
+    return _answer(start_response, "200 OK", b'{"status":"unchanged"}')

@@ -7,9 +7,10 @@ still apply) and answers `POST` to the reports endpoint when it is a heartbeat; 
 goes down the whole stack to the DRF view, which keeps the endpoint's full contract.
 
 A kept database connection is not health-checked first (DATABASE_CONN_HEALTH_CHECKS costs a
-`SELECT 1` per request, a third of a heartbeat's round trips): the heartbeat's two statements
-are idempotent, so one that fails on a dropped connection is run again on a new one, which
-keeps what the check is for (a dropped connection replaced, not a 500).
+`SELECT 1` per request, as many round trips as the heartbeat itself): the heartbeat's
+statements are idempotent (they set last_seen to now), so one that fails on a dropped
+connection is run again on a new one, which keeps what the check is for (a dropped
+connection replaced, not a 500).
 """
 
 from __future__ import annotations

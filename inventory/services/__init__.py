@@ -9,11 +9,13 @@ from .enrollment import (
     enrollment_token_revoke,
     parse_duration,
 )
+from .heartbeat import heartbeat_seen
 from .ingest import (
     DigestRejected,
     ReceiveResult,
     ReportRejected,
     heartbeat_by_digest,
+    heartbeat_digest,
     heartbeat_receive,
     parse_digest,
     report_receive,
@@ -47,7 +49,9 @@ __all__ = [
     "enrollment_token_create",
     "enrollment_token_revoke",
     "heartbeat_by_digest",
+    "heartbeat_digest",
     "heartbeat_receive",
+    "heartbeat_seen",
     "parse_digest",
     "parse_duration",
     "report_apply",
