@@ -377,15 +377,17 @@ def fabric_questions(fetch, placement_rows, measure_fn) -> None:
 
     for label, ask, count, per_node, by in (
         ("placement: Slurm 2 x 8 near one leaf", {"nodes": 2}, 2, 8, 0),
-        ("placement: Slurm 16 x 8 under one spine group", {"nodes": 16}, 16, 8, 1),
-        ("placement: Slurm 5,000 x 8 (fits nowhere)", {"nodes": 5000}, 5000, 8, 1),
+        ("placement: Slurm 16 x 8, one spine group", {"nodes": 16}, 16, 8, 1),
+        ("placement: Slurm 2 x 9 (no node has 9)", {"nodes": 2, "per": 9}, 2, 9, 0),
+        ("placement: Slurm 5,000 x 8 (too few free)", {"nodes": 5000}, 5000, 8, 1),
     ):
+        ask = {"gpus_per_node": ask.pop("per", 8), **ask}
         with CaptureQueriesContext(connection) as ctx:
-            answer = placement_find(cluster="hpc", gpus_per_node=8, **ask)
+            answer = placement_find(cluster="hpc", **ask)
         cables = sum("fabric_fabriclink" in q["sql"] for q in ctx.captured_queries)
         measure_fn(
             label,
-            lambda ask=ask: placement_find(cluster="hpc", gpus_per_node=8, **ask),
+            lambda ask=ask: placement_find(cluster="hpc", **ask),
             rows,
             lambda found, c=count, m=per_node, b=by: scan(found, c, m, b),
         )
@@ -403,16 +405,25 @@ def fabric_questions(fetch, placement_rows, measure_fn) -> None:
         f" for {len(summaries):,} leaf rows"
     )
     if ALLOCATIONS:
+        from django.db.models import IntegerField
+        from django.db.models.functions import Coalesce
+
         from workloads.models import Allocation
 
         start = time.perf_counter()
         held = held_gpus()
         grouped = time.perf_counter() - start
         start = time.perf_counter()
-        every = list(
-            Allocation.objects.filter(until__isnull=True, node__isnull=False)
+        every = list(  # as placement read them before: a row per held GPU, its index joined
+            Allocation.objects.filter(
+                until__isnull=True, node__isnull=False, mig_device__isnull=True
+            )
             .order_by()
-            .values_list("node_id", "index", "workload_id")
+            .values_list(
+                "node_id",
+                Coalesce("gpu__index", "index", output_field=IntegerField()),
+                "workload_id",
+            )
         )
         per_gpu = time.perf_counter() - start
         print(
