@@ -11,10 +11,21 @@ from the database costs), and a plain in-memory scan of the same data already in
     .venv/bin/python bench/placement.py              # 25,000 servers, SQLite
     .venv/bin/python bench/placement.py 5000
     BENCH_ALLOCATIONS=1 .venv/bin/python bench/placement.py   # running workloads hold the busy GPUs
+    BENCH_FABRIC=0 .venv/bin/python bench/placement.py        # without the fabric
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/atlas .venv/bin/python bench/placement.py
 
 Placement and failure domains read the per-server summaries (`topology.ServerPlacement`),
 backfilled after the build (its time is printed); the floors read the tables themselves.
+
+With the fabric (the default; `BENCH_FABRIC=0` leaves it out): `bench/fabric.py`'s
+rail-optimised fat tree (8 rails, 32 servers a leaf, the 8 rail leaves of a unit one leaf
+group, 8 units and 16 spines a pod, 512 cores) imported through `fabric_snapshot_ingest`,
+the leaf summaries built (`placement.leaf_summaries`), and multi-node Slurm questions (2 x 8
+near one leaf, 16 x 8 under one spine group, one that fits nowhere), each beside its floor:
+the node rows, the usable GPU counts and the leaf rows fetched by hand, then the scan that
+picks the first leaf (spine group) with enough nodes free. Then what reading the cables
+instead costs (a question whose leaf summaries are stale), and, with the allocations in,
+the held GPUs as placement reads them (grouped per node) beside a row per held GPU.
 """
 
 from __future__ import annotations
@@ -24,13 +35,22 @@ import sys
 import time
 import uuid
 
-from _django import bench_database, median, setup, timed
+from _django import bench_database, machine_load, median, setup, timed
 
 SIZE = next((int(a) for a in sys.argv[1:] if a.isdigit()), 25_000)
 REPEAT = int(os.environ.get("BENCH_REPEAT", "5"))
 GPUS = 8
 RACK = 40
 ALLOCATIONS = os.environ.get("BENCH_ALLOCATIONS", "") not in ("", "0")
+FABRIC = os.environ.get("BENCH_FABRIC", "1") not in ("", "0")
+LAYOUT = {  # bench/fabric.py's: 8 rails, 32 servers a leaf, 8 units a pod, 16 spines a pod
+    "rails": 8,
+    "servers_per_leaf": 32,
+    "leaf_uplinks": 16,
+    "pods_of": 8,
+    "spines_per_pod": 16,
+    "cores": 512,
+}
 
 
 def pcie_class(a: int, b: int) -> str:
@@ -53,7 +73,7 @@ def build(n: int) -> None:
             Server(
                 identity=f"uuid:{uuid.UUID(int=i + 1)}",
                 system_uuid=str(uuid.UUID(int=i + 1)),
-                hostname=f"gpu{i:05d}",
+                hostname=f"gpu{i + 1:05d}",  # as `fabric.synthetic` names them
                 rack=f"rack-{i // RACK:04d}",
                 rack_position=i % RACK + 1,
                 last_seen=now,
@@ -125,7 +145,7 @@ def build(n: int) -> None:
         nodes.append(
             Node(
                 cluster=cluster,
-                name=f"gpu{i:05d}",
+                name=f"gpu{i + 1:05d}",
                 kind=kind,
                 state="idle" if kind == "slurm" else "ready",
                 state_flags=["drain"] if drained and kind == "slurm" else [],
@@ -197,6 +217,219 @@ def allocate(batch: int) -> None:
         batch_size=batch,
     )
     print(f"  allocations: {Allocation.objects.count():,} GPUs held by {len(busy):,} workloads")
+
+
+def load_fabric(n: int) -> None:
+    """The rail-optimised fabric of the N servers, straight into the tables with bulk_create
+    as `build` does (importing its ibnetdiscover text took 173 s at 2,500 servers here):
+    `fabric.synthetic`'s layout, tiers and leaf groups as the import infers them (the 8 rail
+    leaves of a unit one group), leaf-to-spine cables; the cores (tier 3) are left out,
+    placement's spine groups stop at tier 2. Then the leaf summaries; both times printed."""
+    from math import ceil
+
+    from fabric.models import Adapter, Fabric, FabricLink, Switch
+    from inventory.models import Server
+    from inventory.services import revision_bump
+    from placement.leaf_summaries import leaf_summaries_refresh
+
+    start = time.perf_counter()
+    rails, per_leaf = LAYOUT["rails"], LAYOUT["servers_per_leaf"]
+    uplinks, pods_of, spines_per_pod = (
+        LAYOUT["leaf_uplinks"],
+        LAYOUT["pods_of"],
+        LAYOUT["spines_per_pod"],
+    )
+    units = ceil(n / per_leaf)
+    pods = ceil(units / pods_of)
+    fabric = Fabric.objects.create(name="bench")
+    guid = iter(range(1, 1 << 40))
+    leaves = [
+        Switch(
+            fabric=fabric,
+            guid=f"{next(guid):016x}",
+            name=f"leaf-su{u + 1:04d}-r{r + 1}",
+            tier_inferred=1,
+            rail=r + 1,
+            leaf_group=u + 1,
+        )
+        for u in range(units)
+        for r in range(rails)
+    ]
+    spines = [
+        Switch(
+            fabric=fabric,
+            guid=f"{next(guid):016x}",
+            name=f"spine-p{p + 1:03d}-{i + 1:02d}",
+            tier_inferred=2,
+        )
+        for p in range(pods)
+        for i in range(spines_per_pod)
+    ]
+    Switch.objects.bulk_create(leaves + spines, batch_size=5000)
+    switch = dict(Switch.objects.filter(fabric=fabric).values_list("name", "id"))
+    servers = dict(Server.objects.values_list("hostname", "id"))
+    Adapter.objects.bulk_create(
+        (
+            Adapter(
+                fabric=fabric,
+                guid=f"{next(guid):016x}",
+                description=f"gpu{i + 1:05d} mlx5_{r}",
+                host_name=f"gpu{i + 1:05d}",
+                nic=f"mlx5_{r}",
+                server_id=servers[f"gpu{i + 1:05d}"],
+                binding_method="description",
+                rail=r + 1,
+                nic_rail=r + 1,
+            )
+            for i in range(n)
+            for r in range(rails)
+        ),
+        batch_size=5000,
+    )
+    adapters = dict(Adapter.objects.filter(fabric=fabric).values_list("description", "id"))
+    state = {"width": "4x", "lane_speed": "NDR", "gbps": 400.0, "state": "up"}
+    FabricLink.objects.bulk_create(
+        (
+            FabricLink(
+                fabric=fabric,
+                key=f"s{leaf}:{i % per_leaf + 1}",
+                a_switch_id=leaf,
+                a_port=i % per_leaf + 1,
+                b_adapter_id=adapters[f"gpu{i + 1:05d} mlx5_{r}"],
+                b_port=1,
+                **state,
+            )
+            for i in range(n)
+            for r in range(rails)
+            for leaf in [switch[f"leaf-su{i // per_leaf + 1:04d}-r{r + 1}"]]
+        ),
+        batch_size=5000,
+    )
+    FabricLink.objects.bulk_create(
+        (
+            FabricLink(
+                fabric=fabric,
+                key=f"s{switch[leaf.name]}:{per_leaf + k + 1}",
+                a_switch_id=switch[leaf.name],
+                a_port=per_leaf + k + 1,
+                b_switch_id=switch[f"spine-p{(u // pods_of) + 1:03d}-{k % spines_per_pod + 1:02d}"],
+                b_port=(u % pods_of) * rails + r + 1,
+                **state,
+            )
+            for leaf, u, r in (
+                (leaves[u * rails + r], u, r) for u in range(units) for r in range(rails)
+            )
+            for k in range(uplinks)
+        ),
+        batch_size=5000,
+    )
+    revision_bump(name="fabric")
+    cables = FabricLink.objects.count()
+    print(
+        f"  fabric: {len(leaves):,} leaves, {len(spines):,} spines, {cables:,} cables "
+        f"({n * rails:,} to servers) loaded in {time.perf_counter() - start:.0f} s"
+    )
+    start = time.perf_counter()
+    built = leaf_summaries_refresh(force=True)
+    print(f"  leaf summaries built: {built:,} in {time.perf_counter() - start:.1f} s")
+
+
+def fabric_questions(fetch, placement_rows, measure_fn) -> None:
+    """Multi-node Slurm questions on the fabric, each beside its floor; what reading the
+    cables instead costs; with the allocations in, the held GPUs."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from placement.leaves import leaf_summaries
+    from placement.selectors import cable_places, held_gpus
+    from placement.service import placement_find
+
+    leaf_sql = "SELECT leaf, spine, servers FROM placement_leafplacement WHERE leaf <> ''"
+    held_sql = (
+        "SELECT node_id, COUNT(*) FROM workloads_allocation WHERE until IS NULL"
+        " AND node_id IS NOT NULL GROUP BY node_id"
+    )
+
+    def rows():
+        nodes, healthy = placement_rows()
+        held = dict(fetch(held_sql)()) if ALLOCATIONS else {}
+        return nodes, healthy, fetch(leaf_sql)(), held
+
+    def scan(found, count: int, per_node: int, by: int) -> list:
+        """The first leaf (by=0) or spine group (by=1) with `count` Slurm nodes of
+        `per_node` free GPUs: the arithmetic, nothing else."""
+        import json
+
+        nodes, healthy, leaves, held = found
+        free = {
+            sid: min(alloc - max(used or 0, held.get(nid, 0)), healthy.get(sid, 0))
+            for nid, alloc, used, ready, schedulable, sid, k in nodes
+            if ready and schedulable and k == "slurm"
+        }
+        groups: dict[str, list[int]] = {}
+        for row in leaves:
+            fitting = [s for s in json.loads(row[2]) if free.get(s, 0) >= per_node]
+            groups.setdefault(row[by] or row[0], []).extend(fitting)
+        for servers in groups.values():
+            if len(servers) >= count:
+                return servers[:count]
+        return []
+
+    for label, ask, count, per_node, by in (
+        ("placement: Slurm 2 x 8 near one leaf", {"nodes": 2}, 2, 8, 0),
+        ("placement: Slurm 16 x 8, one spine group", {"nodes": 16}, 16, 8, 1),
+        ("placement: Slurm 2 x 9 (no node has 9)", {"nodes": 2, "per": 9}, 2, 9, 0),
+        ("placement: Slurm 5,000 x 8 (too few free)", {"nodes": 5000}, 5000, 8, 1),
+    ):
+        ask = {"gpus_per_node": ask.pop("per", 8), **ask}
+        with CaptureQueriesContext(connection) as ctx:
+            answer = placement_find(cluster="hpc", **ask)
+        cables = sum("fabric_fabriclink" in q["sql"] for q in ctx.captured_queries)
+        measure_fn(
+            label,
+            lambda ask=ask: placement_find(cluster="hpc", **ask),
+            rows,
+            lambda found, c=count, m=per_node, b=by: scan(found, c, m, b),
+        )
+        where = (
+            f"{answer.fabric['leaves']} leaf, {answer.fabric['spine_groups']} spine group"
+            if answer.fits and answer.fabric
+            else (answer.reason or "")[:60]
+        )
+        print(f"    fits: {answer.fits} ({where}); queries reading cables: {cables}")
+    start = time.perf_counter()
+    summaries = leaf_summaries(cable_places())
+    took = time.perf_counter() - start
+    print(
+        f"  the places from every cable instead (stale leaf summaries): {took * 1000:.0f} ms"
+        f" for {len(summaries):,} leaf rows"
+    )
+    if ALLOCATIONS:
+        from django.db.models import IntegerField
+        from django.db.models.functions import Coalesce
+
+        from workloads.models import Allocation
+
+        start = time.perf_counter()
+        held = held_gpus()
+        grouped = time.perf_counter() - start
+        start = time.perf_counter()
+        every = list(  # as placement read them before: a row per held GPU, its index joined
+            Allocation.objects.filter(
+                until__isnull=True, node__isnull=False, mig_device__isnull=True
+            )
+            .order_by()
+            .values_list(
+                "node_id",
+                Coalesce("gpu__index", "index", output_field=IntegerField()),
+                "workload_id",
+            )
+        )
+        per_gpu = time.perf_counter() - start
+        print(
+            f"  held GPUs: {grouped * 1000:.0f} ms for {len(held):,} nodes grouped"
+            f" (a row per held GPU: {per_gpu * 1000:.0f} ms for {len(every):,} rows)"
+        )
 
 
 def measure(label: str, fn, floor_fetch, floor_scan) -> None:
@@ -301,8 +534,10 @@ def main() -> None:
         built = time.perf_counter() - start
         print(
             f"{vendor}: {SIZE:,} servers, {SIZE * GPUS:,} GPUs, {SIZE:,} nodes "
-            f"(built in {built:.0f} s); median of {REPEAT}"
+            f"(built in {built:.0f} s); median of {REPEAT}; load average {machine_load()}"
         )
+        if FABRIC:
+            load_fabric(SIZE)
         from placement.summaries import placement_summaries_refresh
 
         start = time.perf_counter()
@@ -357,6 +592,8 @@ def main() -> None:
             domain_rows,
             ranking_scan,
         )
+        if FABRIC:
+            fabric_questions(fetch, placement_rows, measure)
         if ALLOCATIONS:
             from placement.workload_verdicts import JUDGE_LIMIT, judge_workloads
 

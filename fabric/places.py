@@ -50,7 +50,10 @@ def span_hops(places: Sequence[Place]) -> int | None:
         return 0
     if not places or any(p.leaf is None for p in places):
         return None
-    return max(
-        (hops_between(a, b) or 0 for i, a in enumerate(places) for b in places[i + 1 :]),
-        default=0,
-    )
+    # the pairwise most of `hops_between`, in one pass (pairs were 100 million at 10,000 nodes):
+    # one leaf is 1; else two on different leaves outside one spine group exist unless every
+    # server is in the same one
+    if len({p.leaf for p in places}) == 1:
+        return 1
+    spines = {p.spine for p in places}
+    return 3 if len(spines) == 1 and None not in spines else 5

@@ -115,7 +115,8 @@ class FleetNode:
 @dataclass(slots=True)
 class HeldOnNode:
     """What running workloads hold on one node (`selectors.held_gpus`): GPU indices, GPUs
-    known by count alone, and GPUs per workload id."""
+    known by count alone, and GPUs per workload id where read (`selectors.held_workloads`
+    reads them for the nodes an answer names; empty otherwise)."""
 
     indexes: set[int]
     uncounted: int

@@ -50,3 +50,31 @@ class ServerPlacement(models.Model):
 
     def __str__(self) -> str:
         return f"placement of server {self.server_id}@{self.stamp[:8]}"
+
+
+class LeafPlacement(models.Model):
+    """The servers of one leaf (or leaf group) under one spine group (`placement.leaves`), so
+    a multi-node question reads a row per leaf instead of every server cable.
+
+    Derived from the fabric's cables (`placement.leaf_summaries`), rebuilt when the fabric
+    revision moves. The row with an empty `leaf` marks the build: its `stamp` is the fabric
+    revision the rows were built from, and a read that finds another revision (or no marker)
+    takes the cables instead, so answers never depend on whether the summaries are fresh.
+    """
+
+    leaf = models.CharField(max_length=300, help_text="the leaf key (`fabric.places.Place`)")
+    leaf_name = models.CharField(max_length=300, blank=True, default="")
+    spine = models.CharField(max_length=64, blank=True, default="", help_text='"": none')
+    spine_name = models.CharField(max_length=300, blank=True, default="")
+    servers = models.TextField(default="[]", help_text="JSON [server id, ...], in id order")
+    stamp = models.CharField(max_length=64, help_text="the fabric revision built from")
+    built_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["leaf", "spine"]
+        constraints = [
+            models.UniqueConstraint(fields=["leaf", "spine"], name="leaf_placement_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"placement of leaf {self.leaf or '(marker)'}@{self.stamp}"

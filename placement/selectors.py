@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from django.db import connection
 from django.db.models import (
+    Aggregate,
     Case,
     Count,
     ExpressionWrapper,
@@ -45,6 +46,7 @@ from inventory.health import UNHEALTHY, gpu_problem_code, problem_of_code
 from inventory.models import Gpu, Link, MigDevice
 
 from .facts import Fleet, FleetGpu, FleetMig, FleetNode, HeldOnNode, share_servers
+from .leaves import LeafSummary, leaf_summaries, places_from
 from .locality import Place
 
 
@@ -814,9 +816,10 @@ def placement_choices() -> dict[str, list[str]]:
     }
 
 
-def fleet_places() -> dict[int, Place]:
-    """Where every server bound to a fabric sits: its leaf (or leaf group), spine group and
-    NVLink domain (three queries; `locality`).
+def cable_places() -> dict[int, Place]:
+    """Where every server cabled to a fabric sits: its leaf (or leaf group) and spine group,
+    from every server cable (two queries; what the leaf summaries are built from,
+    `placement.leaf_summaries`).
 
     A leaf group (the rail leaves of one scalable unit) counts as one leaf: NIC k of each of
     its servers meets NIC k of the others on leaf k. A spine group is what the leaves reach
@@ -824,7 +827,6 @@ def fleet_places() -> dict[int, Place]:
     one) takes the lowest.
     """
     from fabric.choices import LinkState
-    from fabric.graph import nvlink_domains
     from fabric.models import FabricLink
 
     live = FabricLink.objects.filter(gone_at__isnull=True, state=LinkState.UP)
@@ -881,6 +883,26 @@ def fleet_places() -> dict[int, Place]:
     for switch, name in names.items():
         r = root(switch)
         spine_names[r] = min(spine_names.get(r, name), name)
+    places: dict[int, Place] = {}
+    for server_id, leaf in leaves.items():
+        spine = spine_label = None
+        if leaf[2] in parent:
+            r = root(leaf[2])
+            spine, spine_label = f"spine:{r}", spine_names.get(r, "")
+        places[server_id] = Place(
+            leaf=leaf[0],
+            spine=spine,
+            leaf_name=leaf[1],
+            spine_name=f"spines from {spine_label}" if spine_label else "",
+        )
+    return places
+
+
+def nvlink_domains_of_servers() -> dict[int, str]:
+    """Server id -> its NVLink domain (`cluster_uuid/clique`), the fabric's one rule: the
+    domain most of its GPUs report (one query over the GPUs of a domain, few)."""
+    from fabric.graph import nvlink_domains
+
     gpus = (
         (str(server_id), cluster_uuid, clique)
         # "> ''" and not "<> ''": the index skips the GPUs of no NVLink domain (most)
@@ -889,36 +911,84 @@ def fleet_places() -> dict[int, Place]:
         .order_by()
         .values_list("server_id", "fabric_cluster_uuid", "fabric_clique_id")
     )
-    domains = {  # the fabric's one rule: the domain most of a server's GPUs report
+    return {  # the fabric's one rule: the domain most of a server's GPUs report
         int(host): f"{cluster_uuid}/{clique}"
         for (cluster_uuid, clique), hosts in nvlink_domains(gpus).items()
         for host in hosts
     }
-    places: dict[int, Place] = {}
-    for server_id in leaves.keys() | domains.keys():
-        leaf = leaves.get(server_id)
-        spine = spine_label = None
-        if leaf is not None and leaf[2] in parent:
-            r = root(leaf[2])
-            spine, spine_label = f"spine:{r}", spine_names.get(r, "")
-        places[server_id] = Place(
-            leaf=leaf[0] if leaf else None,
-            spine=spine,
-            nvlink=domains.get(server_id),
-            leaf_name=leaf[1] if leaf else "",
-            spine_name=f"spines from {spine_label}" if spine_label else "",
+
+
+def leaf_rows() -> tuple[str | None, list[LeafSummary]]:
+    """The stored leaf summaries (`placement.LeafPlacement`) and the fabric revision they were
+    built from (None: never built). One query."""
+    from .models import LeafPlacement
+
+    stamp: str | None = None
+    leaves: list[LeafSummary] = []
+    for (
+        leaf,
+        leaf_name,
+        spine,
+        spine_name,
+        servers,
+        row_stamp,
+    ) in LeafPlacement.objects.order_by().values_list(
+        "leaf", "leaf_name", "spine", "spine_name", "servers", "stamp"
+    ):
+        if not leaf:
+            stamp = row_stamp
+            continue
+        leaves.append(
+            LeafSummary(leaf, leaf_name, spine or None, spine_name, tuple(json.loads(servers)))
         )
-    return places
+    return stamp, leaves
+
+
+def fabric_revision() -> str:
+    """The fabric revision as the leaf summaries are stamped with it (one query)."""
+    from inventory.services import revision_get
+
+    return str(revision_get(name="fabric"))
+
+
+def fleet_places() -> dict[int, Place]:
+    """Where every server bound to a fabric sits: its leaf (or leaf group), spine group and
+    NVLink domain (`locality`). Three queries: the fabric revision, the leaf summaries (a row
+    per leaf, `placement.leaves`), the GPUs of NVLink domains; never a cable while the
+    summaries are of the current revision, else the cables (`cable_places`: answers never
+    depend on whether the summaries are fresh).
+
+    A leaf group (the rail leaves of one scalable unit) counts as one leaf: NIC k of each of
+    its servers meets NIC k of the others on leaf k. A spine group is what the leaves reach
+    through switches of tier 2 and below. A server cabled to several leaf groups (a miswired
+    one) takes the lowest.
+    """
+    revision = fabric_revision()
+    stamp, leaves = leaf_rows()
+    if stamp != revision:
+        leaves = leaf_summaries(cable_places())
+    return places_from(leaves, nvlink_domains_of_servers())
 
 
 # Workloads: what holds the GPUs, for placement's answers and the workloads' verdicts --------
 
 
-def held_gpus(scope: QuerySet[Node] | None = None) -> dict[int, HeldOnNode]:
-    """Node id -> the GPUs running workloads hold there now (`workloads.Allocation`, `until`
-    null): the indices (the GPU row's index where joined, else the scheduler's), how many are
-    held by count alone, and the workloads. One query, whatever the fleet; MIG devices are
-    left out (a GPU in MIG mode is no whole GPU to offer)."""
+class _IndexList(Aggregate):
+    """The group's values as one comma-separated text (NULLs left out): `string_agg` on
+    PostgreSQL, `group_concat` on SQLite."""
+
+    function = "STRING_AGG"
+    template = "%(function)s(CAST(%(expressions)s AS TEXT), ',')"
+    output_field = TextField()
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return super().as_sql(
+            compiler, connection, function="GROUP_CONCAT", template="%(function)s(%(expressions)s)"
+        )
+
+
+def _open_allocations(scope: QuerySet[Node] | None) -> QuerySet:
+    """The whole-GPU allocations held now (`until` null) on nodes (in `scope`)."""
     from workloads.models import Allocation
 
     allocations = Allocation.objects.filter(
@@ -926,23 +996,50 @@ def held_gpus(scope: QuerySet[Node] | None = None) -> dict[int, HeldOnNode]:
     )
     if scope is not None:
         allocations = allocations.filter(node_id__in=scope.values("id"))
+    return allocations.order_by()
+
+
+def held_gpus(scope: QuerySet[Node] | None = None) -> dict[int, HeldOnNode]:
+    """Node id -> the GPUs running workloads hold there now (`workloads.Allocation`, `until`
+    null): the indices (the GPU row's index where joined, else the scheduler's) and how many
+    are held by count alone. One query, one row per node holding GPUs (the database groups
+    the allocations: at 25,000 servers a row per held GPU was 194,220 rows per question);
+    which workloads hold them is read for the few nodes an answer names (`held_workloads`).
+    MIG devices are left out (a GPU in MIG mode is no whole GPU to offer)."""
     held: dict[int, HeldOnNode] = {}
-    for node_id, index, workload_id in (
-        allocations.order_by()
-        .values_list(
-            "node_id", Coalesce("gpu__index", "index", output_field=IntegerField()), "workload_id"
+    for node_id, indexes, uncounted in (
+        _open_allocations(scope)
+        .annotate(held_index=Coalesce("gpu__index", "index", output_field=IntegerField()))
+        .values("node_id")
+        .annotate(
+            indexes=_IndexList("held_index"),
+            uncounted=Count("id", filter=Q(held_index__isnull=True)),
         )
+        .values_list("node_id", "indexes", "uncounted")
         .iterator(chunk_size=5000)
     ):
-        on = held.get(node_id)
-        if on is None:
-            on = held[node_id] = HeldOnNode(set(), 0, {})
-        if index is None:
-            on.uncounted += 1
-        else:
-            on.indexes.add(index)
-        on.workloads[workload_id] = on.workloads.get(workload_id, 0) + 1
+        held[node_id] = HeldOnNode(
+            {int(i) for i in indexes.split(",")} if indexes else set(), uncounted, {}
+        )
     return held
+
+
+def held_workloads(node_ids: Iterable[int]) -> dict[int, dict[int, int]]:
+    """Node id -> {workload id: GPUs it holds there now} for the `node_ids` (one query, none
+    without ids)."""
+    wanted = set(node_ids)
+    found: dict[int, dict[int, int]] = {}
+    if not wanted:
+        return found
+    for node_id, workload_id, gpus in (
+        _open_allocations(None)
+        .filter(node_id__in=wanted)
+        .values("node_id", "workload_id")
+        .annotate(gpus=Count("id"))
+        .values_list("node_id", "workload_id", "gpus")
+    ):
+        found.setdefault(node_id, {})[workload_id] = gpus
+    return found
 
 
 def workload_labels(ids: Iterable[int]) -> dict[int, tuple[str, str, str]]:

@@ -53,6 +53,7 @@ from .selectors import (
     fleet_load,
     fleet_places,
     held_gpus,
+    held_workloads,
     twins_load,
     workload_labels,
 )
@@ -409,14 +410,15 @@ def _blocked_list(blocked: list[BlockedNode]) -> list[BlockedNode]:
 
 def name_holders(rows: list[BlockedNode], held: dict[int, HeldOnNode]) -> list[BlockedNode]:
     """Each passed-over node names the running workloads holding its GPUs, the most GPUs
-    first (one query for their labels, none when no row holds any)."""
-    holding = {r.node_id: held[r.node_id] for r in rows if r.node_id in held}
-    labels = workload_labels({w for on in holding.values() for w in on.workloads})
+    first (two queries for those rows' workloads and their labels, none when no row holds
+    any)."""
+    holding = held_workloads(r.node_id for r in rows if r.node_id in held)
+    labels = workload_labels({w for on in holding.values() for w in on})
     for row in rows:
         on = holding.get(row.node_id)
-        if on is None:
+        if not on:
             continue
-        ranked = sorted(on.workloads.items(), key=lambda kv: (-kv[1], kv[0]))
+        ranked = sorted(on.items(), key=lambda kv: (-kv[1], kv[0]))
         row.filled_by = [holder_text(labels.get(w), n) for w, n in ranked]
     return rows
 

@@ -7,6 +7,7 @@ from celery import shared_task
 
 from core.tasks import retry_policy
 
+from .leaf_summaries import leaf_summaries_refresh
 from .summaries import placement_summaries_refresh
 from .workload_verdicts import judge_workloads as workload_judge
 
@@ -21,8 +22,12 @@ from .workload_verdicts import judge_workloads as workload_judge
 def refresh_placement_summaries(limit: int = 50_000) -> int:
     """Rebuild the placement summaries that reports made stale (one query when none is). A
     server whose summary cannot be built is logged and left to its rows until its report
-    changes; the others are rebuilt (`summaries.placement_summaries_refresh`)."""
-    return placement_summaries_refresh(limit=limit)
+    changes; the others are rebuilt (`summaries.placement_summaries_refresh`). Then the leaf
+    summaries, when the fabric revision moved (`leaf_summaries.leaf_summaries_refresh`: two
+    queries when it did not)."""
+    done = placement_summaries_refresh(limit=limit)
+    leaf_summaries_refresh()
+    return done
 
 
 @shared_task(

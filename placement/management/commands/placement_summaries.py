@@ -1,5 +1,5 @@
-"""`manage.py placement_summaries [--all]`: build the per-server placement summaries (the
-backfill after upgrading; beat keeps them fresh afterwards)."""
+"""`manage.py placement_summaries [--all]`: build the per-server and per-leaf placement
+summaries (the backfill after upgrading; beat keeps them fresh afterwards)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from inventory.models import Server
+from placement.leaf_summaries import leaf_summaries_refresh
 from placement.summaries import placement_summaries_refresh
 
 
@@ -21,3 +22,6 @@ class Command(BaseCommand):
         ids = list(Server.objects.values_list("pk", flat=True)) if options["all"] else None
         done = placement_summaries_refresh(server_ids=ids)
         self.stdout.write(f"{done} placement summaries built")
+        leaves = leaf_summaries_refresh(force=options["all"])
+        if leaves is not None:
+            self.stdout.write(f"{leaves} leaf summaries built")
