@@ -10,7 +10,8 @@ Printed for each list (API `nodes/`, `servers/`, `gpus/`, `findings/`, `workload
 pages `/nodes/`, `/servers/`, `/gpus/`, `/findings/`, `/workloads/`, and a server page
 holding a 4 x 8 job): its first and its last page, median of `--repeat` requests through
 Django's test client (session, filters, pagination, serializer or template), with the query
-count of one, beside the floor measured in the same run: the same rows read by one indexed
+count of one (on a web process's connection: core/db/bounds.py), beside the floor measured in
+the same run: the same rows read by one indexed
 query (`SELECT * FROM <table> WHERE id = ANY(<the page's ids>)`). Goal: each page under
 200 ms and the same query count on the first and the last page.
 
@@ -215,6 +216,10 @@ def run(nodes: int, servers: int, repeat: int = 5) -> dict[str, Any]:
     loaded = load(nodes, servers)
     say(f"  loaded and ANALYZEd in {loaded['seconds']:.1f} s; load {machine_load()}")
     user = get_user_model().objects.create_user("bench", password="bench-password-1")
+    from core.db.bounds import enable_for_web
+
+    enable_for_web()  # as config/wsgi.py: the statement timeout and no JIT, on a new connection
+    connection.close()
     client = Client()
     client.force_login(user)
     figures: dict[str, Any] = {}
