@@ -1,4 +1,5 @@
-"""Benchmark: dashboard pages and fleet-figure rendering at 100 / 5,000 / 25,000 servers.
+"""Benchmark: dashboard pages and fleet-figure rendering at 100 / 5,000 / 25,000 servers;
+with `--nodes N`, every list's first and last page at N scheduler nodes (issue 27).
 
 Each size runs in a fresh database (8 GPUs a server, a Kubernetes and a Slurm node per
 server, bound by reconciliation). Printed per page: median server time of 5 requests and the
@@ -7,6 +8,9 @@ the fleet figures with their mark counts.
 
     .venv/bin/python bench/pages.py                 # 100, 5000, 25000 on SQLite
     DATABASE_URL=postgres://... .venv/bin/python bench/pages.py 100 5000
+    DATABASE_URL=postgres://... .venv/bin/python bench/pages.py --nodes 130000
+
+The `--nodes` mode is `bench/lists.py` (its docstring says what it loads and measures).
 """
 
 from __future__ import annotations
@@ -81,6 +85,11 @@ def run_one(n: int) -> None:
 
 
 def main() -> None:
+    if "--nodes" in sys.argv:
+        from lists import main as lists_main
+
+        lists_main()
+        return
     each_size_in_a_fresh_process("pages.py", SIZES, run_one)
 
 

@@ -10,8 +10,9 @@ number}`), so the floor parses the very bytes a cluster would send.
 
 Printed, each beside what it is judged against:
 
-- the first listing (every job new), then `--ticks` steady-state ticks of the full listing
-  with `--churn` of the jobs changed per tick (some end and show COMPLETED once, as many
+- the first listing (every job new), then, for each `--churn` level (default `0,0.05`: the
+  unchanged listing again, then 5% changed), `--ticks` steady-state ticks of the full listing
+  with that share of the jobs changed per tick (some end and show COMPLETED once, as many
   start on the GPUs they freed, some pairs are requeued onto each other's nodes): seconds per
   `workloads_apply`, against the floor measured in the same run: `json.loads` of the same
   listing (and the real parser, once `workloads.parsers.detect` reads slurmrestd jobs) plus
@@ -559,7 +560,13 @@ def pages(client, listing: Listing, servers: int) -> dict[str, tuple[float, int]
     wide = max(running, key=lambda j: len(j.nodes))
     server_id = Server.objects.get(hostname=node_name(wide.nodes[0])).id
     figures: dict[str, tuple[float, int] | None] = {}
-    candidates = (("/workloads/", "/api/v1/workloads/"), (f"/servers/{server_id}/",))
+    candidates = (
+        ("/workloads/",),
+        ("/api/v1/workloads/",),
+        ("/gpus/",),
+        ("/api/v1/gpus/",),
+        (f"/servers/{server_id}/",),
+    )
     for urls in candidates:
         url = next(
             (u for u in urls if client.get(u, HTTP_HOST="127.0.0.1").status_code == 200), None
@@ -577,7 +584,8 @@ def pages(client, listing: Listing, servers: int) -> dict[str, tuple[float, int]
         reset_queries()
         with CaptureQueriesContext(connection) as ctx:
             get()
-        figures[label.replace(str(server_id), "<id>")] = (seconds, len(ctx.captured_queries))
+        shown = "/servers/<id>/" if label == f"/servers/{server_id}/" else label
+        figures[shown] = (seconds, len(ctx.captured_queries))
     return figures
 
 
@@ -606,67 +614,27 @@ def placement() -> dict[str, tuple[float, int, bool]]:
     return figures
 
 
-def run(
-    servers: int,
-    workloads: int,
-    ticks: int = 5,
-    churn: float = 0.01,
-    pass_jobs: int = 500,
-    small: int = 100,
-) -> dict[str, Any]:
-    """The whole benchmark on the current database; returns its figures (tests read them)."""
-    from django.contrib.auth import get_user_model
-    from django.db import connection
-    from django.test import Client
-
-    from clusters.models import Cluster
-
-    vendor = connection.vendor
-    small = min(small, servers)
-    figures: dict[str, Any] = {"vendor": vendor}
-    cluster = Cluster.objects.create(name=CLUSTER, kind="slurm")
-    user = get_user_model().objects.create_superuser("bench", password="bench-password-1")
-    client = Client()
-    client.force_login(user)
-    listing = Listing()
-    say(f"{vendor}: {servers:,} servers, {servers * GPUS:,} GPUs, {workloads:,} running jobs")
-    say(f"  machine load {machine_load()}")
-
-    # Pages at `small` servers first, on the same database the full size grows from.
-    start = time.perf_counter()
-    build_fleet(cluster, 0, small)
-    first = pack(0, small, workloads * small // servers, listing.next_id)
-    listing.add(first)
-    mark_used(first)
-    apply(cluster, listing.snapshot())
-    figures["pages_small"] = pages(client, listing, small)
-
-    build_fleet(cluster, small, servers - small)
-    rest = pack(small, servers - small, workloads - len(first), listing.next_id)
-    listing.add(rest)
-    mark_used(first + rest)
-    say(f"  built in {time.perf_counter() - start:.1f} s")
-    figures["placement_before"] = placement()
-
-    seconds, result, queries = apply(cluster, listing.snapshot())
-    say(
-        f"  first listing: {seconds:.2f} s, {queries} queries, {result.created:,} created, "
-        f"{result.allocations_opened:,} allocations opened"
-    )
-
-    now = EPOCH + 3600
-    parser = real_parser()
+def steady_ticks(
+    cluster, listing: Listing, parser, now: int, ticks: int, churn: float, figures: dict
+) -> tuple[int, bytes]:
+    """`ticks` listings 30 s apart with `churn` of the jobs changed in each (0: the same
+    listing again, every job unchanged), each applied from its bytes; the median apply
+    printed beside the floor measured in the same ticks. Returns the clock and the last
+    listing."""
     tick_times: list[float] = []
     parse_times: list[float] = []
     loads_times: list[float] = []
     upsert_times: list[float] = []
+    say(f"  churn {churn:.0%}" + (" (the unchanged listing again)" if not churn else ""))
     say(
         f"  {'tick':<6}{'apply':>9}{'queries':>9}{'changed':>9}{'created':>9}{'ended':>7}"
         f"{'allocs +/-':>13}"
     )
+    raw = b""
     for tick in range(ticks):
         now += 30
-        listing.churn(max(1, int(len(listing.jobs) * churn)), now)
+        if churn:
+            listing.churn(max(1, int(len(listing.jobs) * churn)), now)
         raw = listing.raw(now)
         quiet_collector()
         start = time.perf_counter()
@@ -705,7 +673,70 @@ def run(
     )
     if parser:
         say(f"  parse + apply {parse + steady:.2f} s, ratio {(parse + steady) / floor:.1f}x")
+    figures.setdefault("churns", {})[churn] = {
+        "steady": steady,
+        "floor": floor,
+        "ratio": steady / floor,
+        "parse_apply_ratio": (parse + steady) / floor,
+    }
     figures.update(steady=steady, floor=floor, ratio=steady / floor)
+    return now, raw
+
+
+def run(
+    servers: int,
+    workloads: int,
+    ticks: int = 5,
+    churn: float = 0.01,
+    churns: tuple[float, ...] | None = None,
+    pass_jobs: int = 500,
+    small: int = 100,
+) -> dict[str, Any]:
+    """The whole benchmark on the current database; returns its figures (tests read them)."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test import Client
+
+    from clusters.models import Cluster
+
+    vendor = connection.vendor
+    churns = churns if churns is not None else (churn,)
+    small = min(small, servers)
+    figures: dict[str, Any] = {"vendor": vendor}
+    cluster = Cluster.objects.create(name=CLUSTER, kind="slurm")
+    user = get_user_model().objects.create_superuser("bench", password="bench-password-1")
+    client = Client()
+    client.force_login(user)
+    listing = Listing()
+    say(f"{vendor}: {servers:,} servers, {servers * GPUS:,} GPUs, {workloads:,} running jobs")
+    say(f"  machine load {machine_load()}")
+
+    # Pages at `small` servers first, on the same database the full size grows from.
+    start = time.perf_counter()
+    build_fleet(cluster, 0, small)
+    first = pack(0, small, workloads * small // servers, listing.next_id)
+    listing.add(first)
+    mark_used(first)
+    apply(cluster, listing.snapshot())
+    figures["pages_small"] = pages(client, listing, small)
+
+    build_fleet(cluster, small, servers - small)
+    rest = pack(small, servers - small, workloads - len(first), listing.next_id)
+    listing.add(rest)
+    mark_used(first + rest)
+    say(f"  built in {time.perf_counter() - start:.1f} s")
+    figures["placement_before"] = placement()
+
+    seconds, result, queries = apply(cluster, listing.snapshot())
+    say(
+        f"  first listing: {seconds:.2f} s, {queries} queries, {result.created:,} created, "
+        f"{result.allocations_opened:,} allocations opened"
+    )
+
+    now = EPOCH + 3600
+    parser = real_parser()
+    for level in churns:
+        now, _ = steady_ticks(cluster, listing, parser, now, ticks, level, figures)
     from workloads.services.apply import allocations_join
 
     joined = median(timed(lambda: allocations_join(cluster=cluster), 3))
@@ -858,7 +889,13 @@ def main() -> None:
     parser.add_argument("--servers", type=int, default=25_000)
     parser.add_argument("--workloads", type=int, help="running jobs (default: 2 per server)")
     parser.add_argument("--ticks", type=int, default=5, help="steady-state listings applied")
-    parser.add_argument("--churn", type=float, default=0.01, help="jobs changed per tick")
+    parser.add_argument(
+        "--churn",
+        type=lambda text: tuple(float(v) for v in text.split(",")),
+        default=(0.0, 0.05),
+        help="jobs changed per tick, one level or several ('0,0.05': the unchanged listing,"
+        " then 5%% changed)",
+    )
     parser.add_argument("--pass-jobs", type=int, default=500, help="jobs of the changed pass")
     parser.add_argument(
         "--http", action="store_true", help="also POST through gunicorn (PostgreSQL only)"
@@ -870,14 +907,14 @@ def main() -> None:
             args.servers,
             args.workloads or 2 * args.servers,
             ticks=args.ticks,
-            churn=args.churn,
+            churns=args.churn,
             pass_jobs=args.pass_jobs,
         )
         if args.http and vendor == "postgresql" and "post" in figures:
             from django.db import connection
 
             connection.close()  # gunicorn's workers and the worker take their own
-            http_post(figures["listing"], EPOCH + 10 * 3600, args.churn)
+            http_post(figures["listing"], EPOCH + 10 * 3600, max(args.churn[-1], 0.01))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
-from django.core.paginator import Paginator
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
@@ -25,6 +24,7 @@ from django.utils.safestring import SafeString
 
 from .formats import dash
 from .forms import FilterForm, filter_form
+from .paginator import DeferredJoinPaginator
 
 PAGE_SIZES = (25, 50, 100, 500)
 
@@ -171,7 +171,7 @@ def paginate(request: HttpRequest, queryset: QuerySet, default_size: int = 50):
     except ValueError:
         size = default_size
     size = size if size in PAGE_SIZES else default_size
-    return Paginator(queryset, size).get_page(request.GET.get("page"))
+    return DeferredJoinPaginator(queryset, size).get_page(request.GET.get("page"))
 
 
 def query_without(request: HttpRequest, *keys: str) -> str:

@@ -3,11 +3,16 @@
 The statement timeout (ATLAS_DB_STATEMENT_TIMEOUT_MS) is a property of the web process, not
 of a request: `config/wsgi.py` (gunicorn's app module, and runserver's) calls
 `enable_for_web()`, and every PostgreSQL connection that process opens starts with
-`SET statement_timeout`. Celery workers, beat and management commands never import
-config.wsgi, so their long passes never meet it; a flag in the process (not an environment
-variable, which children would inherit) is what keeps it there. A session setting also needs
-no transaction (ATOMIC_REQUESTS is off, so `SET LOCAL` would be a no-op) and costs no query per
-request on a kept connection. SQLite ignores it.
+`SET statement_timeout`, and with JIT compilation off. Celery workers, beat and management
+commands never import config.wsgi, so their long passes never meet it; a flag in the process
+(not an environment variable, which children would inherit) is what keeps it there. A session
+setting also needs no transaction (ATOMIC_REQUESTS is off, so `SET LOCAL` would be a no-op) and
+costs no query per request on a kept connection. SQLite ignores it.
+
+JIT is off for web requests because a page's queries are short and their plans' cost estimates
+are not: at 13k nodes the GPU page's count of GPUs needing action (20,000 rows read, none
+found) spent 3.3 s of its 3.4 s compiling itself (bench/lists.py); no web query ran faster
+with it. Long passes in workers keep PostgreSQL's default.
 
 `unavailable(exc)` says whether an exception means "try again later": a statement that ran
 past the timeout (SQLSTATE 57014, psycopg's QueryCanceled) or a database that is away
@@ -59,11 +64,16 @@ def _apply_statement_timeout(sender, connection: BaseDatabaseWrapper, **kwargs) 
     if not _web_process or connection.vendor != "postgresql":
         return
     timeout_ms = int(settings.ATLAS_DB_STATEMENT_TIMEOUT_MS)
-    if timeout_ms <= 0:
-        return
     with connection.cursor() as cursor:
-        # An int, formatted: SET takes no bind parameters with server-side binding.
-        cursor.execute(f"SET statement_timeout = {timeout_ms}")
+        if timeout_ms > 0:  # 0 or less: the server's own timeout stays
+            # One round trip; set_config takes its values as parameters, unlike SET.
+            cursor.execute(
+                "SELECT set_config('statement_timeout', %s, false),"
+                " set_config('jit', 'off', false)",
+                [str(timeout_ms)],
+            )
+        else:
+            cursor.execute("SET jit = off")
 
 
 @dataclass(frozen=True)

@@ -98,6 +98,23 @@ def test_a_zero_timeout_is_off(web_timeout, settings):
         assert cursor.fetchone()[0] == "0"
 
 
+@pytest.mark.postgres
+@pytest.mark.parametrize("timeout_ms", [50, 0])
+def test_web_connections_compile_no_query(web_timeout, settings, timeout_ms):
+    """JIT off in web processes (with or without a timeout), the server's default elsewhere:
+    compiling a page's count cost seconds (bench/lists.py)."""
+    settings.ATLAS_DB_STATEMENT_TIMEOUT_MS = timeout_ms
+    connection.close()
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW jit")
+        assert cursor.fetchone()[0] == "off"
+    bounds.disable_for_web()
+    connection.close()
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW jit")
+        assert cursor.fetchone()[0] == "on"
+
+
 def _refused(*args, **kwargs):
     raise connection.Database.OperationalError("connection refused")
 
