@@ -56,10 +56,14 @@ def main() -> None:
         for count in SIZES:
             for name, raw in bodies(count).items():
                 cluster = f"b-{count}-{name.split()[0].lower()}"
-                floor_s = seconds(lambda: floor(name, raw))
-                check_s = seconds(lambda: snapshot_precheck(cluster_name=cluster, raw=raw))
+                floor_s = seconds(lambda name=name, raw=raw: floor(name, raw))
+                check_s = seconds(
+                    lambda cluster=cluster, raw=raw: snapshot_precheck(
+                        cluster_name=cluster, raw=raw
+                    )
+                )
                 result = snapshot_receive(cluster_name=cluster, raw=raw)  # precheck, store
-                apply_s = seconds(lambda: snapshot_apply(snapshot_id=result.id))
+                apply_s = seconds(lambda result=result: snapshot_apply(snapshot_id=result.id))
                 status = ClusterSnapshot.objects.get(pk=result.id).status
                 say(
                     f"{count:>6} nodes, {name:<13} {len(raw) / 2**20:6.1f} MiB: floor "
