@@ -141,8 +141,9 @@ def test_heartbeat_path_is_cheap(post_report, agent_token):
     with CaptureQueriesContext(connection) as ctx:
         assert post_report(report, agent_token).json()["status"] == "unchanged"
     sql = [q["sql"] for q in ctx.captured_queries]
-    assert len(sql) == 2, sql  # the token (with its server) and one UPDATE of last_seen
-    assert sql[1].startswith("UPDATE")
+    # One round trip: the UPDATE authenticates the token, matches the hash, marks the server seen.
+    assert len(sql) == 1, sql
+    assert sql[0].startswith("UPDATE") and "RETURNING" in sql[0]
 
 
 def test_report_survives_a_failing_enqueue(monkeypatch, post_report, agent_token):
