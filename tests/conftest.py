@@ -87,6 +87,16 @@ def api(user):
 
 
 @pytest.fixture
+def staff_api(staff):
+    """An API client signed in as staff (the one home of this fixture)."""
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(staff)
+    return client
+
+
+@pytest.fixture
 def post_report(client, django_capture_on_commit_callbacks):
     """POST a report dict as an agent would (on-commit tasks run); returns the response."""
 

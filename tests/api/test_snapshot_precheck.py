@@ -20,15 +20,6 @@ SYNC_MAX = 100  # every body below is larger: each takes the worker's path
 
 
 @pytest.fixture
-def staff_api(staff):
-    from rest_framework.test import APIClient
-
-    client = APIClient()
-    client.force_authenticate(staff)
-    return client
-
-
-@pytest.fixture
 def queued(monkeypatch) -> list[int]:
     """The ids a large snapshot's 202 hands the worker, which has not run yet."""
     ids: list[int] = []

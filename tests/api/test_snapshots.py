@@ -15,15 +15,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def staff_api(staff):
-    from rest_framework.test import APIClient
-
-    client = APIClient()
-    client.force_authenticate(staff)
-    return client
-
-
-@pytest.fixture
 def post(staff_api, django_capture_on_commit_callbacks):
     """POST a snapshot body; on-commit work (worker tasks, reconcile) runs as a worker would."""
 

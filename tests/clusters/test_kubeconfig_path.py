@@ -63,15 +63,6 @@ def test_a_link_counts_where_it_points(kube_dir):
     assert kubeconfig_path_resolve("alias.yaml", kube_dir) == kube_dir / "prod.yaml"
 
 
-@pytest.fixture
-def staff_api(staff):
-    from rest_framework.test import APIClient
-
-    client = APIClient()
-    client.force_authenticate(staff)
-    return client
-
-
 def register(api, path):
     return api.post(
         "/api/v1/clusters/",

@@ -55,12 +55,3 @@ def superpod() -> bytes:
 @pytest.fixture
 def treydock() -> bytes:
     return sample(TREYDOCK)
-
-
-@pytest.fixture
-def staff_api(staff):
-    from rest_framework.test import APIClient
-
-    client = APIClient()
-    client.force_authenticate(staff)
-    return client

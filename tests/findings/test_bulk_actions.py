@@ -36,13 +36,6 @@ def skew(n: int, **kw) -> Finding:
     )
 
 
-@pytest.fixture
-def staff_api(staff):
-    client = APIClient()
-    client.force_authenticate(staff)
-    return client
-
-
 def test_acknowledging_many_audits_each_as_one_alone(staff):
     findings = [skew(n) for n in range(3)]
     outcome = findings_act(

@@ -8,7 +8,6 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
-from rest_framework.test import APIClient
 
 from findings.choices import FindingType, Severity
 from findings.models import Finding
@@ -36,13 +35,6 @@ def finding(n: int = 0, severity: str = Severity.WARNING, **kw) -> Finding:
         message=f"gpu-{n:03d} <b>has no server</b>",
         **kw,
     )
-
-
-@pytest.fixture
-def staff_api(staff):
-    client = APIClient()
-    client.force_authenticate(staff)
-    return client
 
 
 def test_silence_must_end_ahead_and_not_too_far():

@@ -210,15 +210,6 @@ def yaml_bodies(draw) -> bytes:
 SNAPSHOT_BODIES = st.one_of(mutated(_node_list()), scontrol_bodies(), yaml_bodies(), RAW_BODIES)
 
 
-@pytest.fixture
-def staff_api(staff):
-    from rest_framework.test import APIClient
-
-    client = APIClient()
-    client.force_authenticate(staff)
-    return client
-
-
 @given(body=SNAPSHOT_BODIES, confirm=st.booleans())
 @FUZZ
 def test_snapshot_bodies_never_get_a_5xx_and_a_refusal_keeps_the_node_set(

@@ -273,15 +273,6 @@ def test_reports(post_report, label: str, body: bytes) -> None:
 # Cluster snapshots -------------------------------------------------------------------------
 
 
-@pytest.fixture
-def staff_api(staff):
-    from rest_framework.test import APIClient
-
-    client = APIClient()
-    client.force_authenticate(staff)
-    return client
-
-
 def _post_snapshot(staff_api, capture, settings, name: str, body: bytes) -> None:
     """Half the cases (by the RNG) take the worker's path, so the status URL is read too."""
     worker = random.Random(f"{SEED}:{body!r}").random() < 0.5

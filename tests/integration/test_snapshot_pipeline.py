@@ -15,15 +15,6 @@ from .services import start_worker, wait_until
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def staff_api(staff):
-    from rest_framework.test import APIClient
-
-    client = APIClient()
-    client.force_authenticate(staff)
-    return client
-
-
 def queued_tasks(redis_url: str) -> list[str]:
     """The task names waiting in the default queue, oldest last (kombu's Redis layout)."""
     import redis

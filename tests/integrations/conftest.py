@@ -18,15 +18,6 @@ def metrics_on(settings) -> str:
     return METRICS_TOKEN
 
 
-@pytest.fixture
-def staff_api(staff):
-    from rest_framework.test import APIClient
-
-    client = APIClient()
-    client.force_authenticate(staff)
-    return client
-
-
 # A public address (example.com's, once) that names in tests resolve to unless told otherwise.
 PUBLIC = "93.184.216.34"
 
