@@ -349,6 +349,12 @@ CELERY_BEAT_SCHEDULE = {
 # Cluster Atlas knobs.
 ATLAS_SERVER_STALE_AFTER_S = env_int("ATLAS_SERVER_STALE_AFTER_S", 300)
 ATLAS_SERVER_OFFLINE_AFTER_S = env_int("ATLAS_SERVER_OFFLINE_AFTER_S", 3600)
+# A web process answers a token's repeated heartbeats from memory this long (so a token
+# revoked through another process is refused within it), and writes their last_seen in bulk
+# this often (so last_seen is at most this far behind): inventory/services/heartbeat.py.
+# ATLAS_HEARTBEAT_CACHE_S=0: every heartbeat one statement that writes last_seen itself.
+ATLAS_HEARTBEAT_CACHE_S = env_int("ATLAS_HEARTBEAT_CACHE_S", 5)
+ATLAS_HEARTBEAT_FLUSH_S = env_int("ATLAS_HEARTBEAT_FLUSH_S", 5)
 ATLAS_REPORT_MAX_BYTES = env_int("ATLAS_REPORT_MAX_BYTES", 2 * 1024 * 1024)
 ATLAS_REPORT_RETENTION = env_int("ATLAS_REPORT_RETENTION", 20)
 ATLAS_PENDING_REPORT_GRACE_S = env_int("ATLAS_PENDING_REPORT_GRACE_S", 30)

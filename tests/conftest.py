@@ -51,6 +51,16 @@ def pytest_configure(config) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _heartbeats_by_statement():
+    """Every heartbeat the one statement unless a test turns the memory on (config/wsgi.py
+    does for the web process); nothing remembered or pending leaks into the next test."""
+    yield
+    from inventory.services import heartbeat_memory_disable
+
+    heartbeat_memory_disable()
+
+
+@pytest.fixture(autouse=True)
 def _tasks_in_process():
     """Unit and API tests run Celery tasks in-process; the integration tier uses a real worker."""
     before = celery_app.conf.task_always_eager

@@ -9,7 +9,13 @@ from .enrollment import (
     enrollment_token_revoke,
     parse_duration,
 )
-from .heartbeat import heartbeat_seen
+from .heartbeat import (
+    heartbeat_flush,
+    heartbeat_forget,
+    heartbeat_memory_disable,
+    heartbeat_memory_enable,
+    heartbeat_seen,
+)
 from .ingest import (
     DigestRejected,
     ReceiveResult,
@@ -51,6 +57,10 @@ __all__ = [
     "heartbeat_by_digest",
     "heartbeat_digest",
     "heartbeat_receive",
+    "heartbeat_flush",
+    "heartbeat_forget",
+    "heartbeat_memory_disable",
+    "heartbeat_memory_enable",
     "heartbeat_seen",
     "parse_digest",
     "parse_duration",

@@ -28,6 +28,7 @@ from django.utils import timezone
 from ..identity import normalize_machine_id, normalize_uuid, server_identity
 from ..models import AgentToken, Enrollment, EnrollmentToken, Server
 from .apply import _lock_server
+from .heartbeat import heartbeat_forget
 from .tokens import PREFIX_SHOWN, _new_key, _usable, agent_token_create, token_digest
 
 ENROLLMENT_TOKEN_PREFIX = "cae_"
@@ -165,6 +166,7 @@ def agent_enroll(
         AgentToken.objects.filter(pk__in=[t.pk for t in bound]).update(
             identity=None, revoked_at=Coalesce(F("revoked_at"), now)
         )
+        heartbeat_forget(*(t.key_hash for t in bound))
         agent_token, agent_key = agent_token_create(name=f"enrolled: {identity.hostname}"[:200])
         try:
             with transaction.atomic():

@@ -1,51 +1,252 @@
-"""A heartbeat in one round trip: the live, bound token's server is marked seen where its last
-applied report has the digest the agent names, in one `UPDATE ... FROM ... RETURNING`.
+"""A heartbeat in one round trip, or none: the live, bound token's server is marked seen where
+its last applied report has the digest the agent names.
 
-Nearly all of an agent's traffic is heartbeats, and looking the token up before touching its
-server doubled their cost (issue 27). This statement authenticates (the key's digest, not
+Nearly all of an agent's traffic is heartbeats (issue 27). The first heartbeat of a token in a
+process is one `UPDATE ... FROM ... RETURNING`: it authenticates (the key's digest, not
 revoked), confines (a token touches only the server it is bound to: NodeRestriction's rule,
-as `_heartbeat_possible` states it) and compares the digest at once. No row says only "not a
-plain heartbeat": the caller then looks the token up (`agent_token_state`) to answer which
-miss it was, exactly as before. `last_seen` is written on every hit, as the per-heartbeat
-floor writes it: a fleet's agents beat every 30 s each, so a write coalesced per server over
-a few seconds would save nothing there.
+as `_heartbeat_possible` states it), compares the digest and writes last_seen at once. A hit
+is then remembered in this process for ATLAS_HEARTBEAT_CACHE_S seconds (key digest -> server,
+last report, digest), and the token's later heartbeats with that digest are answered from
+memory: no statement, no commit. Their "seen at" is kept in memory too, and every
+ATLAS_HEARTBEAT_FLUSH_S seconds one bulk UPDATE per process writes all of them (a daemon
+thread; and at the process's exit), never moving a last_seen backwards.
 
-PostgreSQL and SQLite (3.35 or later, for RETURNING) run the same text; any other backend
-gets None, and with it the two statements of the miss path.
+The bounds this buys, and what keeps them:
+
+- last_seen is at most ATLAS_HEARTBEAT_FLUSH_S behind the last heartbeat (a process killed
+  with SIGKILL loses at most that much of it; the stale and offline findings count minutes);
+- a token revoked or unbound is refused at once by the process that revoked it
+  (`heartbeat_forget`, called by the token services), and by the others within
+  ATLAS_HEARTBEAT_CACHE_S, when their entry expires and the statement runs again;
+- a digest other than the remembered one drops the entry and goes to the statement, so a
+  changed report is asked for as before; a server whose report was applied elsewhere answers
+  a heartbeat naming its previous digest "unchanged" for at most ATLAS_HEARTBEAT_CACHE_S.
+
+With ATLAS_HEARTBEAT_CACHE_S=0 every heartbeat is the one statement, as before.
+
+No row says only "not a plain heartbeat": the caller then looks the token up
+(`agent_token_state`) to answer which miss it was, exactly as before. PostgreSQL and SQLite
+(3.35 or later, for RETURNING) run the same text; any other backend gets None, and with it the
+two statements of the miss path.
 """
 
 from __future__ import annotations
 
+import atexit
+import logging
+import os
 import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 from typing import Any
 
-from django.db import connection
+from django.conf import settings
+from django.db import DatabaseError, close_old_connections, connection
+from django.db.models import Case, DateTimeField, Q, Value, When
 from django.utils import timezone
 
 from ..models import AgentToken, Server
 from .ingest import ReceiveResult
 from .tokens import _usable, token_digest
 
+logger = logging.getLogger(__name__)
+
 _SQLITE_RETURNING = (3, 35, 0)
+_MOST_REMEMBERED = 200_000  # tokens per process; past it the memory starts again (a fleet's worth)
+_FLUSH_CHUNK = 1000  # servers per bulk UPDATE
+
+
+@dataclass(frozen=True, slots=True)
+class _Known:
+    """A token's hit, remembered: its server, that server's last report and digest, and until
+    when (time.monotonic) it may answer without the statement."""
+
+    server_id: int
+    last_report_id: int | None
+    digest: str
+    until: float
+
+
+class _Memory:
+    """This process's remembered hits and the "seen at" not written yet, under one lock. Off
+    until `heartbeat_memory_enable` (config/wsgi.py, for the web process): elsewhere every
+    heartbeat is the one statement."""
+
+    def __init__(self) -> None:
+        self.enabled = False
+        self.threaded = False
+        self.generation = 0
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every hit and pending value (tests; and a forked child, whose parent writes
+        its own); a flusher thread of the previous generation stops."""
+        self.lock = threading.Lock()
+        self.known: dict[str, _Known] = {}
+        self.pending: dict[int, datetime] = {}  # server id -> latest heartbeat, not yet written
+        self.flusher: threading.Thread | None = None
+        self.generation += 1
+
+
+_memory = _Memory()
+os.register_at_fork(after_in_child=_memory.reset)
+
+
+def heartbeat_memory_enable(*, flusher: bool = True) -> None:
+    """Answer repeated heartbeats from memory in this process and write their last_seen in
+    bulk: every ATLAS_HEARTBEAT_FLUSH_S on a daemon thread (`flusher`; tests flush by hand
+    with `heartbeat_flush`) and at exit."""
+    _memory.enabled = True
+    _memory.threaded = flusher
+
+
+def heartbeat_memory_disable() -> None:
+    """Tests: every heartbeat the one statement again; what was pending is dropped."""
+    _memory.enabled = False
+    _memory.threaded = False
+    _memory.reset()
 
 
 def heartbeat_seen(*, key: str, digest: str) -> ReceiveResult | None:
     """Mark the server of the live, bound token for `key` seen when its last applied report's
-    digest is `digest` (hex, as `parse_digest` or `heartbeat_digest` give it): one statement.
+    digest is `digest` (hex, as `parse_digest` or `heartbeat_digest` give it): from memory when
+    this process saw the same hit less than ATLAS_HEARTBEAT_CACHE_S ago (last_seen then
+    written by the next flush), else one statement.
     None for any miss (unknown, revoked or unbound token, another digest) and on a backend
     without `UPDATE ... RETURNING`; the caller then says which, as before."""
+    if not digest or not _usable(key):
+        return None
+    key_hash = token_digest(key)
+    memory = _memory
+    known = memory.known.get(key_hash) if memory.enabled else None
+    if known is not None:
+        if known.digest == digest and known.until > time.monotonic():
+            now = timezone.now()
+            with memory.lock:
+                memory.pending[known.server_id] = now
+            if memory.flusher is None and memory.threaded:
+                _start_flusher()
+            return ReceiveResult(
+                report_id=known.last_report_id, status="unchanged", server_id=known.server_id
+            )
+        memory.known.pop(key_hash, None)  # another digest, or expired: the statement decides
     sql = _seen_by_digest_sql(connection.vendor)
-    if sql is None or not digest or not _usable(key):
+    if sql is None:
         return None
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     with _cursor() as cursor:
-        cursor.execute(sql, [now, token_digest(key), digest])
+        cursor.execute(sql, [now, key_hash, digest])
         row = cursor.fetchone()
     if row is None:
         return None
     server_id, last_report_id = row
+    ttl = settings.ATLAS_HEARTBEAT_CACHE_S
+    if memory.enabled and ttl > 0:
+        if len(memory.known) >= _MOST_REMEMBERED:
+            memory.known = {}
+        memory.known[key_hash] = _Known(server_id, last_report_id, digest, time.monotonic() + ttl)
     return ReceiveResult(report_id=last_report_id, status="unchanged", server_id=server_id)
+
+
+def heartbeat_forget(*key_hashes: str) -> None:
+    """Answer these tokens' next heartbeats with the statement again (revoked, unbound, or a
+    new report received for them); in this process: the others within ATLAS_HEARTBEAT_CACHE_S."""
+    for key_hash in key_hashes:
+        _memory.known.pop(key_hash, None)
+
+
+def heartbeat_flush() -> int:
+    """Write every pending last_seen in bulk (one UPDATE per _FLUSH_CHUNK servers), never
+    moving one backwards; the number of servers written. On a database error the values go
+    back to pending (the newer one kept) for the next flush, and the error is raised."""
+    memory = _memory
+    with memory.lock:
+        pending, memory.pending = memory.pending, {}
+    if not pending:
+        return 0
+    items = sorted(pending.items())
+    try:
+        for start in range(0, len(items), _FLUSH_CHUNK):
+            _write_seen(items[start : start + _FLUSH_CHUNK])
+    except DatabaseError:
+        with memory.lock:
+            for server_id, seen in pending.items():
+                newer = memory.pending.get(server_id)
+                if newer is None or newer < seen:
+                    memory.pending[server_id] = seen
+        raise
+    return len(items)
+
+
+def _write_seen(items: list[tuple[int, datetime]]) -> None:
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(_flush_sql(), [[i for i, _ in items], [s for _, s in items]])
+        return
+    seen = Case(
+        *(When(pk=server_id, then=Value(at)) for server_id, at in items),
+        output_field=DateTimeField(),
+    )
+    Server.objects.filter(Q(last_seen__isnull=True) | Q(last_seen__lt=seen)).filter(
+        pk__in=[i for i, _ in items]
+    ).update(last_seen=seen)
+
+
+@cache
+def _flush_sql() -> str:
+    """PostgreSQL's bulk form: the ids and times as two arrays, one statement for all."""
+    q = connection.ops.quote_name
+    meta = Server._meta
+    table, seen, pk = (
+        q(meta.db_table),
+        q(meta.get_field("last_seen").column),
+        q(meta.pk.column),
+    )
+    return (
+        f"UPDATE {table} SET {seen} = v.seen "  # noqa: S608  (names from the model)
+        "FROM unnest(%s::bigint[], %s::timestamptz[]) AS v(id, seen) "
+        f"WHERE {table}.{pk} = v.id AND ({table}.{seen} IS NULL OR {table}.{seen} < v.seen)"
+    )
+
+
+def _start_flusher() -> None:
+    """The daemon thread that flushes every ATLAS_HEARTBEAT_FLUSH_S, started by the first
+    heartbeat answered from memory (so after gunicorn forked its workers)."""
+    memory = _memory
+    with memory.lock:
+        if memory.flusher is not None:
+            return
+        memory.flusher = threading.Thread(
+            target=_flush_forever, args=(memory.generation,), name="heartbeat-flush", daemon=True
+        )
+        memory.flusher.start()
+
+
+def _flush_forever(generation: int) -> None:
+    interval = max(0.1, float(settings.ATLAS_HEARTBEAT_FLUSH_S))
+    while True:
+        time.sleep(interval)
+        if _memory.generation != generation:  # a reset (tests, fork) ends this thread
+            return
+        _flush_logged()
+
+
+def _flush_logged() -> None:
+    """A flush on this thread's own connection, which is closed when too old or broken."""
+    if not _memory.pending:
+        return
+    close_old_connections()
+    try:
+        heartbeat_flush()
+    except DatabaseError:
+        logger.exception("heartbeat flush failed; the values wait for the next one")
+        connection.close()
+
+
+atexit.register(_flush_logged)
 
 
 def _cursor():

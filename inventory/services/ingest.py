@@ -236,6 +236,9 @@ def report_receive(
                     then="it stays pending for the sweep",
                 )
             )
+    from .heartbeat import heartbeat_forget  # heartbeat.py imports this module
+
+    heartbeat_forget(token.key_hash)  # this process asks the statement about its next one
     status = ReportStatus.APPLIED if unchanged else ReportStatus.PENDING
     return ReceiveResult(report_id=report.pk, status=status, server_id=token.server_id)
 

@@ -141,11 +141,21 @@ def agent_token_unbind(*, token: AgentToken) -> None:
     token.identity = None
     token.server = None
     token.save(update_fields=["identity", "server"])
+    _forget(token)
 
 
 def agent_token_revoke(*, token: AgentToken) -> None:
+    """Refused at once by this process; by the other web processes within
+    ATLAS_HEARTBEAT_CACHE_S (the heartbeats they answer from memory: heartbeat.py)."""
     token.revoked_at = timezone.now()
     token.save(update_fields=["revoked_at"])
+    _forget(token)
+
+
+def _forget(token: AgentToken) -> None:
+    from .heartbeat import heartbeat_forget  # heartbeat.py imports this module
+
+    heartbeat_forget(token.key_hash)
 
 
 def user_token_create(*, user, name: str = "") -> tuple[UserToken, str]:
