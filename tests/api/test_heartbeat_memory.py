@@ -1,0 +1,205 @@
+"""Repeated heartbeats answered from the web process's memory (issue 27): no statement while
+the token's hit is remembered, last_seen written in bulk by a flush, and every miss (revoked,
+unbound, another digest, expired) back on the statement within its bound. Runs on SQLite and,
+with DATABASE_URL=postgres://..., on PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from agent.schema import report_digest
+from inventory.models import AgentToken, Server
+from inventory.services import (
+    agent_token_create,
+    agent_token_unbind,
+    heartbeat_flush,
+    heartbeat_memory_enable,
+)
+from inventory.services import heartbeat as heartbeat_module
+from inventory.services.tokens import agent_token_revoke
+from tests.reports import make_report
+
+pytestmark = pytest.mark.django_db
+
+LONG_AGO = datetime(2000, 1, 1, tzinfo=UTC)
+UNKNOWN = {"detail": "Unknown or revoked agent token."}
+SEND_REPORT = {"detail": "the report changed: send it in full", "status": "send-report"}
+
+
+@pytest.fixture(autouse=True)
+def memory(settings):
+    """The web process's memory, flushed by hand (tests/conftest.py turns it off after)."""
+    settings.ATLAS_HEARTBEAT_CACHE_S = 5
+    heartbeat_memory_enable(flusher=False)
+
+
+@pytest.fixture
+def post(client):
+    def post(key: str, *, digest: str | None = None, body: bytes = b""):
+        headers = {"HTTP_AUTHORIZATION": f"Token {key}"}
+        if digest is not None:
+            headers["HTTP_X_ATLAS_REPORT_DIGEST"] = f"sha256:{digest}"
+        return client.post("/api/v1/reports/", body, "application/json", **headers)
+
+    return post
+
+
+@pytest.fixture
+def reporting(post_report):
+    """A server of its own for each name, its first report applied; (key, report, server)."""
+
+    def reporting(name: str):
+        _, key = agent_token_create(name=name)
+        report = make_report(name)
+        assert post_report(report, key).json()["status"] == "pending"
+        server = Server.objects.get(hostname=name)
+        Server.objects.filter(pk=server.pk).update(last_seen=LONG_AGO)
+        return key, report, server
+
+    return reporting
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """time.monotonic as heartbeat.py reads it, moved on by hand."""
+    now = [1000.0]
+    monkeypatch.setattr(heartbeat_module.time, "monotonic", lambda: now[0])
+    return now
+
+
+def _seen(server: Server) -> datetime | None:
+    return Server.objects.get(pk=server.pk).last_seen
+
+
+def _remembered(reporting, post, name: str):
+    """A server whose token's hit is remembered: its first heartbeat ran the statement."""
+    key, report, server = reporting(name)
+    assert post(key, digest=report_digest(report)).status_code == 200
+    Server.objects.filter(pk=server.pk).update(last_seen=LONG_AGO)
+    return key, report, server
+
+
+def test_a_repeated_heartbeat_is_no_statement_and_the_flush_writes_its_last_seen(
+    reporting, post
+):
+    key, report, server = _remembered(reporting, post, "mem-01")
+    before = timezone.now()
+    with CaptureQueriesContext(connection) as ctx:
+        answer = post(key, digest=report_digest(report))
+    assert answer.status_code == 200
+    assert answer.json() == {"id": server.last_report_id, "status": "unchanged", "server": server.pk}
+    assert not ctx.captured_queries
+    assert _seen(server) == LONG_AGO  # pending until the flush
+    with CaptureQueriesContext(connection) as ctx:
+        assert heartbeat_flush() == 1
+    assert len(ctx.captured_queries) == 1
+    assert _seen(server) >= before
+    assert heartbeat_flush() == 0  # nothing pending: no statement
+
+
+def test_an_unchanged_full_report_is_parsed_and_hashed_with_no_statement(reporting, post):
+    key, report, server = _remembered(reporting, post, "mem-02")
+    body = json.dumps({**report, "collected_at": "2031-01-01T00:00:00Z"}).encode()
+    with CaptureQueriesContext(connection) as ctx:
+        answer = post(key, body=body)
+    assert answer.status_code == 202 and answer.json()["status"] == "unchanged"
+    assert not ctx.captured_queries
+    heartbeat_flush()
+    assert _seen(server) > LONG_AGO
+
+
+def test_one_flush_writes_every_pending_server_in_one_statement(reporting, post):
+    servers = []
+    for n in range(3):
+        key, report, server = _remembered(reporting, post, f"mem-1{n}")
+        assert post(key, digest=report_digest(report)).status_code == 200
+        servers.append(server)
+    with CaptureQueriesContext(connection) as ctx:
+        assert heartbeat_flush() == 3
+    assert len(ctx.captured_queries) == 1
+    assert all(_seen(server) > LONG_AGO for server in servers)
+
+
+def test_a_flush_never_moves_last_seen_backwards(reporting, post):
+    key, report, server = _remembered(reporting, post, "mem-03")
+    assert post(key, digest=report_digest(report)).status_code == 200
+    later = timezone.now() + timedelta(minutes=5)  # a report applied since, say
+    Server.objects.filter(pk=server.pk).update(last_seen=later)
+    heartbeat_flush()
+    assert _seen(server) == later
+
+
+def test_a_token_revoked_in_this_process_is_refused_at_once(reporting, post):
+    key, report, server = _remembered(reporting, post, "mem-04")
+    agent_token_revoke(token=AgentToken.objects.get(server=server))
+    answer = post(key, digest=report_digest(report))
+    assert answer.status_code == 401 and answer.json() == UNKNOWN
+    assert heartbeat_flush() == 0 and _seen(server) == LONG_AGO
+
+
+def test_a_token_unbound_in_this_process_is_asked_for_its_report(reporting, post):
+    key, report, server = _remembered(reporting, post, "mem-05")
+    agent_token_unbind(token=AgentToken.objects.get(server=server))
+    answer = post(key, digest=report_digest(report))
+    assert answer.status_code == 409 and answer.json() == SEND_REPORT
+
+
+def test_a_token_revoked_elsewhere_is_refused_once_its_memory_expires(reporting, post, clock):
+    """Another process's revocation (here: the row alone) takes effect within
+    ATLAS_HEARTBEAT_CACHE_S, when this process runs the statement again."""
+    key, report, server = _remembered(reporting, post, "mem-06")
+    AgentToken.objects.filter(server=server).update(revoked_at=timezone.now())
+    clock[0] += 4.9
+    assert post(key, digest=report_digest(report)).status_code == 200  # within the bound
+    clock[0] += 0.2
+    answer = post(key, digest=report_digest(report))
+    assert answer.status_code == 401 and answer.json() == UNKNOWN
+
+
+def test_an_expired_memory_runs_the_statement_which_writes_last_seen(reporting, post, clock):
+    key, report, server = _remembered(reporting, post, "mem-07")
+    clock[0] += 6
+    with CaptureQueriesContext(connection) as ctx:
+        assert post(key, digest=report_digest(report)).status_code == 200
+    (sql,) = [q["sql"] for q in ctx.captured_queries]
+    assert sql.startswith("UPDATE") and "RETURNING" in sql
+    assert _seen(server) > LONG_AGO
+
+
+def test_another_digest_goes_to_the_statement_and_asks_for_the_report(reporting, post):
+    key, report, server = _remembered(reporting, post, "mem-08")
+    changed = report_digest(make_report("mem-08", gpus=4))
+    with CaptureQueriesContext(connection) as ctx:
+        answer = post(key, digest=changed)
+    assert answer.status_code == 409 and answer.json() == SEND_REPORT
+    assert len(ctx.captured_queries) == 2
+    assert post(key, digest=report_digest(report)).status_code == 200  # remembered again
+
+
+def test_a_changed_report_received_here_forgets_the_token(reporting, post, post_report):
+    key, report, server = _remembered(reporting, post, "mem-09")
+    changed = make_report("mem-09", gpus=4)
+    assert post_report(changed, key).json()["status"] == "pending"
+    with CaptureQueriesContext(connection) as ctx:
+        answer = post(key, digest=report_digest(report))
+    assert answer.status_code == 409  # the old digest is the statement's to judge: changed
+    assert ctx.captured_queries
+    assert post(key, digest=report_digest(changed)).status_code == 200
+
+
+def test_without_the_memory_every_heartbeat_is_the_statement(reporting, post, settings):
+    settings.ATLAS_HEARTBEAT_CACHE_S = 0
+    key, report, server = reporting("mem-10")
+    for _ in range(2):
+        Server.objects.filter(pk=server.pk).update(last_seen=LONG_AGO)
+        with CaptureQueriesContext(connection) as ctx:
+            assert post(key, digest=report_digest(report)).status_code == 200
+        assert len(ctx.captured_queries) == 1
+        assert _seen(server) > LONG_AGO
+    assert heartbeat_flush() == 0
