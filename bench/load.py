@@ -456,6 +456,9 @@ def measure(args, env: dict, work: Path, shape: str, jobs: dict) -> None:
                     loader = Load(ports[name], args.clients)
                     loader.run(jobs[key][: args.clients * 2])  # every thread's connection warm
                     windows.setdefault((key, name), []).append(loader.run(jobs[key], args.duration))
+                    if name == "product":
+                        product_end = time.time()
+        freshness = seen_after_flush(env, product_end)
     print(f"  {'path':<40}{'rate':>11}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}{'vs floor':>10}")
     verdicts = []
     for label, key, goal in PATHS:
@@ -480,7 +483,28 @@ def measure(args, env: dict, work: Path, shape: str, jobs: dict) -> None:
         verdicts.append(f"{label} ({goals}): {'met' if met else 'MISSED'}")
     for verdict in verdicts:
         print(f"  goal, {verdict}")
+    print(f"  {freshness}")
     print(f"  load average after: {os.getloadavg()[0]:.2f}")
+
+
+def seen_after_flush(env: dict, product_end: float) -> str:
+    """The product writes last_seen in bulk (inventory/services/heartbeat.py): one flush
+    interval after its last window, every server's last_seen is the time of its last
+    heartbeat in that window; how far the oldest is from the window's end says so."""
+    import psycopg
+
+    flush_s = float(env.get("ATLAS_HEARTBEAT_FLUSH_S") or 5)
+    time.sleep(flush_s + 1)
+    with psycopg.connect(env["DATABASE_URL"], autocommit=True) as conn:
+        oldest = conn.execute(
+            "SELECT min(extract(epoch FROM last_seen)) FROM inventory_server "
+            "WHERE hostname LIKE 'load-%%'"
+        ).fetchone()[0]
+    behind = product_end - float(oldest)
+    return (
+        f"last_seen {flush_s + 1:.0f} s after the product's last window: the oldest server's "
+        f"{behind:.1f} s before that window's end (flush every {flush_s:.0f} s)"
+    )
 
 
 def pooled(windows: list[dict]) -> dict:

@@ -101,7 +101,8 @@ class ReportView(APIView):
 
 def heartbeat_answer(request: HttpRequest) -> HttpResponse | None:
     """The answer to an agent's heartbeat (by digest, or a report with unchanged facts) in
-    one statement (`heartbeat_seen`), in plain Django; None for anything else, which
+    one statement, or from the web process's memory with none (`heartbeat_seen`), in plain
+    Django; None for anything else, which
     ReportView then handles with the endpoint's full contract. Called by
     AgentHeartbeatMiddleware, ahead of the middleware an agent does not need.
 

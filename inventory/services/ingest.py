@@ -3,7 +3,8 @@
 The heartbeat path (a report whose facts equal the last applied report of the token's
 server) is compared by digest before any validation: no stored row, no task. Cheaper still,
 an agent that names its digest in the `X-Atlas-Report-Digest` header is answered without
-the body being read. Ahead of the middleware both are one statement (`heartbeat.py`); here,
+the body being read. Ahead of the middleware both are one statement, or none while the web
+process remembers the token's hit (`heartbeat.py`); here,
 after DRF authenticated the token, one UPDATE.
 """
 

@@ -85,15 +85,17 @@ def _remembered(reporting, post, name: str):
     return key, report, server
 
 
-def test_a_repeated_heartbeat_is_no_statement_and_the_flush_writes_its_last_seen(
-    reporting, post
-):
+def test_a_repeated_heartbeat_is_no_statement_and_the_flush_writes_its_last_seen(reporting, post):
     key, report, server = _remembered(reporting, post, "mem-01")
     before = timezone.now()
     with CaptureQueriesContext(connection) as ctx:
         answer = post(key, digest=report_digest(report))
     assert answer.status_code == 200
-    assert answer.json() == {"id": server.last_report_id, "status": "unchanged", "server": server.pk}
+    assert answer.json() == {
+        "id": server.last_report_id,
+        "status": "unchanged",
+        "server": server.pk,
+    }
     assert not ctx.captured_queries
     assert _seen(server) == LONG_AGO  # pending until the flush
     with CaptureQueriesContext(connection) as ctx:
@@ -173,7 +175,7 @@ def test_an_expired_memory_runs_the_statement_which_writes_last_seen(reporting, 
 
 
 def test_another_digest_goes_to_the_statement_and_asks_for_the_report(reporting, post):
-    key, report, server = _remembered(reporting, post, "mem-08")
+    key, report, _server = _remembered(reporting, post, "mem-08")
     changed = report_digest(make_report("mem-08", gpus=4))
     with CaptureQueriesContext(connection) as ctx:
         answer = post(key, digest=changed)
@@ -183,7 +185,7 @@ def test_another_digest_goes_to_the_statement_and_asks_for_the_report(reporting,
 
 
 def test_a_changed_report_received_here_forgets_the_token(reporting, post, post_report):
-    key, report, server = _remembered(reporting, post, "mem-09")
+    key, report, _server = _remembered(reporting, post, "mem-09")
     changed = make_report("mem-09", gpus=4)
     assert post_report(changed, key).json()["status"] == "pending"
     with CaptureQueriesContext(connection) as ctx:
