@@ -9,7 +9,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -205,3 +205,18 @@ def test_without_the_memory_every_heartbeat_is_the_statement(reporting, post, se
         assert len(ctx.captured_queries) == 1
         assert _seen(server) > LONG_AGO
     assert heartbeat_flush() == 0
+
+
+def test_a_failed_flush_keeps_the_values_for_the_next(reporting, post, monkeypatch):
+    key, report, server = _remembered(reporting, post, "mem-11")
+    assert post(key, digest=report_digest(report)).status_code == 200
+
+    def broken(items):
+        raise DatabaseError("connection lost")
+
+    monkeypatch.setattr(heartbeat_module, "_write_seen", broken)
+    with pytest.raises(DatabaseError):
+        heartbeat_flush()
+    monkeypatch.undo()
+    assert heartbeat_flush() == 1
+    assert _seen(server) > LONG_AGO
