@@ -297,11 +297,17 @@ def _shortfall(offer: Offer, m: int, filters: Filters) -> BlockedNode:
         return _block(node, "in_use", f"{offer.free} of {total} {unit} free")
     gpus = node.gpus
     size = max(node.whole_allocatable, len(gpus))
-    usable = [g for g in gpus if g.usable]
-    problems = Counter(g.problem for g in gpus if g.problem)
-    # GPUs needing action and healthy by their counters: disjoint from `problems`
-    actions = Counter(g.action for g in gpus if g.action and g.problem is None)
-    mig = [g for g in usable if g.mig]
+    # one pass, plain dicts: a question that fits nowhere asks this of every node
+    problems: dict[str, int] = {}
+    actions: dict[str, int] = {}  # needing action, healthy by their counters: not `problems`
+    mig: list[FleetGpu] = []
+    for g in gpus:
+        if g.problem:
+            problems[g.problem] = problems.get(g.problem, 0) + 1
+        elif g.action:
+            actions[g.action] = actions.get(g.action, 0) + 1
+        if g.mig and g.usable:
+            mig.append(g)
     if size < m and not mig:
         return _block(node, "too_small", f"has {size} GPUs; the request needs {m} on one node")
     excluded = sum(problems.values()) + sum(actions.values())
