@@ -45,7 +45,7 @@ from inventory.choices import GpuStatus
 from inventory.health import UNHEALTHY, gpu_problem_code, problem_of_code
 from inventory.models import Gpu, Link, MigDevice
 
-from .facts import Fleet, FleetGpu, FleetMig, FleetNode, HeldOnNode, share_servers
+from .facts import Fleet, FleetGpu, FleetMig, FleetNode, HeldOnNode, node_copy, share_servers
 from .leaves import LeafSummary, leaf_summaries, places_from
 from .locality import Place
 
@@ -380,7 +380,7 @@ def group_nodes(
             alike.sort(key=itemgetter(1))  # by name: the first stands for the others
         row, rest = alike[0], alike[1:]
         nodes.append(
-            replace(
+            node_copy(
                 bases[kind],
                 id=row[0],
                 name=row[1],
