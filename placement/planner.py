@@ -701,7 +701,18 @@ def node_models(node: FleetNode) -> list[str]:
 
 
 def chosen_models(options: Iterable[Option]) -> list[str]:
-    return sorted({m for o in options for m in node_models(o.node)})
+    """The GPU models of the options' nodes. Twins share their stand-in's GPU list (and
+    product list), so each list is looked at once: thousands of nodes chosen on a fabric are
+    a few lists."""
+    names: set[str] = set()
+    seen: set[int] = set()
+    for option in options:
+        node = option.node
+        key = id(node.gpus) if node.gpus else id(node.products)
+        if key not in seen:  # the lists outlive the loop: the options hold them
+            seen.add(key)
+            names.update(node_models(node))
+    return sorted(names)
 
 
 def plan_one_model(
