@@ -1011,7 +1011,8 @@ def held_gpus(scope: QuerySet[Node] | None = None) -> dict[int, HeldOnNode]:
     which workloads hold them is read for the few nodes an answer names (`held_workloads`).
     MIG devices are left out (a GPU in MIG mode is no whole GPU to offer)."""
     held: dict[int, HeldOnNode] = {}
-    for node_id, indexes, uncounted in (
+    # the rows as the database gives them (`_rows`: ids, a text, a count need no converter)
+    for node_id, indexes, uncounted in _rows(
         _open_allocations(scope)
         .annotate(held_index=Coalesce("gpu__index", "index", output_field=IntegerField()))
         .values("node_id")
@@ -1020,7 +1021,6 @@ def held_gpus(scope: QuerySet[Node] | None = None) -> dict[int, HeldOnNode]:
             uncounted=Count("id", filter=Q(held_index__isnull=True)),
         )
         .values_list("node_id", "indexes", "uncounted")
-        .iterator(chunk_size=5000)
     ):
         held[node_id] = HeldOnNode(
             {int(i) for i in indexes.split(",")} if indexes else set(), uncounted, {}
