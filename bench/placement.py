@@ -22,10 +22,12 @@ rail-optimised fat tree (8 rails, 32 servers a leaf, the 8 rail leaves of a unit
 group, 8 units and 16 spines a pod, 512 cores) imported through `fabric_snapshot_ingest`,
 the leaf summaries built (`placement.leaf_summaries`), and multi-node Slurm questions (2 x 8
 near one leaf, 16 x 8 under one spine group, one that fits nowhere), each beside its floor:
-the node rows, the usable GPU counts and the leaf rows fetched by hand, then the scan that
-picks the first leaf (spine group) with enough nodes free. Then what reading the cables
-instead costs (a question whose leaf summaries are stale), and, with the allocations in,
-the held GPUs as placement reads them (grouped per node) beside a row per held GPU.
+the node rows, the usable GPU counts (one summary row a server), the held GPUs per node and
+the leaf rows fetched by hand, then the scan that picks the first leaf (spine group) with
+enough nodes free. Every figure is printed beside its floor and the goal (3x, issue 27).
+Then what reading the cables instead costs (a question whose leaf summaries are stale), and,
+with the allocations in, the held GPUs as placement reads them (grouped per node) beside a
+row per held GPU.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from _django import bench_database, machine_load, median, setup, timed
 
 SIZE = next((int(a) for a in sys.argv[1:] if a.isdigit()), 25_000)
 REPEAT = int(os.environ.get("BENCH_REPEAT", "5"))
+GOAL = 3.0  # issue 27: each question within 3x of its floor
 GPUS = 8
 RACK = 40
 ALLOCATIONS = os.environ.get("BENCH_ALLOCATIONS", "") not in ("", "0")
@@ -444,10 +447,11 @@ def measure(label: str, fn, floor_fetch, floor_scan) -> None:
     rows = floor_fetch()
     fetch = median(timed(floor_fetch, REPEAT))
     scan = median(timed(lambda: floor_scan(rows), REPEAT))
+    ratio = t / (fetch + scan)
     print(
         f"  {label:<44} {t * 1000:8.0f} ms  {len(ctx.captured_queries):3d} queries"
         f"   floor: fetch {fetch * 1000:6.0f} ms, scan {scan * 1000:5.0f} ms"
-        f"   ({t / (fetch + scan):.1f}x fetch+scan)"
+        f"   ({ratio:.1f}x fetch+scan; goal {GOAL:g}x: {'met' if ratio <= GOAL else 'not met'})"
     )
     return answer
 
@@ -477,8 +481,14 @@ def main() -> None:
         "SELECT server_id, COUNT(*) FROM inventory_gpu WHERE status = 'ok' GROUP BY server_id"
     )
 
+    # the usable GPUs per server as the least an answer must read them: one small row per
+    # server from the per-server summaries (what placement reads), not a GROUP BY over every
+    # GPU row (25,000 servers: 200,000 rows, most of the floor's time, and a floor that costs
+    # more than it must flatters every ratio beside it)
+    usable_sql = "SELECT server_id, usable FROM topology_serverplacement"
+
     def placement_rows():
-        return fetch(nodes_sql)(), dict(fetch(gpus_sql)())
+        return fetch(nodes_sql)(), dict(fetch(usable_sql)())
 
     def placement_scan(rows, kind: str = "slurm", need: int = 16) -> list:
         """The fewest nodes with the most free GPUs: the arithmetic, nothing else."""

@@ -216,7 +216,12 @@ class Gpu(models.Model):
 
     class Meta:
         ordering = ["server_id", "index"]
-        indexes = [models.Index(fields=["server", "status"])]
+        indexes = [
+            models.Index(fields=["server", "status"]),
+            # the few lost or failing GPUs of the whole fleet, found without a scan (what
+            # placement reads first of every question: `health.action.candidates_q`)
+            models.Index(fields=["status"], name="inventory_gpu_status_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"GPU {self.index} {self.uuid}"

@@ -138,7 +138,7 @@ def placement_find(
         request_shape(request, kind)  # validate before touching the database
     places = fleet_places() if _may_span_nodes(request) else None  # multi-node: the fabric
     held = held_gpus()  # once: every read of this answer shares it
-    fleet = fleet_load(cluster=request.cluster, with_mig=bool(profile), places=places, held=held)
+    fleet = fleet_load(cluster=request.cluster, with_mig=bool(profile), held=held)
     fleet.places = places or {}
     _check_scheduler(request, fleet.clusters())
     planner = Planner(fleet.of_kind(request.scheduler))
@@ -163,11 +163,9 @@ def placement_find(
             Planner(whole.of_kind(request.scheduler)), request, excluded
         )
         if places is None and any(a.node_count > 1 for a in alternatives):
+            # the same nodes (they are alike whatever their place), now on the fabric
             places = fleet_places()
-            on_fabric = fleet_load(
-                cluster=request.cluster, with_mig=bool(profile), places=places, held=held
-            )
-            whole = _alternatives_fleet(request, on_fabric, places)
+            whole.places = places
             alternatives = placement_alternatives(
                 Planner(whole.of_kind(request.scheduler)), request, excluded
             )
@@ -230,7 +228,6 @@ def _alternatives_fleet(
         others = fleet_load(
             other_than=request.cluster,
             with_mig=bool(request.mig_profile),
-            places=places,
             held=fleet.held,
         )
         fleet = fleet_merge(fleet, others, request.cluster)

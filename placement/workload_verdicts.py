@@ -259,7 +259,7 @@ def judge_workloads(*, limit: int = JUDGE_LIMIT, force: bool = False) -> JudgeRe
     starts = [w.started_at for w, _, _ in due if w.started_at is not None]
     history = workload_allocations(since_before=min(starts)) if starts else []
     places = fleet_places()
-    fleet = fleet_load(places=places, with_held=False, twins=False)
+    fleet = fleet_load(with_held=False, twins=False)
     fleet.places = places
     servers = {a.server_id for _, held, _ in due for a in held if a.server_id is not None}
     pix = gpus_with_pix_nic(servers)
