@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from _django import bench_database, machine_load, median, say, setup, timed
+from nodes_list import bulk_nodes, node_findings
 
 HERE = Path(__file__).resolve().parent
 CLUSTERS = 12
-BATCH = 5000
 API = {  # list -> its table (the floor reads the page's rows from it by id)
     "/api/v1/nodes/": "clusters_node",
     "/api/v1/servers/": "inventory_server",
@@ -68,10 +68,8 @@ def workloads_bench() -> Any:
 def load(nodes: int, servers: int) -> dict[str, Any]:
     """The fleet, its jobs, the other clusters' nodes and some findings; ANALYZEd."""
     from django.db import connection
-    from django.utils import timezone
 
     from clusters.models import Cluster, Node
-    from findings.models import Finding
     from inventory.models import Server
 
     bench = workloads_bench()
@@ -92,44 +90,11 @@ def load(nodes: int, servers: int) -> dict[str, Any]:
     mark_used(jobs)
     applied, _, _ = apply(hpc, listing.snapshot())
     say(f"  {servers:,} servers, their nodes and {len(jobs):,} jobs ({applied:.1f} s to apply)")
-    now = timezone.now()
     others = [
         Cluster.objects.create(name=f"cluster-{c:02d}", kind="slurm") for c in range(CLUSTERS)
     ]
-    states = ("idle", "allocated", "mixed", "down")
-    rest = max(0, nodes - servers)
-    rows: list[Node] = []
-    for i in range(rest):
-        rows.append(
-            Node(
-                cluster=others[i % CLUSTERS],
-                name=f"node-{i:06d}",
-                kind="slurm",
-                state=states[i % len(states)],
-                gpu_capacity=8,
-                gpu_allocatable=8,
-                first_seen=now,
-                last_seen=now,
-            )
-        )
-        if len(rows) == BATCH:
-            Node.objects.bulk_create(rows)
-            rows = []
-    Node.objects.bulk_create(rows)
-    every = Node.objects.order_by("pk").values_list("pk", flat=True)[::50]
-    Finding.objects.bulk_create(
-        (
-            Finding(
-                type="node_unavailable",
-                severity="warning",
-                node_id=pk,
-                subject=f"node:bench/{pk}",
-                message="down",
-            )
-            for pk in every
-        ),
-        batch_size=BATCH,
-    )
+    bulk_nodes(others, max(0, nodes - servers), prefix="node")  # bench/nodes_list.py's
+    node_findings(Node.objects.order_by("pk").values_list("pk", flat=True)[::50])
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
