@@ -216,7 +216,19 @@ class Gpu(models.Model):
 
     class Meta:
         ordering = ["server_id", "index"]
-        indexes = [models.Index(fields=["server", "status"])]
+        indexes = [
+            models.Index(fields=["server", "status"]),
+            # The GPU model dropdowns walk it (core/db/distinct.py).
+            models.Index(
+                fields=["name"], condition=~Q(status=GpuStatus.LOST), name="gpu_present_name"
+            ),
+            # The GPUs needing action start from these (health/action.py's candidates_q).
+            models.Index(
+                fields=["status"],
+                condition=Q(status__in=[GpuStatus.LOST, GpuStatus.ERROR]),
+                name="gpu_failing_status",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"GPU {self.index} {self.uuid}"
