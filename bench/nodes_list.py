@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from _django import bench_database, machine_load, median, say, setup, timed
@@ -32,67 +33,86 @@ CLUSTERS = 13
 BATCH = 5000
 
 
+def bulk_nodes(
+    clusters: list[Any], count: int, *, prefix: str = "gpu", servers: list[int] | None = None
+) -> None:
+    """`count` Slurm nodes named `<prefix>-000000` .. spread over `clusters` in turn, their
+    states cycling through idle, allocated, mixed and down, 8 GPUs each; every tenth bound to
+    the next of `servers` (ids) while they last. Straight into the table with bulk_create, in
+    batches of BATCH (no statistics: the caller refreshes them)."""
+    from django.utils import timezone
+
+    from clusters.models import Node
+
+    now = timezone.now()
+    servers = servers or []
+    states = ("idle", "allocated", "mixed", "down")
+    rows: list[Node] = []
+    for i in range(count):
+        rows.append(
+            Node(
+                cluster=clusters[i % len(clusters)],
+                name=f"{prefix}-{i:06d}",
+                kind="slurm",
+                state=states[i % len(states)],
+                gpu_capacity=8,
+                gpu_allocatable=8,
+                server_id=servers[i // 10] if i % 10 == 0 and i // 10 < len(servers) else None,
+                first_seen=now,
+                last_seen=now,
+            )
+        )
+        if len(rows) == BATCH:
+            Node.objects.bulk_create(rows)
+            rows = []
+    Node.objects.bulk_create(rows)
+
+
+def node_findings(node_ids: Iterable[int]) -> int:
+    """An open `node_unavailable` warning on each of those nodes; how many were written."""
+    from findings.models import Finding
+
+    rows = [
+        Finding(
+            type="node_unavailable",
+            severity="warning",
+            node_id=pk,
+            subject=f"node:bench/{pk}",
+            message="down",
+        )
+        for pk in node_ids
+    ]
+    Finding.objects.bulk_create(rows, batch_size=BATCH)
+    return len(rows)
+
+
 def load(nodes: int) -> dict[str, Any]:
     """N nodes over CLUSTERS clusters, a tenth bound to servers, some with open findings."""
     from django.db import transaction
-    from django.utils import timezone
 
     from clusters.models import Cluster, Node
     from core.db.statistics import analyze_after_commit
     from findings.models import Finding
     from inventory.models import Server
 
-    now = timezone.now()
     start = time.perf_counter()
     with transaction.atomic():
         clusters = [
             Cluster.objects.create(name=f"cluster-{c:02d}", kind="slurm") for c in range(CLUSTERS)
         ]
-        bound = nodes // 10
         Server.objects.bulk_create(
             [
                 Server(identity=f"hostname:srv-{i:06d}", hostname=f"srv-{i:06d}")
-                for i in range(bound)
+                for i in range(nodes // 10)
             ],
             batch_size=BATCH,
         )
         servers = list(Server.objects.order_by("pk").values_list("pk", flat=True))
-        states = ("idle", "allocated", "mixed", "down")
-        rows = []
-        for i in range(nodes):
-            rows.append(
-                Node(
-                    cluster=clusters[i % CLUSTERS],
-                    name=f"gpu-{i:06d}",
-                    kind="slurm",
-                    state=states[i % len(states)],
-                    gpu_capacity=8,
-                    gpu_allocatable=8,
-                    server_id=servers[i // 10] if i % 10 == 0 and i // 10 < len(servers) else None,
-                    first_seen=now,
-                    last_seen=now,
-                )
-            )
-            if len(rows) == BATCH:
-                Node.objects.bulk_create(rows)
-                rows = []
-        Node.objects.bulk_create(rows)
+        bulk_nodes(clusters, nodes, servers=servers)
         some = Node.objects.order_by("pk").values_list("pk", flat=True)[: max(1, nodes // 100)]
-        Finding.objects.bulk_create(
-            [
-                Finding(
-                    type="node_unavailable",
-                    severity="warning",
-                    node_id=pk,
-                    subject=f"node:bench/{pk}",
-                    message="down",
-                )
-                for pk in some
-            ],
-            batch_size=BATCH,
-        )
+        found = node_findings(some)
         analyze_after_commit(Node, changed=nodes, total=0)
-        analyze_after_commit(Finding, changed=len(some), total=0)
+        analyze_after_commit(Finding, changed=found, total=0)
     return {"seconds": time.perf_counter() - start, "cluster": clusters[3].name}
 
 

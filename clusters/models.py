@@ -7,6 +7,7 @@ to servers by identity (see `clusters.reconcile`); GPUs are resources of a node,
 from __future__ import annotations
 
 from django.db import models
+from django.db.models import Q
 from django.utils import timezone
 
 from inventory.models import Server
@@ -117,7 +118,22 @@ class Node(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["cluster", "name"], name="node_cluster_name")
         ]
-        indexes = [models.Index(fields=["cluster", "gone_at"])]
+        indexes = [
+            models.Index(fields=["cluster", "gone_at"]),
+            # The state filter's dropdown walks these (core/db/distinct.py), and the server
+            # list's cluster dropdown probes the last once per cluster.
+            models.Index(
+                fields=["state"], condition=Q(gone_at__isnull=True), name="node_live_state"
+            ),
+            models.Index(  # only the nodes with flags: most have none
+                fields=["state_flags"],
+                condition=Q(gone_at__isnull=True) & ~Q(state_flags=[]),
+                name="node_live_state_flags",
+            ),
+            models.Index(
+                fields=["cluster"], condition=Q(server__isnull=False), name="node_bound_cluster"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.cluster.name}/{self.name}"

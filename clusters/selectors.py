@@ -22,6 +22,7 @@ from django.db.models import (
 from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce, NullIf
 
+from core.db.distinct import distinct_values
 from findings.choices import SEVERITY_ORDER
 from findings.models import Finding
 from findings.selectors import open_findings_by_severity
@@ -165,9 +166,10 @@ def nodes_with_expected(nodes: list[Node]) -> list[Node]:
 def node_states() -> list[str]:
     """The node states and state flags present (`idle`, `mixed`, `drain`, ...), for the
     state filter's dropdown: two small queries."""
-    live = Node.objects.filter(gone_at__isnull=True).order_by()
-    states = set(live.exclude(state="").values_list("state", flat=True).distinct())
-    for flags in live.exclude(state_flags=[]).values_list("state_flags", flat=True).distinct():
+    live = Node.objects.filter(gone_at__isnull=True)
+    # Walks of the live nodes' state indexes (core/db/distinct.py), not two passes over them.
+    states = set(distinct_values(live.exclude(state=""), "state"))
+    for flags in distinct_values(live.exclude(state_flags=[]), "state_flags"):
         states.update(str(f).lower() for f in flags or ())
     return sorted(states)
 

@@ -235,8 +235,14 @@ def candidates_q() -> Q:
     """A superset of the GPUs needing action, as cheap semi-joins: lost or failing NVML, with an
     open health finding, or on a server with a critical one. Filter by it before annotating
     `action_reason_code`, so a fleet of healthy GPUs is never judged row by row."""
-    return (
-        Q(status__in=(GpuStatus.LOST, GpuStatus.ERROR))
-        | Q(pk__in=Finding.objects.filter(OPEN_HEALTH, gpu__isnull=False).values("gpu_id"))
-        | Q(server_id__in=Finding.objects.filter(SERVER_CRITICAL).values("server_id"))
+    # One IN over a union of three small id sets, each read by an index (gpu_failing_status,
+    # the findings' own), not an OR of three tests on every GPU: an OR of semi-joins is a
+    # sequential scan of the fleet, 100-150 ms a page at 200k GPUs (bench/lists.py).
+    # (Unordered: SQLite takes no ORDER BY in a part of a UNION.)
+    failing = Gpu.objects.filter(status__in=(GpuStatus.LOST, GpuStatus.ERROR)).order_by()
+    with_finding = Finding.objects.filter(OPEN_HEALTH, gpu__isnull=False).order_by()
+    critical = Finding.objects.filter(SERVER_CRITICAL).order_by().values("server_id")
+    on_critical = Gpu.objects.filter(server_id__in=critical).order_by()
+    return Q(
+        pk__in=failing.values("pk").union(with_finding.values("gpu_id"), on_critical.values("pk"))
     )

@@ -218,9 +218,16 @@ class Gpu(models.Model):
         ordering = ["server_id", "index"]
         indexes = [
             models.Index(fields=["server", "status"]),
-            # the few lost or failing GPUs of the whole fleet, found without a scan (what
-            # placement reads first of every question: `health.action.candidates_q`)
-            models.Index(fields=["status"], name="inventory_gpu_status_idx"),
+            # The GPU model dropdowns walk it (core/db/distinct.py).
+            models.Index(
+                fields=["name"], condition=~Q(status=GpuStatus.LOST), name="gpu_present_name"
+            ),
+            # The GPUs needing action start from these (health/action.py's candidates_q).
+            models.Index(
+                fields=["status"],
+                condition=Q(status__in=[GpuStatus.LOST, GpuStatus.ERROR]),
+                name="gpu_failing_status",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -526,7 +526,7 @@ def gpu_actions() -> dict[int, tuple[int, str, int, int]]:
 
     The whole fleet's, not a scope's: callers look them up by the server or GPU ids they read,
     so one outside their scope is never seen, and without the scope the database finds the
-    few through its indexes (the GPU status index, the findings') instead of walking every
+    few through its indexes (gpu_failing_status, the findings') instead of walking every
     GPU of the scope (35 ms -> 1 ms at 5,000 servers on SQLite)."""
     gpus = list(
         gpus_needing_action_qs(Gpu.objects.all())

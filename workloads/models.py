@@ -61,6 +61,8 @@ class Workload(models.Model):
         indexes = [
             models.Index(fields=["cluster", "state"]),
             models.Index(fields=["state", "ended_at"]),
+            # The GPU model dropdown walks it (core/db/distinct.py): few distinct lists.
+            models.Index(fields=["gpu_models"], name="workload_gpu_models"),
         ]
 
     def __str__(self) -> str:

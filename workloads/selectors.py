@@ -16,6 +16,7 @@ from typing import Any
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Subquery
 
 from clusters.models import Node
+from core.db.distinct import distinct_values
 
 from .choices import Verdict, WorkloadState
 from .fragments import stranded_gpus
@@ -61,7 +62,7 @@ def allocation_exists(**lookups: Any) -> Exists:
 def gpu_models() -> list[str]:
     """The GPU models workloads ran on, for the list's dropdown (one query over the few
     distinct model lists, not over the workloads' rows)."""
-    lists = Workload.objects.order_by().values_list("gpu_models", flat=True).distinct()
+    lists = distinct_values(Workload.objects.all(), "gpu_models")  # walks workload_gpu_models
     return sorted({m for models in lists if isinstance(models, list) for m in models if m})
 
 

@@ -3,7 +3,8 @@
 With 130k nodes bulk-loaded and no ANALYZE yet, one nodes page held a PostgreSQL backend at
 100 % CPU for minutes: the planner guessed the table empty. Autovacuum catches up only after
 its naptime and threshold; an apply that changed many rows refreshes the statistics of what
-it changed itself, after commit (ANALYZE samples, so it stays cheap at any size).
+it changed itself, after commit (ANALYZE samples, so it stays cheap at any size), and vacuums
+it there too (the visibility map: `_analyze`).
 """
 
 from __future__ import annotations
@@ -40,9 +41,16 @@ def analyze_after_commit(model: type[Model], *, changed: int, total: int) -> boo
 
 
 def _analyze(table: str) -> None:
+    """`VACUUM (ANALYZE)` where it can run (outside any transaction, as after a commit), else
+    `ANALYZE`. The vacuum also marks the new rows' pages all-visible, so the lists' exact
+    counts and the dropdowns' index walks (core/db/distinct.py) read indexes alone, never the
+    heap: at 130k nodes a nodes page's COUNT(*) fell from 60-90 ms to 20-40 ms (bench/lists.py).
+    Fresh pages are cheap to vacuum; pages already all-visible are skipped."""
+    name = connection.ops.quote_name(table)
+    sql = f"ANALYZE {name}" if connection.in_atomic_block else f"VACUUM (ANALYZE) {name}"
     try:
         with connection.cursor() as cursor:
-            cursor.execute(f"ANALYZE {connection.ops.quote_name(table)}")
+            cursor.execute(sql)
     except DatabaseError:
         # Statistics are an optimisation: the apply committed; autovacuum will catch up.
         log.warning("ANALYZE %s failed", table, exc_info=True)

@@ -27,13 +27,24 @@ PAGES = ["/nodes/", "/servers/", "/gpus/", "/findings/", "/workloads/"]
 @pytest.fixture
 def lists() -> None:
     """ROWS of each, with ties in their default orders (names, severities, NULLs)."""
+    _lists(ROWS)
+
+
+def _lists(rows: int, tag: str = "") -> None:
+    """`rows` of each list's rows (names carry `tag`, so a second call adds to the first)."""
     now = timezone.now()
-    clusters = [Cluster.objects.create(name=f"c{c}", kind="slurm") for c in range(2)]
+    clusters = [Cluster.objects.create(name=f"c{tag}{c}", kind="slurm") for c in range(2)]
     servers = Server.objects.bulk_create(
-        Server(identity=f"hostname:s{i:02d}", hostname=f"s{i % 5}") for i in range(ROWS)
+        Server(identity=f"hostname:s{tag}{i:02d}", hostname=f"s{i % 5}") for i in range(rows)
     )
     Gpu.objects.bulk_create(
-        Gpu(server=s, index=g, uuid=f"GPU-{s.pk}-{g}", name="H100", status="lost" if g else "ok")
+        Gpu(
+            server=s,
+            index=g,
+            uuid=f"GPU-{s.pk}-{g}",
+            name=("H100", "A100")[s.pk % 2],
+            status="lost" if g else "ok",
+        )
         for s in servers
         for g in range(2)
     )
@@ -42,27 +53,34 @@ def lists() -> None:
             cluster=clusters[i % 2],
             name=f"n{i:02d}",
             kind="slurm",
-            state=("idle", "down")[i % 2],
+            state=("idle", "down", "mixed")[i % 3],
+            state_flags=["DRAIN"] if i % 4 == 1 else [],
             server=servers[i] if i % 3 else None,
             first_seen=now,
             last_seen=now,
         )
-        for i in range(ROWS)
+        for i in range(rows)
     )
     Finding.objects.bulk_create(
         Finding(
             type="node_unavailable",
             severity=("warning", "critical")[i % 2],
-            node=nodes[i % ROWS],
-            subject=f"node:c/{i}",
+            node=nodes[i % rows],
+            subject=f"node:c{tag}/{i}",
             message="down",
             resolved_at=now if i % 4 == 0 else None,  # the page lists the open ones
         )
-        for i in range(ROWS + ROWS // 2)
+        for i in range(rows + rows // 2)
     )
     Workload.objects.bulk_create(
-        Workload(cluster=clusters[i % 2], kind="slurm_job", scheduler_id=str(i), state="running")
-        for i in range(ROWS)
+        Workload(
+            cluster=clusters[i % 2],
+            kind="slurm_job",
+            scheduler_id=str(i),
+            state="running",
+            gpu_models=[["H100"], ["A100", "H100"]][i % 2],
+        )
+        for i in range(rows)
     )
 
 
@@ -127,3 +145,27 @@ def test_the_pages_hold_the_whole_list_and_the_last_costs_the_first_queries(
     assert seen == everyone
     assert len(sql) == first_queries  # the last page's
     assert not _skips(sql, 25 * (pages - 1))
+
+
+def test_each_list_costs_the_same_queries_for_a_small_and_a_larger_fleet(api, client, user):
+    """First and last pages, API and dashboard (their filter dropdowns included: walks of
+    indexes, core/db/distinct.py), at 6 rows of each and at 6 + 60."""
+    client.force_login(user)
+    urls = [(api, f"/api/v1/{name}/?page_size=5") for name in API_LISTS]
+    urls += [(client, f"{page}?page_size=25") for page in PAGES]
+
+    def costs() -> list[int]:
+        counts = []
+        for caller, url in urls:
+            first, queries = _get(caller, url)
+            if first.get("Content-Type", "").startswith("application/json"):
+                last = -(-json.loads(first.content)["count"] // 5)
+            else:
+                last = first.context["page"].paginator.num_pages
+            counts += [queries, _get(caller, f"{url}&page={last}")[1]]
+        return counts
+
+    _lists(6)
+    small = costs()
+    _lists(60, tag="b")
+    assert costs() == small
