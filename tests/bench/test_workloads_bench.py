@@ -28,8 +28,10 @@ def _bench_module():
 def test_the_workloads_bench_runs_at_a_tiny_size(capsys):
     figures = _bench_module().run(24, 40, ticks=2, churn=0.1, pass_jobs=10, small=12)
     out = capsys.readouterr().out
-    assert "steady-state apply" in out and "changed-job pass" in out
+    assert "the listing end to end" in out and "changed-job pass" in out
     assert figures["floor"] > 0 and figures["changed_pass"] > 0
+    assert figures["first"]["floor"] > 0 and figures["churns"][0.1]["apply_ratio"] > 0
+    assert "/api/v1/workloads/?page=last" in figures["pages"]
     assert set(figures["placement_after"]) == set(figures["placement_before"])
     server_page = figures["pages"]["/servers/<id>/"]
     assert server_page is not None and server_page[1] == figures["pages_small"]["/servers/<id>/"][1]

@@ -217,3 +217,70 @@ def test_counted_gpus_are_replaced_one_for_one_when_the_devices_are_named(hpc):
     result = workloads_apply(cluster=hpc, snapshot=listing(pods(named)))
     assert (result.allocations_opened, result.allocations_closed) == (4, 4)
     assert _held("p") == [("gpu-01", i, i) for i in range(4)]
+
+
+def _churn_pass_queries(cluster, jobs: int) -> tuple[int, int, tuple[int, ...]]:
+    """Apply `jobs` one-GPU jobs over gpu-01 and gpu-02, then the same listing again, then one with
+    a quarter of them changed each way (ended, moved to a free GPU, gone from the listing,
+    new): the queries of the unchanged and of the churned pass, and what the churn did."""
+    names = ("gpu-01", "gpu-02")
+    first = [job(str(i), (names[i % 2], (i // 2,))) for i in range(jobs)]
+    workloads_apply(cluster=cluster, snapshot=listing(*first))
+    with CaptureQueriesContext(connection) as unchanged:
+        again = workloads_apply(cluster=cluster, snapshot=listing(*first))
+    assert again.unchanged == jobs
+    quarter = jobs // 4
+    churned = list(first[: jobs - quarter])  # the last quarter is gone from the listing
+    for i in range(quarter):
+        churned[i] = job(str(i), (names[i % 2], (i // 2,)), state="completed")
+        j = quarter + i  # moved to a GPU of the upper half, free on both nodes
+        churned[j] = job(str(j), (names[j % 2], (4 + j // 2 % 3,)))
+    churned.append(job("new", ("gpu-01", (7,))))
+    with CaptureQueriesContext(connection) as ctx:
+        result = workloads_apply(cluster=cluster, snapshot=listing(*churned))
+    Workload.objects.filter(cluster=cluster).delete()
+    shape = (result.created, result.changed, result.ended, result.allocations_closed)
+    return len(unchanged.captured_queries), len(ctx.captured_queries), shape
+
+
+def test_an_unchanged_and_a_churned_listing_cost_the_same_queries_at_any_size(hpc):
+    """The steady state of a listing applied every 30 s: the queries of the pass do not grow
+    with the jobs it names, nor with the jobs that changed, ended or went."""
+    small = _churn_pass_queries(hpc, 4)
+    large = _churn_pass_queries(hpc, 8)
+    assert small[2] == (1, 2, 2, 3) and large[2] == (1, 4, 4, 6)
+    assert small[:2] == large[:2]
+    assert small[0] <= 6  # the unchanged pass: nodes, stored digests, the join probe
+
+
+def test_the_digest_is_canonical_json_for_every_shape_of_record():
+    """Pods with device IDs, MIG and shared slots, nested `requested` words, times and an
+    enum kind: the digest is still the hash of `asdict`'s canonical JSON."""
+    from workloads.choices import WorkloadKind
+    from workloads.records import GpuSlot, NodeAllocation, WorkloadRecord
+
+    record = WorkloadRecord(
+        kind=WorkloadKind.PODS,
+        scheduler_id="ml/trainer",
+        state="running",
+        name='tr\u00e4iner "x"',
+        submitted_at=timezone.now(),
+        gpus_per_node=None,
+        requested={"limits": {"nvidia.com/gpu": 2, "ratio": 0.5}, "z": [1, (2, 3)], "a": None},
+        allocations=(
+            NodeAllocation(
+                node="gpu-01",
+                gpu_count=3,
+                gpus=(
+                    GpuSlot(uuid="GPU-1::2", shared=True, pod="p-0"),
+                    GpuSlot(uuid="MIG-9", mig_profile="1g.10gb"),
+                    GpuSlot(index=3, gpu_type="h100"),
+                ),
+                cpus="0-15",
+                pods=("p-0", "p-1"),
+            ),
+        ),
+        owner_kind="Job",
+    )
+    canonical = json.dumps(record.to_dict(), sort_keys=True, default=str, separators=(",", ":"))
+    assert record_digest(record) == hashlib.sha256(canonical.encode()).hexdigest()

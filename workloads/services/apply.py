@@ -14,11 +14,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import operator
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import transaction
 from django.db.models import F, Q
@@ -85,32 +86,99 @@ class ApplyResult:
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None), datetime})
-_FIELDS: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type, tuple[tuple[str, ...], Any]] = {}
 
 
 def _plain(value: Any) -> Any:
-    """`dataclasses.asdict` without its deep copies (three quarters of a steady-state pass
-    at 50,000 jobs went there): the same dicts and lists, so the same digest."""
+    """`dataclasses.asdict` without its deep copies and without a call per scalar (the
+    digest of every job of a 50,000-job listing, each pass, went there): a dataclass becomes
+    a dict of its fields read in one `attrgetter` call, and only what holds a dataclass is
+    rebuilt (tuples stay tuples: JSON writes them as lists), so the JSON, and the digest, are
+    the very bytes `asdict` gave."""
     cls = type(value)
     if cls in _SCALARS:
         return value
-    names = _FIELDS.get(cls)
-    if names is None and hasattr(cls, "__dataclass_fields__"):
-        names = _FIELDS[cls] = tuple(cls.__dataclass_fields__)
-    if names is not None:
-        return {name: _plain(getattr(value, name)) for name in names}
+    spec = _FIELDS.get(cls)
+    if spec is None and hasattr(cls, "__dataclass_fields__"):
+        names = tuple(cls.__dataclass_fields__)
+        getter = operator.attrgetter(*names) if len(names) > 1 else None
+        spec = _FIELDS[cls] = (names, getter)
+    if spec is not None:
+        names, getter = spec
+        values = getter(value) if getter else (getattr(value, names[0]),)
+        fields = dict(zip(names, values, strict=True))
+        for name, field_value in fields.items():
+            if type(field_value) not in _SCALARS:
+                fields[name] = _plain(field_value)
+        return fields
     if isinstance(value, (list, tuple)):
+        if all(type(v) in _SCALARS for v in value):
+            return value
         return [_plain(v) for v in value]
     if isinstance(value, dict):
+        if all(type(v) in _SCALARS for v in value.values()):
+            return value
         return {k: _plain(v) for k, v in value.items()}
     return value
+
+
+_encode_str = json.encoder.encode_basestring_ascii  # what json.dumps writes a str as
+_SLOT_JSON: dict[Any, str] = {}  # a GpuSlot's JSON: few distinct slots in a whole fleet
+
+
+def _canonical(value: Any) -> str:
+    """`json.dumps(dataclasses.asdict(value), sort_keys=True, default=str,
+    separators=(",", ":"))`, written directly: a dataclass's fields in sorted order, scalars
+    as `json` writes them, and each distinct GPU slot encoded once per process (a listing's
+    50,000 jobs name a few dozen). The same bytes, so stored digests hold (a test holds it
+    against `asdict`)."""
+    cls = type(value)
+    if cls is str:
+        return _encode_str(value)
+    if value is None:
+        return "null"
+    if cls is bool:
+        return "true" if value else "false"
+    if cls is int:
+        return int.__repr__(value)
+    if cls is datetime:
+        return _encode_str(str(value))
+    if cls is GpuSlot:
+        text = _SLOT_JSON.get(value)
+        if text is None:
+            if len(_SLOT_JSON) > 100_000:
+                _SLOT_JSON.clear()
+            text = _SLOT_JSON[value] = _dataclass_json(value)
+        return text
+    if hasattr(cls, "__dataclass_fields__"):
+        return _dataclass_json(value)
+    if cls is tuple or cls is list:
+        return "[" + ",".join(map(_canonical, value)) + "]"
+    return json.dumps(_plain(value), sort_keys=True, default=str, separators=(",", ":"))
+
+
+_SORTED: dict[type, tuple[tuple[str, ...], Any]] = {}
+
+
+def _dataclass_json(value: Any) -> str:
+    cls = type(value)
+    spec = _SORTED.get(cls)
+    if spec is None:
+        names = tuple(sorted(cls.__dataclass_fields__))
+        keys = tuple(_encode_str(name) + ":" for name in names)
+        getter = operator.attrgetter(*names) if len(names) > 1 else None
+        spec = _SORTED[cls] = (keys, getter if getter else operator.attrgetter(names[0]))
+    keys, getter = spec
+    values = getter(value)
+    if len(keys) == 1:
+        values = (values,)
+    return "{" + ",".join([key + _canonical(v) for key, v in zip(keys, values, strict=True)]) + "}"
 
 
 def record_digest(record: WorkloadRecord) -> str:
     """The digest of a record's facts: equal records, equal digest (the unchanged job of a
     listing applied every 30 s costs one comparison)."""
-    canonical = json.dumps(_plain(record), sort_keys=True, default=str, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return hashlib.sha256(_canonical(record).encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,11 +356,15 @@ def _desired_allocations(
     return rows
 
 
+_KEY_FIELDS = ("node_name", "index", "uuid", "gpu_type", "gpu_id", "mig_device_id")
+
+
 def _key(row: Allocation) -> tuple[Any, ...]:
+    """What makes two allocations of one workload the same (the `_KEY_FIELDS`)."""
     return (row.node_name, row.index, row.uuid, row.gpu_type, row.gpu_id, row.mig_device_id)
 
 
-def _gpu_models(rows: list[Allocation], gpu_names: dict[int, str]) -> list[str]:
+def _gpu_models(rows: Sequence[Any], gpu_names: dict[int, str]) -> list[str]:
     names = {gpu_names[r.gpu_id] for r in rows if r.gpu_id in gpu_names}
     names |= {r.gpu_type for r in rows if r.gpu_id is None and r.gpu_type}
     return sorted(n for n in names if n)
@@ -437,10 +509,13 @@ def _allocations_apply(
 ) -> tuple[int, int]:
     """Diff each changed workload's open allocations against what its record holds now."""
     ids = sorted(records) + gone
-    open_rows: dict[int, list[Allocation]] = {}
+    # The open allocations as tuples (their diff key and id), no model instances.
+    open_rows: dict[int, list[tuple[tuple[Any, ...], int]]] = {}
     for chunk in _chunks(ids):
-        for row in Allocation.objects.filter(workload_id__in=chunk, until__isnull=True):
-            open_rows.setdefault(row.workload_id, []).append(row)
+        for pk, workload_id, *key in Allocation.objects.filter(
+            workload_id__in=chunk, until__isnull=True
+        ).values_list("id", "workload_id", *_KEY_FIELDS):
+            open_rows.setdefault(workload_id, []).append((tuple(key), pk))
     to_create: list[Allocation] = []
     to_close: list[int] = []
     # A job first seen ended (it ran between two listings) leaves its GPUs as history.
@@ -464,9 +539,9 @@ def _allocations_apply(
         desired = _desired_allocations(record, joins, since)
         # A multiset diff: GPUs known only by count share one key, and 8 counted GPUs
         # replaced by the 8 the kubelet names close all 8.
-        current: dict[tuple[Any, ...], list[Allocation]] = defaultdict(list)
-        for held in open_rows.get(workload_id, []):
-            current[_key(held)].append(held)
+        current: dict[tuple[Any, ...], list[int]] = defaultdict(list)
+        for key, pk in open_rows.get(workload_id, ()):
+            current[key].append(pk)
         for row in desired:
             kept = current.get(_key(row))
             if kept:
@@ -474,24 +549,33 @@ def _allocations_apply(
                 continue
             row.workload_id = workload_id
             to_create.append(row)
-        to_close += [r.pk for rows in current.values() for r in rows]
-    to_close += [r.pk for workload_id in gone for r in open_rows.get(workload_id, [])]
+        to_close += [pk for pks in current.values() for pk in pks]
+    to_close += [pk for workload_id in gone for _, pk in open_rows.get(workload_id, ())]
     for chunk in _chunks(to_close):
         Allocation.objects.filter(id__in=chunk).update(until=now)
     Allocation.objects.bulk_create(to_create, batch_size=BATCH)
     return len(to_create), len(to_close)
 
 
+class _Held(NamedTuple):
+    """An allocation as the GPU models need it (a row tuple, not a model instance)."""
+
+    gpu_id: int | None
+    gpu_type: str
+    until: datetime | None
+    server_id: int | None
+
+
 def _models_apply(records: Iterable[int], joins: _Joins) -> None:
     """Each changed workload's GPU models, from the GPUs it holds (else the GRES types)."""
     if not records:
         return
-    rows: dict[int, list[Allocation]] = {}
+    rows: dict[int, list[_Held]] = {}
     for chunk in _chunks(sorted(records)):
-        for row in Allocation.objects.filter(workload_id__in=chunk).only(
-            "id", "workload_id", "gpu_id", "gpu_type", "until", "server_id"
+        for workload_id, *held in Allocation.objects.filter(workload_id__in=chunk).values_list(
+            "workload_id", "gpu_id", "gpu_type", "until", "server_id"
         ):
-            rows.setdefault(row.workload_id, []).append(row)
+            rows.setdefault(workload_id, []).append(_Held(*held))
     gpu_names = {gpu_id: gpu.name for gpu_id, gpu in joins.gpu_by_id.items()}
     # An ended workload's past GPUs may lie on nodes no changed record names.
     missing = sorted(
