@@ -136,9 +136,10 @@ def heartbeat_seen(*, key: str, digest: str) -> ReceiveResult | None:
     sql = _seen_by_digest_sql(connection.vendor)
     if sql is None:
         return None
-    now = connection.ops.adapt_datetimefield_value(timezone.now())
     with _cursor() as cursor:
-        cursor.execute(sql, [now, key_hash, digest])
+        cursor.execute(
+            sql, [connection.ops.adapt_datetimefield_value(timezone.now()), key_hash, digest]
+        )
         row = cursor.fetchone()
     if row is None:
         return None
@@ -202,8 +203,8 @@ def _flush_sql() -> str:
     meta = Server._meta
     table, seen, pk = (
         q(meta.db_table),
-        q(meta.get_field("last_seen").column),
-        q(meta.pk.column),
+        q(str(meta.get_field("last_seen").column)),
+        q(str(meta.pk.column)),
     )
     return (
         f"UPDATE {table} SET {seen} = v.seen "  # noqa: S608  (names from the model)

@@ -572,10 +572,10 @@ def _models_apply(records: Iterable[int], joins: _Joins) -> None:
         return
     rows: dict[int, list[_Held]] = {}
     for chunk in _chunks(sorted(records)):
-        for workload_id, *held in Allocation.objects.filter(workload_id__in=chunk).values_list(
-            "workload_id", "gpu_id", "gpu_type", "until", "server_id"
-        ):
-            rows.setdefault(workload_id, []).append(_Held(*held))
+        for workload_id, gpu_id, gpu_type, until, server_id in Allocation.objects.filter(
+            workload_id__in=chunk
+        ).values_list("workload_id", "gpu_id", "gpu_type", "until", "server_id"):
+            rows.setdefault(workload_id, []).append(_Held(gpu_id, gpu_type, until, server_id))
     gpu_names = {gpu_id: gpu.name for gpu_id, gpu in joins.gpu_by_id.items()}
     # An ended workload's past GPUs may lie on nodes no changed record names.
     missing = sorted(
