@@ -211,24 +211,31 @@ class FleetThen:
 
 class _PassMemo:
     """What a node offers a request and the option it gives, once per `FleetNode` a pass:
-    the fleets as of the workloads' starts share most of their nodes (`FleetThen`)."""
+    the fleets as of the workloads' starts share most of their nodes (`FleetThen`). Keyed by
+    the filters, then by the node (or offer) itself, which the memo holds alive."""
 
     def __init__(self) -> None:
-        self._offers: dict[tuple[int, Filters], tuple[FleetNode, Offer | BlockedNode | None]] = {}
-        self._options: dict[tuple[int, int, Filters], tuple[Offer, Option | BlockedNode]] = {}
+        self._offers: dict[Filters, dict[int, tuple[FleetNode, Offer | BlockedNode | None]]] = {}
+        self._options: dict[tuple[int, Filters], dict[int, tuple[Offer, Option | BlockedNode]]] = {}
 
-    def offer(self, node: FleetNode, filters: Filters) -> Offer | BlockedNode | None:
-        key = (id(node), filters)
-        found = self._offers.get(key)
-        if found is None:
-            found = self._offers[key] = (node, node_offer(node, filters))  # holds the node
-        return found[1]
+    def offers(self, nodes: Iterable[FleetNode], filters: Filters) -> list[Offer | BlockedNode]:
+        known = self._offers.setdefault(filters, {})
+        found = []
+        for node in nodes:
+            seen = known.get(id(node))
+            if seen is None:
+                seen = known[id(node)] = (node, node_offer(node, filters))
+            if seen[1] is not None:
+                found.append(seen[1])
+        return found
 
     def option(self, offer: Offer, m: int, fleet: Fleet, filters: Filters) -> Option | BlockedNode:
-        key = (id(offer), m, filters)
-        found = self._options.get(key)
+        known = self._options.get((m, filters))
+        if known is None:
+            known = self._options[(m, filters)] = {}
+        found = known.get(id(offer))
         if found is None:
-            found = self._options[key] = (offer, option_for(offer, m, fleet, filters))
+            found = known[id(offer)] = (offer, option_for(offer, m, fleet, filters))
         return found[1]
 
 
@@ -242,8 +249,7 @@ class _PlannerThen(Planner):
 
     def offers(self, filters: Filters) -> list[Offer | BlockedNode]:
         if filters not in self._offers:
-            found = (self._memo.offer(n, filters) for n in self.fleet.nodes)
-            self._offers[filters] = [o for o in found if o is not None]
+            self._offers[filters] = self._memo.offers(self.fleet.nodes, filters)
         return self._offers[filters]
 
     def option(self, offer: Offer, m: int, filters: Filters) -> Option | BlockedNode:
@@ -272,8 +278,11 @@ def best_for(
         model=models[0] if len(models) == 1 else None,
         mix_models=len(models) > 1,
     )
+    # a node with fewer GPUs free than its share is blocked (`option_for`), and a blocked
+    # node is in no answer's chosen set nor its fit: those are left out before planning
+    able = [n for n in nodes if n.whole_free >= per_node[0]]
     then = Fleet(
-        nodes=nodes,
+        nodes=able,
         classes=fleet.classes,
         pairs=fleet.pairs,
         places=fleet.places,
