@@ -150,6 +150,7 @@ class FleetThen:
         self._busy: dict[int, Counter[int]] = defaultdict(Counter)
         self._counted: dict[int, int] = defaultdict(int)
         self._now: dict[int, FleetNode] = {n.id: _as_of(n, Counter(), 0) for n in nodes}
+        self._free = {i: n.whole_free for i, n in self._now.items()}
         self._moment: Any = None
 
     def _count(self, a: AllocationRow, step: int) -> None:
@@ -178,15 +179,22 @@ class FleetThen:
         for node_id in touched:
             base = self._base.get(node_id)
             if base is not None:
-                self._now[node_id] = _as_of(
+                node = self._now[node_id] = _as_of(
                     base, self._busy[node_id], self._counted.get(node_id, 0)
                 )
+                self._free[node_id] = node.whole_free
 
     def at(
-        self, moment: Any, *, cluster: str | None, own: Sequence[AllocationRow]
+        self,
+        moment: Any,
+        *,
+        cluster: str | None,
+        own: Sequence[AllocationRow],
+        least_free: int = 0,
     ) -> list[FleetNode]:
         """The nodes (of `cluster`; None: all) as of `moment`, without the GPUs that `own`
-        (one workload's allocations, open and closed) held then."""
+        (one workload's allocations, open and closed) held then; with `least_free`, only
+        those with at least as many GPUs free (`FleetNode.whole_free`)."""
         self._advance(moment)
         mine: dict[int, list[AllocationRow]] = defaultdict(list)
         for a in own:
@@ -205,8 +213,15 @@ class FleetThen:
                 else:
                     busy[a.gpu_index] -= 1
             apart[node_id] = _as_of(self._base[node_id], busy, counted)
-        now = self._now
-        return [apart.get(i) or now[i] for i in self._order.get(cluster, [])]
+        now, free, found = self._now, self._free, []
+        for i in self._order.get(cluster, []):
+            node = apart.get(i)
+            if node is None:
+                if free[i] >= least_free:
+                    found.append(now[i])
+            elif node.whole_free >= least_free:
+                found.append(node)
+        return found
 
 
 class _PassMemo:
@@ -229,14 +244,10 @@ class _PassMemo:
                 found.append(seen[1])
         return found
 
-    def option(self, offer: Offer, m: int, fleet: Fleet, filters: Filters) -> Option | BlockedNode:
-        known = self._options.get((m, filters))
-        if known is None:
-            known = self._options[(m, filters)] = {}
-        found = known.get(id(offer))
-        if found is None:
-            found = known[id(offer)] = (offer, option_for(offer, m, fleet, filters))
-        return found[1]
+    def options_of(self, m: int, filters: Filters) -> dict[int, tuple[Offer, Option | BlockedNode]]:
+        """The options worked out for m GPUs under the filters, by `id` of the offer (the
+        offer is held beside its option)."""
+        return self._options.setdefault((m, filters), {})
 
 
 class _PlannerThen(Planner):
@@ -246,6 +257,7 @@ class _PlannerThen(Planner):
     def __init__(self, fleet: Fleet, memo: _PassMemo) -> None:
         super().__init__(fleet)
         self._memo = memo
+        self._last: tuple[int, Filters | None, dict] = (0, None, {})
 
     def offers(self, filters: Filters) -> list[Offer | BlockedNode]:
         if filters not in self._offers:
@@ -255,7 +267,14 @@ class _PlannerThen(Planner):
     def option(self, offer: Offer, m: int, filters: Filters) -> Option | BlockedNode:
         if offer.node.twins or offer.node.twin_of is not None:
             return super().option(offer, m, filters)
-        return self._memo.option(offer, m, self.fleet, filters)
+        last_m, last_filters, known = self._last
+        if m != last_m or filters is not last_filters:  # a plan asks one (m, filters) a node
+            known = self._memo.options_of(m, filters)
+            self._last = (m, filters, known)
+        found = known.get(id(offer))
+        if found is None:
+            found = known[id(offer)] = (offer, option_for(offer, m, self.fleet, filters))
+        return found[1]
 
 
 def best_for(
@@ -440,7 +459,9 @@ def judge_workloads(*, limit: int = JUDGE_LIMIT, force: bool = False) -> JudgeRe
             planned.append((w, spread, per_node, digest))
     planned.sort(key=lambda item: item[0].started_at)
     for w, spread, per_node, digest in planned:
-        nodes_then = then.at(w.started_at, cluster=w.cluster, own=own.get(w.id, ()))
+        nodes_then = then.at(
+            w.started_at, cluster=w.cluster, own=own.get(w.id, ()), least_free=min(per_node)
+        )
         models = spread.models or tuple(w.gpu_models)
         best = best_for(fleet, nodes_then, w.cluster, per_node, models, memo)
         records[w.id] = _record(spread, per_node, best, digest)
