@@ -111,19 +111,6 @@ def _as_of(node: FleetNode, busy: Counter[int], counted: int) -> FleetNode:
     )
 
 
-def fleet_then(
-    nodes: Sequence[FleetNode],
-    history: Sequence[AllocationRow],
-    moment: Any,
-    *,
-    exclude: int,
-) -> list[FleetNode]:
-    """The nodes as of `moment`: each node's busy GPUs are those other workloads held then.
-    (One moment; a pass asks many through `FleetThen`, which gives the same nodes.)"""
-    then = FleetThen(nodes, [a for a in history if a.workload_id != exclude])
-    return then.at(moment, cluster=None, own=())
-
-
 class FleetThen:
     """The nodes as of moments asked in time order, for a pass's workloads at once.
 
