@@ -14,9 +14,13 @@ at that moment (`since <= started_at < until`, or `until` null); the nodes' stat
 (a scheduler keeps no history of them). The locality itself is `workloads.locality` (pure).
 
 Cost: one read of the fleet per pass (`selectors.fleet_load` every node its own, the fabric's
-places, the allocations), never per workload; a workload whose allocations and start are
-unchanged since its last judgement (`judged_digest`) is skipped, and at most `JUDGE_LIMIT` are
-judged per pass (the rest next pass, oldest first).
+places, the allocations), never per workload. The fleet as of each start is swept once a
+pass in time order (`FleetThen`: only the nodes an allocation started or ended on between two
+starts are built again, a workload's own GPUs subtracted on its own nodes), the planner sees
+only the nodes with its share free, and what a node offers is worked out once a pass per
+state of it (`_PassMemo`): a verdict is in memory and costs the nodes it could use. A
+workload whose allocations and start are unchanged since its last judgement (`judged_digest`)
+is skipped, and at most `JUDGE_LIMIT` are judged per pass (the rest next pass, oldest first).
 """
 
 from __future__ import annotations
