@@ -14,15 +14,19 @@ at that moment (`since <= started_at < until`, or `until` null); the nodes' stat
 (a scheduler keeps no history of them). The locality itself is `workloads.locality` (pure).
 
 Cost: one read of the fleet per pass (`selectors.fleet_load` every node its own, the fabric's
-places, the allocations), never per workload; a workload whose allocations and start are
-unchanged since its last judgement (`judged_digest`) is skipped, and at most `JUDGE_LIMIT` are
-judged per pass (the rest next pass, oldest first).
+places, the allocations), never per workload. The fleet as of each start is swept once a
+pass in time order (`FleetThen`: only the nodes an allocation started or ended on between two
+starts are built again, a workload's own GPUs subtracted on its own nodes), the planner sees
+only the nodes with its share free, and what a node offers is worked out once a pass per
+state of it (`_PassMemo`): a verdict is in memory and costs the nodes it could use. A
+workload whose allocations and start are unchanged since its last judgement (`judged_digest`)
+is skipped, and at most `JUDGE_LIMIT` are judged per pass (the rest next pass, oldest first).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -35,7 +39,7 @@ from workloads.services.locality import workload_locality_write
 from .facts import Fleet, FleetNode
 from .gpu_sets import NO_PAIRS_RANK
 from .locality import NOWHERE, Place
-from .planner import ClusterPlan, Planner, plan_request
+from .planner import ClusterPlan, Offer, Option, Planner, node_offer, option_for, plan_request
 from .selectors import (
     AllocationRow,
     WorkloadRow,
@@ -46,7 +50,7 @@ from .selectors import (
     server_networks,
     workload_allocations,
 )
-from .types import PlacementRequest, PlacementRequestError
+from .types import BlockedNode, Filters, PlacementRequest, PlacementRequestError
 
 JUDGE_LIMIT = 200
 """Workloads judged per pass at most: a backfill of 50,000 spreads over passes."""
@@ -98,42 +102,183 @@ def verdict_of(spread: Spread, best: Best | None) -> tuple[str, str, list[str]]:
     return Verdict.SPREAD, "the fleet had no closer set free at its start", []
 
 
-def fleet_then(
-    nodes: Sequence[FleetNode],
-    history: Sequence[AllocationRow],
-    moment: Any,
-    *,
-    exclude: int,
-) -> list[FleetNode]:
-    """The nodes as of `moment`: each node's busy GPUs are those other workloads held then."""
-    busy: dict[int, set[int]] = defaultdict(set)
-    counted: dict[int, int] = defaultdict(int)
-    for a in history:
-        if a.workload_id == exclude or a.node_id is None:
-            continue
-        if a.since > moment or (a.until is not None and a.until <= moment):
-            continue
+def _as_of(node: FleetNode, busy: Counter[int], counted: int) -> FleetNode:
+    """The node with the GPUs `busy` (index -> allocations holding it) and `counted` (held,
+    index unknown) in use, nothing used by another scheduler."""
+    indexes = {i for i, n in busy.items() if n > 0}
+    return replace(
+        node,
+        busy_indexes=None if counted else indexes,
+        whole_used=len(indexes) + counted,
+        shared_busy=set(),
+        shared_used=0,
+    )
+
+
+class FleetThen:
+    """The nodes as of moments asked in time order, for a pass's workloads at once.
+
+    The allocations' starts and ends are swept once over the pass (`since <= moment < until`,
+    `until` null: still held); between two moments only the nodes an allocation started or
+    ended on are built again, the others are the same `FleetNode` as before (so a planner
+    memo keyed by the node, `_PassMemo`, works each out once a pass). A workload's own
+    allocations are taken out by subtraction on its own nodes alone. Pure: no queries.
+    """
+
+    def __init__(self, nodes: Sequence[FleetNode], history: Sequence[AllocationRow]) -> None:
+        self._base = {n.id: n for n in nodes}
+        self._order: dict[str | None, list[int]] = defaultdict(list)
+        for n in nodes:
+            self._order[n.cluster].append(n.id)
+            self._order[None].append(n.id)
+        # an allocation that ends before (or as) it starts is held at no moment
+        held = [
+            a for a in history if a.node_id is not None and (a.until is None or a.until > a.since)
+        ]
+        self._starts = sorted(held, key=lambda a: a.since)
+        self._ends = sorted((a for a in held if a.until is not None), key=lambda a: a.until)
+        self._next_start = self._next_end = 0
+        self._busy: dict[int, Counter[int]] = defaultdict(Counter)
+        self._counted: dict[int, int] = defaultdict(int)
+        self._now: dict[int, FleetNode] = {n.id: _as_of(n, Counter(), 0) for n in nodes}
+        self._free = {i: n.whole_free for i, n in self._now.items()}
+        self._moment: Any = None
+
+    def _count(self, a: AllocationRow, step: int) -> None:
+        assert a.node_id is not None
         if a.gpu_index is None:
-            counted[a.node_id] += 1
+            self._counted[a.node_id] += step
         else:
-            busy[a.node_id].add(a.gpu_index)
-    return [
-        replace(
-            n,
-            busy_indexes=None if counted.get(n.id) else set(busy.get(n.id, ())),
-            whole_used=len(busy.get(n.id, ())) + counted.get(n.id, 0),
-            shared_busy=set(),
-            shared_used=0,
-        )
-        for n in nodes
-    ]
+            self._busy[a.node_id][a.gpu_index] += step
+
+    def _advance(self, moment: Any) -> None:
+        if self._moment is not None and moment < self._moment:
+            raise ValueError("FleetThen is asked its moments in time order")
+        self._moment = moment
+        touched: set[int] = set()
+        starts, ends = self._starts, self._ends
+        while self._next_start < len(starts) and starts[self._next_start].since <= moment:
+            a = starts[self._next_start]
+            self._count(a, 1)
+            touched.add(a.node_id)  # type: ignore[arg-type]
+            self._next_start += 1
+        while self._next_end < len(ends) and ends[self._next_end].until <= moment:
+            a = ends[self._next_end]
+            self._count(a, -1)
+            touched.add(a.node_id)  # type: ignore[arg-type]
+            self._next_end += 1
+        for node_id in touched:
+            base = self._base.get(node_id)
+            if base is not None:
+                node = self._now[node_id] = _as_of(
+                    base, self._busy[node_id], self._counted.get(node_id, 0)
+                )
+                self._free[node_id] = node.whole_free
+
+    def at(
+        self,
+        moment: Any,
+        *,
+        cluster: str | None,
+        own: Sequence[AllocationRow],
+        least_free: int = 0,
+    ) -> list[FleetNode]:
+        """The nodes (of `cluster`; None: all) as of `moment`, without the GPUs that `own`
+        (one workload's allocations, open and closed) held then; with `least_free`, only
+        those with at least as many GPUs free (`FleetNode.whole_free`)."""
+        self._advance(moment)
+        mine: dict[int, list[AllocationRow]] = defaultdict(list)
+        for a in own:
+            if a.node_id is None or a.node_id not in self._base or a.since > moment:
+                continue
+            if a.until is not None and a.until <= moment:
+                continue
+            mine[a.node_id].append(a)
+        apart: dict[int, FleetNode] = {}
+        for node_id, rows in mine.items():
+            busy = Counter(self._busy[node_id])
+            counted = self._counted.get(node_id, 0)
+            for a in rows:
+                if a.gpu_index is None:
+                    counted -= 1
+                else:
+                    busy[a.gpu_index] -= 1
+            apart[node_id] = _as_of(self._base[node_id], busy, counted)
+        now, free, found = self._now, self._free, []
+        for i in self._order.get(cluster, []):
+            node = apart.get(i)
+            if node is None:
+                if free[i] >= least_free:
+                    found.append(now[i])
+            elif node.whole_free >= least_free:
+                found.append(node)
+        return found
+
+
+class _PassMemo:
+    """What a node offers a request and the option it gives, once per `FleetNode` a pass:
+    the fleets as of the workloads' starts share most of their nodes (`FleetThen`). Keyed by
+    the filters, then by the node (or offer) itself, which the memo holds alive."""
+
+    def __init__(self) -> None:
+        self._offers: dict[Filters, dict[int, tuple[FleetNode, Offer | BlockedNode | None]]] = {}
+        self._options: dict[tuple[int, Filters], dict[int, tuple[Offer, Option | BlockedNode]]] = {}
+
+    def offers(self, nodes: Iterable[FleetNode], filters: Filters) -> list[Offer | BlockedNode]:
+        known = self._offers.setdefault(filters, {})
+        found = []
+        for node in nodes:
+            seen = known.get(id(node))
+            if seen is None:
+                seen = known[id(node)] = (node, node_offer(node, filters))
+            if seen[1] is not None:
+                found.append(seen[1])
+        return found
+
+    def options_of(self, m: int, filters: Filters) -> dict[int, tuple[Offer, Option | BlockedNode]]:
+        """The options worked out for m GPUs under the filters, by `id` of the offer (the
+        offer is held beside its option)."""
+        return self._options.setdefault((m, filters), {})
+
+
+class _PlannerThen(Planner):
+    """The planner on the fleet as of one start, its offers and options from the pass's memo
+    (the same answers `Planner` works out, node by node, for a fleet without twins)."""
+
+    def __init__(self, fleet: Fleet, memo: _PassMemo) -> None:
+        super().__init__(fleet)
+        self._memo = memo
+        self._last: tuple[int, Filters | None, dict] = (0, None, {})
+
+    def offers(self, filters: Filters) -> list[Offer | BlockedNode]:
+        if filters not in self._offers:
+            self._offers[filters] = self._memo.offers(self.fleet.nodes, filters)
+        return self._offers[filters]
+
+    def option(self, offer: Offer, m: int, filters: Filters) -> Option | BlockedNode:
+        if offer.node.twins or offer.node.twin_of is not None:
+            return super().option(offer, m, filters)
+        last_m, last_filters, known = self._last
+        if m != last_m or filters is not last_filters:  # a plan asks one (m, filters) a node
+            known = self._memo.options_of(m, filters)
+            self._last = (m, filters, known)
+        found = known.get(id(offer))
+        if found is None:
+            found = known[id(offer)] = (offer, option_for(offer, m, self.fleet, filters))
+        return found[1]
 
 
 def best_for(
-    fleet: Fleet, nodes: list[FleetNode], cluster: str, per_node: list[int], models: Sequence[str]
+    fleet: Fleet,
+    nodes: list[FleetNode],
+    cluster: str,
+    per_node: list[int],
+    models: Sequence[str],
+    memo: _PassMemo | None = None,
 ) -> Best | None:
     """The placement answer for the shape (its nodes × GPUs per node, its one model) on
-    `nodes` (the fleet as of a start); None when it is uneven or nothing fits."""
+    `nodes` (the fleet as of a start); None when it is uneven or nothing fits. With `memo`,
+    the nodes' offers and options of earlier answers in the pass are reused."""
     if not per_node or len(set(per_node)) != 1:
         return None
     request = PlacementRequest(
@@ -143,15 +288,19 @@ def best_for(
         model=models[0] if len(models) == 1 else None,
         mix_models=len(models) > 1,
     )
+    # a node with fewer GPUs free than its share is blocked (`option_for`), and a blocked
+    # node is in no answer's chosen set nor its fit: those are left out before planning
+    able = [n for n in nodes if n.whole_free >= per_node[0]]
     then = Fleet(
-        nodes=nodes,
+        nodes=able,
         classes=fleet.classes,
         pairs=fleet.pairs,
         places=fleet.places,
         _sets=fleet._sets,
     )
     try:
-        plans: list[ClusterPlan] = plan_request(Planner(then), request)
+        planner = Planner(then) if memo is None else _PlannerThen(then, memo)
+        plans: list[ClusterPlan] = plan_request(planner, request)
     except PlacementRequestError:
         return None
     plan = next((p for p in plans if p.fits), None)
@@ -230,6 +379,13 @@ def _as_wired_as_can_be(spread: Spread, servers: set[int | None], fleet: Fleet) 
     return True
 
 
+def _record(spread: Spread, per_node: list[int], best: Best | None, digest: str) -> dict[str, Any]:
+    verdict, because, better = verdict_of(spread, best)
+    return locality_record(
+        spread, per_node, verdict=verdict, because=because, better=better, digest=digest
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class JudgeResult:
     running: int
@@ -264,39 +420,42 @@ def judge_workloads(*, limit: int = JUDGE_LIMIT, force: bool = False) -> JudgeRe
     servers = {a.server_id for _, held, _ in due for a in held if a.server_id is not None}
     pix = gpus_with_pix_nic(servers)
     gbps, rails = server_networks(servers)
-    by_cluster: dict[str, list[FleetNode]] = defaultdict(list)
-    for node in fleet.nodes:
-        by_cluster[node.cluster].append(node)
-    rows = []
+    # the fleet as of each start, swept once in time order; each workload's verdict from it
+    then = FleetThen(fleet.nodes, history)
+    memo = _PassMemo()
+    own: dict[int, list[AllocationRow]] = defaultdict(list)
+    for a in history:
+        own[a.workload_id].append(a)
+    records: dict[int, dict[str, Any]] = {}
+    planned: list[tuple[WorkloadRow, Spread, list[int], str]] = []
     for w, held, digest in due:
         nodes = held_nodes(held, fleet, pix, gbps, rails)
+        spread = workload_spread(nodes)
         if not nodes or any(not n.gpus for n in nodes):
-            spread = workload_spread(nodes)
-            record = locality_record(
+            records[w.id] = locality_record(
                 spread,
                 [len(n.gpus) for n in nodes],
                 verdict=Verdict.UNKNOWN,
                 because="the GPUs it holds are not known by index",
                 digest=digest,
             )
-            rows.append((w.id, record))
             continue
-        spread = workload_spread(nodes)
         per_node = [len(n.gpus) for n in nodes]
-        best = None
         if _as_wired_as_can_be(spread, {a.server_id for a in held}, fleet):
-            pass  # no set of its shape does better: the planner is not asked
-        elif w.started_at is not None:
-            then = fleet_then(by_cluster.get(w.cluster, []), history, w.started_at, exclude=w.id)
-            best = best_for(fleet, then, w.cluster, per_node, spread.models or tuple(w.gpu_models))
-        verdict, because, better = verdict_of(spread, best)
-        rows.append(
-            (
-                w.id,
-                locality_record(
-                    spread, per_node, verdict=verdict, because=because, better=better, digest=digest
-                ),
-            )
+            # no set of its shape does better: the planner is not asked
+            records[w.id] = _record(spread, per_node, None, digest)
+        elif w.started_at is None:
+            records[w.id] = _record(spread, per_node, None, digest)
+        else:
+            planned.append((w, spread, per_node, digest))
+    planned.sort(key=lambda item: item[0].started_at)
+    for w, spread, per_node, digest in planned:
+        nodes_then = then.at(
+            w.started_at, cluster=w.cluster, own=own.get(w.id, ()), least_free=min(per_node)
         )
+        models = spread.models or tuple(w.gpu_models)
+        best = best_for(fleet, nodes_then, w.cluster, per_node, models, memo)
+        records[w.id] = _record(spread, per_node, best, digest)
+    rows = [(w.id, records[w.id]) for w, _, _ in due]
     workload_locality_write(rows=rows)
     return JudgeResult(len(workloads), len(rows), skipped)

@@ -140,3 +140,27 @@ def test_a_pair_across_sockets_while_a_pcie_switch_pair_was_free_is_poorly_place
     assert job.locality["better"] == ["pcie-01"]
     assert "pcie-01 had GPUs 0, 1 free through one PCIe switch" in job.locality["why"]
     assert Workload.objects.get(scheduler_id="1").verdict == "good"
+
+
+def test_a_pass_costs_as_many_queries_judging_2_workloads_as_12(tree):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def judged_with_queries() -> tuple[int, int]:
+        with CaptureQueriesContext(connection) as seen:
+            judged = judge_workloads(force=True).judged
+        return judged, len(seen.captured_queries)
+
+    # two leaves each: the planner is asked for every one of them
+    workload("1", {tree[0]: [0, 1], tree[4]: [0, 1]}, started=1)
+    workload("2", {tree[1]: [0, 1, 2, 3]}, started=2)
+    two = judged_with_queries()
+    for i in range(3, 13):
+        a, b = (i % 4, 4 + i % 4) if i % 2 else (8 + i % 4, i % 4)
+        first = [2, 3] if i < 8 else [4, 5]
+        workload(
+            str(i), {tree[a]: first, tree[b]: first}, started=i, ended=20 + i if i > 10 else None
+        )
+    twelve = judged_with_queries()
+    assert (two[0], twelve[0]) == (2, 10)  # two of the twelve ended: not running
+    assert twelve[1] == two[1]
