@@ -9,13 +9,8 @@ from .enrollment import (
     enrollment_token_revoke,
     parse_duration,
 )
-from .heartbeat import (
-    heartbeat_flush,
-    heartbeat_forget,
-    heartbeat_memory_disable,
-    heartbeat_memory_enable,
-    heartbeat_seen,
-)
+from .heartbeat import heartbeat_flush, heartbeat_seen
+from .heartbeat_memory import heartbeat_forget, heartbeat_memory_disable, heartbeat_memory_enable
 from .ingest import (
     DigestRejected,
     ReceiveResult,

@@ -28,7 +28,7 @@ from django.utils import timezone
 from ..identity import normalize_machine_id, normalize_uuid, server_identity
 from ..models import AgentToken, Enrollment, EnrollmentToken, Server
 from .apply import _lock_server
-from .heartbeat import heartbeat_forget
+from .heartbeat_memory import heartbeat_forget
 from .tokens import PREFIX_SHOWN, _new_key, _usable, agent_token_create, token_digest
 
 ENROLLMENT_TOKEN_PREFIX = "cae_"

@@ -32,6 +32,7 @@ from ..choices import ReportStatus
 from ..identity import server_identity
 from ..models import AgentToken, Report, Server
 from ..validation import report_errors
+from .heartbeat_memory import heartbeat_forget
 from .tokens import AgentTokenState
 
 logger = logging.getLogger(__name__)
@@ -237,7 +238,6 @@ def report_receive(
                     then="it stays pending for the sweep",
                 )
             )
-    from .heartbeat import heartbeat_forget  # heartbeat.py imports this module
 
     heartbeat_forget(token.key_hash)  # this process asks the statement about its next one
     status = ReportStatus.APPLIED if unchanged else ReportStatus.PENDING

@@ -18,6 +18,7 @@ from django.db import connection
 from django.utils import timezone
 
 from ..models import AgentToken, UserToken
+from .heartbeat_memory import heartbeat_forget
 
 TOKEN_PREFIX = "caa_"  # an agent's key
 USER_TOKEN_PREFIX = "cau_"  # a person's (or a script's) key
@@ -153,7 +154,6 @@ def agent_token_revoke(*, token: AgentToken) -> None:
 
 
 def _forget(token: AgentToken) -> None:
-    from .heartbeat import heartbeat_forget  # heartbeat.py imports this module
 
     heartbeat_forget(token.key_hash)
 
