@@ -15,8 +15,8 @@ The places and the hop rule live in `fabric.places` (workloads judge by them too
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -136,6 +136,18 @@ def choose_local(
         )
     chosen = list(ranked[:count])
     return chosen, locality_of(chosen_places(chosen), count)
+
+
+def largest_group(places: Iterable[Place]) -> int:
+    """The most servers one leaf, one spine group or one NVLink domain holds: a job on more
+    nodes than that is close nowhere (`choose_local` would take the first as ranked)."""
+    places = list(places)
+    largest = 0
+    for attribute, _words, _hops in LEVELS:
+        counts = Counter(getattr(p, attribute) for p in places)
+        counts.pop(None, None)
+        largest = max(largest, max(counts.values(), default=0))
+    return largest
 
 
 def _nvlink_spread(places: list[Place]) -> int:

@@ -27,6 +27,7 @@ from .locality import (
     between,
     choose_local,
     describe,
+    largest_group,
     locality_of,
 )
 from .types import (
@@ -391,6 +392,7 @@ class Planner:
         self._members: dict[int, list[FleetNode]] = {}
         self._options: dict[tuple[int, int, Filters], Option | BlockedNode] = {}
         self._stand_in = {n.id: n for n in fleet.nodes if n.twins}
+        self._largest: int | None = None
 
     def members(self, node: FleetNode, limit: int | None) -> list[FleetNode]:
         """The node and its twins as nodes of their own, the first `limit` (None: all)."""
@@ -416,7 +418,11 @@ class Planner:
 
     def _option_members(self, options: list[Option], limit: int | None) -> list[Option]:
         """Each option for itself and the twins of its node (the first `limit` of each),
-        best first: twins rank alike, so ties fall to the names as they did node by node."""
+        best first: twins rank alike, so ties fall to the names as they did node by node.
+        With a `limit`, only the options whose members can be among the first `limit`
+        (`_leading`) are made members of."""
+        if limit is not None:
+            options = _leading(options, limit)
         members = [
             option if node is option.node else _member_option(option, node)
             for option in options
@@ -452,7 +458,7 @@ class Planner:
         if sum(o.node.weight for o in options) >= count:
             # the chosen and the candidates are among the first of each kind of node; on a
             # fabric, any node may be the closest
-            limit = None if count > 1 and self.fleet.places else count + CANDIDATE_LIMIT
+            limit = None if self._may_be_close(count) else count + CANDIDATE_LIMIT
             ranked = self._option_members(options, limit)
             chosen, locality = self._near(ranked, count)
             taken = {id(o) for o in chosen}
@@ -461,6 +467,16 @@ class Planner:
         reason = self._fixed_reason(kind, shape, filters, options, live, blocked)
         return ClusterPlan(cluster, kind, shape, options, [], blocked, reason)
 
+    def _may_be_close(self, count: int) -> bool:
+        """Whether `count` nodes could share a leaf, a spine group or an NVLink domain: on a
+        fabric, where one of them holds that many servers. Else the first as ranked are the
+        answer, and no member beyond them is made (5,000 nodes of 25,000 are close nowhere)."""
+        if count <= 1 or not self.fleet.places:
+            return False
+        if self._largest is None:
+            self._largest = largest_group(self.fleet.places.values())
+        return count <= self._largest
+
     def place(self, node: FleetNode) -> Place:
         return self.fleet.places.get(node.server_id or 0, NOWHERE)
 
@@ -468,7 +484,7 @@ class Planner:
         """`count` of the ranked options, close on the fabric (`locality.choose_local`); nodes
         with a critical finding join only when the others are too few."""
         calm = [o for o in options if not _troubled(o.node)]
-        if count > 1 and self.fleet.places and len(calm) >= count:
+        if self._may_be_close(count) and len(calm) >= count:
             return choose_local(calm, count, lambda o: self.place(o.node))
         chosen = options[:count]
         return chosen, locality_of([self.place(o.node) for o in chosen], count)
@@ -645,6 +661,25 @@ def _member_option(option: Option, node: FleetNode) -> Option:
     last field."""
     rank = tuple.__new__(Ranking, (*option.rank[:-1], node.name))
     return Option(node, option.m, option.gpu_set, option.free, rank)
+
+
+def _leading(options: list[Option], limit: int) -> list[Option]:
+    """The options (nodes standing for their twins) whose members can be among the first
+    `limit` of all members ranked: by their rank but the name, until they stand for `limit`
+    nodes, and those ranked alike with the last (their members interleave by name)."""
+    ordered = sorted(options, key=_option_key)
+    kept: list[Option] = []
+    nodes = 0
+    last: tuple | None = None
+    for option in ordered:
+        key = (_troubled(option.node), option.rank[:-1])
+        if last is not None and key != last:
+            break
+        kept.append(option)
+        nodes += option.node.weight
+        if last is None and nodes >= limit:
+            last = key
+    return kept
 
 
 def _troubled(node: FleetNode) -> bool:

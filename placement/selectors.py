@@ -615,11 +615,14 @@ def fleet_load(
     with_held: bool = True,
     twins: bool = True,
     held: dict[int, HeldOnNode] | None = None,
+    actions: dict[int, tuple[int, str, int, int]] | None = None,
+    criticals: Criticals | None = None,
 ) -> Fleet:
     """Nodes in scope with their servers' GPUs and GPU-pair link classes, nodes alike as one
     with their twins (`group_nodes`): at most ten queries (GPUs needing action, critical
-    findings, with `with_held` the GPUs running workloads hold (`held_gpus`, unless `held`
-    gives them, read once for several reads of one answer), nodes with their
+    findings, with `with_held` the GPUs running workloads hold (`held_gpus`); `held`,
+    `actions` (`gpu_actions`) and `criticals` (`critical_counts`) given are not read again:
+    the fleet's own, read once for the several reads of one answer), nodes with their
     summaries' shapes, clusters, the summaries of the servers
     standing for their twins; only when some server has no fresh summary, those servers'
     GPUs, MIG devices with `with_mig`, link classes and mixed pairs with `with_links`).
@@ -632,11 +635,13 @@ def fleet_load(
     """
     scope = _scope(cluster, other_than)
     servers = scope.filter(server__isnull=False).values("server_id")
-    actions = gpu_actions()
+    if actions is None:
+        actions = gpu_actions()
     acted: dict[int, list[tuple[int, str]]] = defaultdict(list)
     for server_id, finding_type, _state, index in actions.values():
         acted[server_id].append((index, finding_type))
-    criticals = critical_counts()
+    if criticals is None:
+        criticals = critical_counts()
     if held is None:
         held = held_gpus(scope if cluster or other_than else None) if with_held else {}
     grouped = group_nodes(

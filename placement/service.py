@@ -16,7 +16,7 @@ import functools
 import gc
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, NamedTuple, ParamSpec, TypeVar
 
 from clusters.choices import ClusterKind
 from clusters.selectors import cluster_kind
@@ -48,10 +48,13 @@ from .planner import (
     plan_request,
 )
 from .selectors import (
+    Criticals,
     answer_details,
+    critical_counts,
     fleet_counts,
     fleet_load,
     fleet_places,
+    gpu_actions,
     held_gpus,
     held_workloads,
     twins_load,
@@ -137,8 +140,9 @@ def placement_find(
     for kind in [request.scheduler] if request.scheduler else ClusterKind.values:
         request_shape(request, kind)  # validate before touching the database
     places = fleet_places() if _may_span_nodes(request) else None  # multi-node: the fabric
-    held = held_gpus()  # once: every read of this answer shares it
-    fleet = fleet_load(cluster=request.cluster, with_mig=bool(profile), held=held)
+    # the fleet's own, read once: every read of this answer shares them
+    shared = FleetReads(held_gpus(), gpu_actions(), critical_counts())
+    fleet = fleet_load(cluster=request.cluster, with_mig=bool(profile), **shared._asdict())
     fleet.places = places or {}
     _check_scheduler(request, fleet.clusters())
     planner = Planner(fleet.of_kind(request.scheduler))
@@ -158,7 +162,7 @@ def placement_find(
         # the alternatives are planned as asking them would plan them: in every cluster (other
         # clusters are alternatives too), and a multi-node one on the fabric
         excluded = excluded_nodes(blocked)
-        whole = _alternatives_fleet(request, fleet, places)
+        whole = _alternatives_fleet(request, fleet, places, shared)
         alternatives = placement_alternatives(
             Planner(whole.of_kind(request.scheduler)), request, excluded
         )
@@ -219,16 +223,23 @@ def placement_find(
     )
 
 
+class FleetReads(NamedTuple):
+    """What every read of one answer shares (`fleet_load`'s keywords): the fleet's own, read
+    once, not again for the other clusters' nodes."""
+
+    held: dict[int, HeldOnNode]
+    actions: dict[int, tuple[int, str, int, int]]
+    criticals: Criticals
+
+
 def _alternatives_fleet(
-    request: PlacementRequest, fleet: Fleet, places: dict[int, Place] | None
+    request: PlacementRequest, fleet: Fleet, places: dict[int, Place] | None, shared: FleetReads
 ) -> Fleet:
     """The fleet the alternatives are planned on: the request's, merged with every other
     cluster's (read here, a fixed number of queries) when it named one."""
     if request.cluster:
         others = fleet_load(
-            other_than=request.cluster,
-            with_mig=bool(request.mig_profile),
-            held=fleet.held,
+            other_than=request.cluster, with_mig=bool(request.mig_profile), **shared._asdict()
         )
         fleet = fleet_merge(fleet, others, request.cluster)
     fleet.places = places or {}
