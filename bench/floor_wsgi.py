@@ -7,6 +7,8 @@ connection per thread (server-side prepared statements).
 - by digest (`X-Atlas-Report-Digest: sha256:<hex>`, empty body): the token's server marked
   seen where its last report's digest is the one named, on the product's own tables
   (`UPDATE ... FROM ... RETURNING`);
+- the ceiling (`X-Bench-Ceiling`, any body): answered at once, nothing read: what this gunicorn
+  and these clients can do at all on the machine, above any floor;
 - a full report: its JSON parsed once and its facts hashed once (`agent.schema.report_digest`,
   the contract's digest: hashing the raw bytes could not tell an unchanged report whose
   `collected_at` moved from a changed one), then the same statement with that digest.
@@ -49,6 +51,8 @@ def _answer(start_response, status: str, payload: bytes) -> list[bytes]:
 
 def application(environ, start_response):
     body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+    if "HTTP_X_BENCH_CEILING" in environ:  # the machine's ceiling: no token, no database
+        return _answer(start_response, "200 OK", b'{"status":"unchanged"}')
     parts = environ.get("HTTP_AUTHORIZATION", "").split()
     if len(parts) != 2:
         return _answer(start_response, "401 Unauthorized", b'{"detail":"no token"}')

@@ -16,9 +16,11 @@ product and the floor run at once and are measured in alternating windows (`--ro
 the machine's other load falls on both. Each prints heartbeats/s sustained, p50/p99
 latency, errors, the ratio to its floor round by round and pooled, and the goals (issue 27):
 by digest within 1.2x of its floor and >= 2,500/s, full reports within 1.5x, p99 <= 50 ms,
-0 errors. Then a burst: B more servers report for the first time, and then all change at
-once (a driver upgrade across the fleet): the time until every report is applied (polling
-the database), and that none is lost.
+0 errors. Above them, the ceiling: the floor's gunicorn answering a constant without reading
+anything, what this shape and these clients (on the same machine) can do at all. Then a
+burst: B more servers report for the first time, and then all change at once (a driver
+upgrade across the fleet): the time until every report is applied (polling the database),
+and that none is lost.
 
 Sizing the Celery worker (`--drain C1xP1,C2xP2`): for each worker shape (concurrency x
 prefetch multiplier) in turn, D servers' changed reports are posted while no worker runs (they
@@ -450,7 +452,15 @@ def measure(args, env: dict, work: Path, shape: str, jobs: dict) -> None:
             stack.enter_context(process(argv, env=env, what=f"gunicorn {name}", log=log, port=port))
             ports[name] = port
         windows: dict[tuple[str, str], list[dict]] = {}
+        ceiling_jobs = [
+            (body, {**headers, "X-Bench-Ceiling": "1"}, 200, None)
+            for body, headers, _status, _marker in jobs["by digest"]
+        ]
         for _ in range(args.rounds):
+            loader = Load(ports["floor"], args.clients)
+            windows.setdefault(("ceiling", "floor"), []).append(
+                loader.run(ceiling_jobs, args.duration)
+            )
             for _label, key, _goal in PATHS:
                 for name in ("floor", "product"):
                     loader = Load(ports[name], args.clients)
@@ -460,6 +470,8 @@ def measure(args, env: dict, work: Path, shape: str, jobs: dict) -> None:
                         product_end = time.time()
         freshness = seen_after_flush(env, product_end)
     print(f"  {'path':<40}{'rate':>11}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}{'vs floor':>10}")
+    ceiling = pooled(windows["ceiling", "floor"])
+    print(line("ceiling: a constant answer (no database)", ceiling, None))
     verdicts = []
     for label, key, goal in PATHS:
         floor, got = (pooled(windows[key, name]) for name in ("floor", "product"))
