@@ -171,6 +171,7 @@ def _flush_forever(generation: int) -> None:
     while True:
         time.sleep(interval)
         if _memory.generation != generation:  # a reset (tests, fork) ends this thread
+            connection.close()  # this thread's own
             return
         _flush_logged()
 

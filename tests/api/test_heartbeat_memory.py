@@ -6,6 +6,7 @@ with DATABASE_URL=postgres://..., on PostgreSQL."""
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -19,6 +20,7 @@ from inventory.services import (
     agent_token_create,
     agent_token_unbind,
     heartbeat_flush,
+    heartbeat_memory_disable,
     heartbeat_memory_enable,
 )
 from inventory.services import heartbeat as heartbeat_module
@@ -220,3 +222,23 @@ def test_a_failed_flush_keeps_the_values_for_the_next(reporting, post, monkeypat
     monkeypatch.undo()
     assert heartbeat_flush() == 1
     assert _seen(server) > LONG_AGO
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_flusher_thread_writes_last_seen_on_its_own(reporting, post, settings):
+    """The web process's way (config/wsgi.py): the first heartbeat answered from memory starts
+    the daemon thread, which writes last_seen on its own connection within the interval."""
+    settings.ATLAS_HEARTBEAT_FLUSH_S = 0.2
+    heartbeat_memory_enable(flusher=True)
+    key, report, server = _remembered(reporting, post, "mem-thread")
+    before = timezone.now()
+    assert post(key, digest=report_digest(report)).status_code == 200
+    flusher = heartbeat_module._memory.flusher
+    assert flusher is not None and flusher.is_alive()
+    deadline = time.monotonic() + 10
+    while _seen(server) == LONG_AGO and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _seen(server) >= before
+    heartbeat_memory_disable()  # a reset ends the thread at its next wake, its connection closed
+    flusher.join(timeout=5)
+    assert not flusher.is_alive()
