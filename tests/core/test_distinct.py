@@ -77,6 +77,15 @@ def test_the_walk_refuses_a_filter_that_joins():
         distinct_values(Node.objects.filter(cluster__name="x"), "state")
 
 
+def test_the_walk_takes_a_relation_read_from_its_own_column():
+    """`server__isnull=False` names the server table, but Django reads the node's own
+    `server_id` and trims the join: one table still, so the walk runs."""
+    _fleet(6)
+    bound = Node.objects.filter(server__isnull=False)
+    expected = sorted(set(bound.values_list("state", flat=True)))
+    assert distinct_values(bound, "state") == expected == ["down", "idle", "mixed"]
+
+
 @pytest.mark.parametrize("size", [6, 60])
 def test_the_dropdowns_cost_one_query_each_at_any_fleet_size(size, django_assert_num_queries):
     _fleet(size)
