@@ -42,7 +42,7 @@ from functools import cache
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, close_old_connections, connection
+from django.db import Error, close_old_connections, connection
 from django.db.models import Case, DateTimeField, Q, Value, When
 from django.utils import timezone
 
@@ -101,8 +101,9 @@ def heartbeat_seen(*, key: str, digest: str) -> ReceiveResult | None:
 
 def heartbeat_flush() -> int:
     """Write every pending last_seen in bulk (one UPDATE per _FLUSH_CHUNK servers), never
-    moving one backwards; the number of servers written. On a database error the values go
-    back to pending (the newer one kept) for the next flush, and the error is raised."""
+    moving one backwards; the number of servers written. On a database error (any
+    `django.db.Error`: a dropped connection is an InterfaceError, not a DatabaseError) the values
+    go back to pending (the newer one kept) for the next flush, and the error is raised."""
     memory = _memory
     with memory.lock:
         pending, memory.pending = memory.pending, {}
@@ -112,7 +113,7 @@ def heartbeat_flush() -> int:
     try:
         for start in range(0, len(items), _FLUSH_CHUNK):
             _write_seen(items[start : start + _FLUSH_CHUNK])
-    except DatabaseError:
+    except Error:
         with memory.lock:
             for server_id, seen in pending.items():
                 newer = memory.pending.get(server_id)
@@ -173,17 +174,21 @@ def _flush_forever(generation: int) -> None:
         if _memory.generation != generation:  # a reset (tests, fork) ends this thread
             connection.close()  # this thread's own
             return
-        _flush_logged()
+        try:
+            _flush_logged()
+        except Exception:  # whatever it was, the thread lives: no other one would replace it
+            logger.exception("heartbeat flusher: a flush failed; the next one is in %s s", interval)
 
 
 def _flush_logged() -> None:
-    """A flush on this thread's own connection, which is closed when too old or broken."""
+    """A flush on this thread's own connection, which is closed when too old or broken; a
+    database error is logged and its values wait for the next flush."""
     if not _memory.pending:
         return
     close_old_connections()
     try:
         heartbeat_flush()
-    except DatabaseError:
+    except Error:
         logger.exception("heartbeat flush failed; the values wait for the next one")
         connection.close()
 

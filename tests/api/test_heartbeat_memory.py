@@ -10,7 +10,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, InterfaceError, connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -209,15 +209,16 @@ def test_without_the_memory_every_heartbeat_is_the_statement(reporting, post, se
     assert heartbeat_flush() == 0
 
 
-def test_a_failed_flush_keeps_the_values_for_the_next(reporting, post, monkeypatch):
+@pytest.mark.parametrize("error", [DatabaseError, InterfaceError])  # neither is the other's kind
+def test_a_failed_flush_keeps_the_values_for_the_next(reporting, post, monkeypatch, error):
     key, report, server = _remembered(reporting, post, "mem-11")
     assert post(key, digest=report_digest(report)).status_code == 200
 
     def broken(items):
-        raise DatabaseError("connection lost")
+        raise error("connection lost")
 
     monkeypatch.setattr(heartbeat_module, "_write_seen", broken)
-    with pytest.raises(DatabaseError):
+    with pytest.raises(error):
         heartbeat_flush()
     monkeypatch.undo()
     assert heartbeat_flush() == 1
@@ -242,3 +243,40 @@ def test_the_flusher_thread_writes_last_seen_on_its_own(reporting, post, setting
     heartbeat_memory_disable()  # a reset ends the thread at its next wake, its connection closed
     flusher.join(timeout=5)
     assert not flusher.is_alive()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("where", "error"),
+    [("_write_seen", InterfaceError), ("heartbeat_flush", RuntimeError)],
+    ids=["connection-lost", "not-a-database-error"],
+)
+def test_the_flusher_thread_outlives_a_failed_flush(
+    reporting, post, settings, monkeypatch, where, error
+):
+    """A flush that fails (a dropped connection; anything else) costs the thread nothing: the
+    values wait, and the next flush writes them."""
+    settings.ATLAS_HEARTBEAT_FLUSH_S = 0.2
+    heartbeat_memory_enable(flusher=True)
+    key, report, server = _remembered(reporting, post, "mem-survive")
+    real = getattr(heartbeat_module, where)
+    failures = []
+
+    def fail_once(*args):
+        if not failures:
+            failures.append(error)
+            raise error("connection lost")
+        return real(*args)
+
+    monkeypatch.setattr(heartbeat_module, where, fail_once)
+    before = timezone.now()
+    assert post(key, digest=report_digest(report)).status_code == 200
+    flusher = heartbeat_module._memory.flusher
+    deadline = time.monotonic() + 10
+    while _seen(server) == LONG_AGO and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert failures == [error]
+    assert flusher.is_alive()
+    assert _seen(server) >= before
+    heartbeat_memory_disable()
+    flusher.join(timeout=5)
