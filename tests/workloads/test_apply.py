@@ -146,13 +146,6 @@ def test_a_listing_costs_a_fixed_number_of_queries(hpc, django_assert_max_num_qu
     assert len(large.captured_queries) == len(small.captured_queries)
 
 
-def test_the_digest_is_the_records_canonical_json():
-    """The fast digest hashes the very bytes `dataclasses.asdict` gave (stored digests hold)."""
-    record = job("5679", ("gpu-01", (0, 1)), ("gpu-02", (2,)), requested={"tres": ["gpu=3"]})
-    canonical = json.dumps(record.to_dict(), sort_keys=True, default=str, separators=(",", ":"))
-    assert record_digest(record) == hashlib.sha256(canonical.encode()).hexdigest()
-
-
 def test_an_unchanged_listing_reads_no_gpu_rows(hpc):
     snapshot = listing(job("5679", ("gpu-01", (0, 1))), job("5680", ("gpu-02", (0,))))
     workloads_apply(cluster=hpc, snapshot=snapshot)

@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any
 
 from django.db import transaction
 from django.db.models import F, Q
@@ -86,38 +86,24 @@ class ApplyResult:
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None), datetime})
-_FIELDS: dict[type, tuple[tuple[str, ...], Any]] = {}
+_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _plain(value: Any) -> Any:
-    """`dataclasses.asdict` without its deep copies and without a call per scalar (the
-    digest of every job of a 50,000-job listing, each pass, went there): a dataclass becomes
-    a dict of its fields read in one `attrgetter` call, and only what holds a dataclass is
-    rebuilt (tuples stay tuples: JSON writes them as lists), so the JSON, and the digest, are
-    the very bytes `asdict` gave."""
+    """`dataclasses.asdict` without its deep copies: the same dicts and lists, so the same
+        JSON. `_canonical` writes the rest itself: only its fallback (dicts such as `requested`,
+    floats, enum members) comes here."""
     cls = type(value)
     if cls in _SCALARS:
         return value
-    spec = _FIELDS.get(cls)
-    if spec is None and hasattr(cls, "__dataclass_fields__"):
-        names = tuple(cls.__dataclass_fields__)
-        getter = operator.attrgetter(*names) if len(names) > 1 else None
-        spec = _FIELDS[cls] = (names, getter)
-    if spec is not None:
-        names, getter = spec
-        values = getter(value) if getter else (getattr(value, names[0]),)
-        fields = dict(zip(names, values, strict=True))
-        for name, field_value in fields.items():
-            if type(field_value) not in _SCALARS:
-                fields[name] = _plain(field_value)
-        return fields
+    names = _FIELDS.get(cls)
+    if names is None and hasattr(cls, "__dataclass_fields__"):
+        names = _FIELDS[cls] = tuple(cls.__dataclass_fields__)
+    if names is not None:
+        return {name: _plain(getattr(value, name)) for name in names}
     if isinstance(value, (list, tuple)):
-        if all(type(v) in _SCALARS for v in value):
-            return value
         return [_plain(v) for v in value]
     if isinstance(value, dict):
-        if all(type(v) in _SCALARS for v in value.values()):
-            return value
         return {k: _plain(v) for k, v in value.items()}
     return value
 
@@ -359,9 +345,8 @@ def _desired_allocations(
 _KEY_FIELDS = ("node_name", "index", "uuid", "gpu_type", "gpu_id", "mig_device_id")
 
 
-def _key(row: Allocation) -> tuple[Any, ...]:
-    """What makes two allocations of one workload the same (the `_KEY_FIELDS`)."""
-    return (row.node_name, row.index, row.uuid, row.gpu_type, row.gpu_id, row.mig_device_id)
+_key = operator.attrgetter(*_KEY_FIELDS)
+"""What makes two allocations of one workload the same: the `_KEY_FIELDS`, as a tuple."""
 
 
 def _gpu_models(rows: Sequence[Any], gpu_names: dict[int, str]) -> list[str]:
@@ -557,25 +542,17 @@ def _allocations_apply(
     return len(to_create), len(to_close)
 
 
-class _Held(NamedTuple):
-    """An allocation as the GPU models need it (a row tuple, not a model instance)."""
-
-    gpu_id: int | None
-    gpu_type: str
-    until: datetime | None
-    server_id: int | None
-
-
 def _models_apply(records: Iterable[int], joins: _Joins) -> None:
     """Each changed workload's GPU models, from the GPUs it holds (else the GRES types)."""
     if not records:
         return
-    rows: dict[int, list[_Held]] = {}
+    # The allocations as named row tuples (what the GPU models need), no model instances.
+    rows: dict[int, list[Any]] = {}
     for chunk in _chunks(sorted(records)):
-        for workload_id, gpu_id, gpu_type, until, server_id in Allocation.objects.filter(
-            workload_id__in=chunk
-        ).values_list("workload_id", "gpu_id", "gpu_type", "until", "server_id"):
-            rows.setdefault(workload_id, []).append(_Held(gpu_id, gpu_type, until, server_id))
+        for row in Allocation.objects.filter(workload_id__in=chunk).values_list(
+            "workload_id", "gpu_id", "gpu_type", "until", "server_id", named=True
+        ):
+            rows.setdefault(row.workload_id, []).append(row)
     gpu_names = {gpu_id: gpu.name for gpu_id, gpu in joins.gpu_by_id.items()}
     # An ended workload's past GPUs may lie on nodes no changed record names.
     missing = sorted(
