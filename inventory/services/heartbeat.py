@@ -35,7 +35,6 @@ from __future__ import annotations
 import atexit
 import logging
 import sqlite3
-import threading
 import time
 from datetime import datetime
 from functools import cache
@@ -47,7 +46,7 @@ from django.db.models import Case, DateTimeField, Q, Value, When
 from django.utils import timezone
 
 from ..models import AgentToken, Server
-from .heartbeat_memory import _MOST_REMEMBERED, _Known, _memory
+from . import heartbeat_memory
 from .ingest import ReceiveResult
 from .tokens import _usable, token_digest
 
@@ -67,19 +66,13 @@ def heartbeat_seen(*, key: str, digest: str) -> ReceiveResult | None:
     if not digest or not _usable(key):
         return None
     key_hash = token_digest(key)
-    memory = _memory
-    known = memory.known.get(key_hash) if memory.enabled else None
+    known = heartbeat_memory.recall(key_hash, digest)
     if known is not None:
-        if known.digest == digest and known.until > time.monotonic():
-            now = timezone.now()
-            with memory.lock:
-                memory.pending[known.server_id] = now
-            if memory.flusher is None and memory.threaded:
-                _start_flusher()
-            return ReceiveResult(
-                report_id=known.last_report_id, status="unchanged", server_id=known.server_id
-            )
-        memory.known.pop(key_hash, None)  # another digest, or expired: the statement decides
+        if heartbeat_memory.mark_seen(known.server_id, timezone.now()):
+            heartbeat_memory.flusher_start(_flush_forever)
+        return ReceiveResult(
+            report_id=known.last_report_id, status="unchanged", server_id=known.server_id
+        )
     sql = _seen_by_digest_sql(connection.vendor)
     if sql is None:
         return None
@@ -91,11 +84,13 @@ def heartbeat_seen(*, key: str, digest: str) -> ReceiveResult | None:
     if row is None:
         return None
     server_id, last_report_id = row
-    ttl = settings.ATLAS_HEARTBEAT_CACHE_S
-    if memory.enabled and ttl > 0:
-        if len(memory.known) >= _MOST_REMEMBERED:
-            memory.known = {}
-        memory.known[key_hash] = _Known(server_id, last_report_id, digest, time.monotonic() + ttl)
+    heartbeat_memory.remember(
+        key_hash,
+        server_id=server_id,
+        last_report_id=last_report_id,
+        digest=digest,
+        ttl_s=settings.ATLAS_HEARTBEAT_CACHE_S,
+    )
     return ReceiveResult(report_id=last_report_id, status="unchanged", server_id=server_id)
 
 
@@ -104,9 +99,7 @@ def heartbeat_flush() -> int:
     moving one backwards; the number of servers written. On a database error (any
     `django.db.Error`: a dropped connection is an InterfaceError, not a DatabaseError) the values
     go back to pending (the newer one kept) for the next flush, and the error is raised."""
-    memory = _memory
-    with memory.lock:
-        pending, memory.pending = memory.pending, {}
+    pending = heartbeat_memory.take_pending()
     if not pending:
         return 0
     items = sorted(pending.items())
@@ -114,11 +107,7 @@ def heartbeat_flush() -> int:
         for start in range(0, len(items), _FLUSH_CHUNK):
             _write_seen(items[start : start + _FLUSH_CHUNK])
     except Error:
-        with memory.lock:
-            for server_id, seen in pending.items():
-                newer = memory.pending.get(server_id)
-                if newer is None or newer < seen:
-                    memory.pending[server_id] = seen
+        heartbeat_memory.restore_pending(pending)
         raise
     return len(items)
 
@@ -154,24 +143,13 @@ def _flush_sql() -> str:
     )
 
 
-def _start_flusher() -> None:
-    """The daemon thread that flushes every ATLAS_HEARTBEAT_FLUSH_S, started by the first
-    heartbeat answered from memory (so after gunicorn forked its workers)."""
-    memory = _memory
-    with memory.lock:
-        if memory.flusher is not None:
-            return
-        memory.flusher = threading.Thread(
-            target=_flush_forever, args=(memory.generation,), name="heartbeat-flush", daemon=True
-        )
-        memory.flusher.start()
-
-
 def _flush_forever(generation: int) -> None:
+    """The daemon thread that flushes every ATLAS_HEARTBEAT_FLUSH_S (`flusher_start`), started
+    by the first heartbeat answered from memory (so after gunicorn forked its workers)."""
     interval = max(0.1, float(settings.ATLAS_HEARTBEAT_FLUSH_S))
     while True:
         time.sleep(interval)
-        if _memory.generation != generation:  # a reset (tests, fork) ends this thread
+        if not heartbeat_memory.is_current(generation):  # a reset (tests, fork) ends this thread
             connection.close()  # this thread's own
             return
         try:
@@ -183,7 +161,7 @@ def _flush_forever(generation: int) -> None:
 def _flush_logged() -> None:
     """A flush on this thread's own connection, which is closed when too old or broken; a
     database error is logged and its values wait for the next flush."""
-    if not _memory.pending:
+    if not heartbeat_memory.has_pending():
         return
     close_old_connections()
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import time
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.db import DatabaseError, InterfaceError, connection
@@ -20,6 +21,7 @@ from inventory.services import (
     agent_token_create,
     agent_token_unbind,
     heartbeat_flush,
+    heartbeat_memory,
     heartbeat_memory_disable,
     heartbeat_memory_enable,
 )
@@ -69,9 +71,9 @@ def reporting(post_report):
 
 @pytest.fixture
 def clock(monkeypatch):
-    """time.monotonic as heartbeat.py reads it, moved on by hand."""
+    """time.monotonic as heartbeat_memory.py reads it (and nothing else does), moved on by hand."""
     now = [1000.0]
-    monkeypatch.setattr(heartbeat_module.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(heartbeat_memory, "time", SimpleNamespace(monotonic=lambda: now[0]))
     return now
 
 
@@ -234,7 +236,7 @@ def test_the_flusher_thread_writes_last_seen_on_its_own(reporting, post, setting
     key, report, server = _remembered(reporting, post, "mem-thread")
     before = timezone.now()
     assert post(key, digest=report_digest(report)).status_code == 200
-    flusher = heartbeat_module._memory.flusher
+    flusher = heartbeat_memory.flusher()
     assert flusher is not None and flusher.is_alive()
     deadline = time.monotonic() + 10
     while _seen(server) == LONG_AGO and time.monotonic() < deadline:
@@ -271,7 +273,7 @@ def test_the_flusher_thread_outlives_a_failed_flush(
     monkeypatch.setattr(heartbeat_module, where, fail_once)
     before = timezone.now()
     assert post(key, digest=report_digest(report)).status_code == 200
-    flusher = heartbeat_module._memory.flusher
+    flusher = heartbeat_memory.flusher()
     deadline = time.monotonic() + 10
     while _seen(server) == LONG_AGO and time.monotonic() < deadline:
         time.sleep(0.05)
