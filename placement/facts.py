@@ -11,7 +11,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from .gpu_sets import FleetGpu, GpuSet, SetRank, best_gpu_set
-from .locality import Place
+from .locality import Place, largest_group
 
 if TYPE_CHECKING:
     from .types import Filters
@@ -160,6 +160,10 @@ class Fleet:
     _sets: dict[tuple, tuple[tuple[int, ...], str | None, SetRank] | None] = field(
         default_factory=dict
     )
+    _largest: dict[int, tuple[dict[int, Place], int]] = field(default_factory=dict)
+    """`largest_group` by the `places` dict it was worked out for (its id -> the dict, held
+    so the id stays its own, and the figure): shared, like `_sets`, by the fleets made from
+    this one (`replace`, `workload_verdicts.best_for`), so a pass works it out once."""
 
     def best_set(
         self, server_id: int, gpus: list[FleetGpu], m: int, filters: Filters
@@ -199,6 +203,14 @@ class Fleet:
             return None
         positions, worst, rank = remembered
         return GpuSet(tuple(gpus[i] for i in positions), worst, rank)
+
+    def largest_group(self) -> int:
+        """`locality.largest_group` of its places, once per places dict (`_largest`)."""
+        places = self.places
+        known = self._largest.get(id(places))
+        if known is None:
+            known = self._largest[id(places)] = (places, largest_group(places.values()))
+        return known[1]
 
     def clusters(self) -> dict[str, str]:
         """Cluster name -> kind, for the clusters with nodes in this fleet."""

@@ -27,7 +27,6 @@ from .locality import (
     between,
     choose_local,
     describe,
-    largest_group,
     locality_of,
 )
 from .types import (
@@ -392,7 +391,6 @@ class Planner:
         self._members: dict[int, list[FleetNode]] = {}
         self._options: dict[tuple[int, int, Filters], Option | BlockedNode] = {}
         self._stand_in = {n.id: n for n in fleet.nodes if n.twins}
-        self._largest: int | None = None
 
     def members(self, node: FleetNode, limit: int | None) -> list[FleetNode]:
         """The node and its twins as nodes of their own, the first `limit` (None: all)."""
@@ -473,9 +471,7 @@ class Planner:
         answer, and no member beyond them is made (5,000 nodes of 25,000 are close nowhere)."""
         if count <= 1 or not self.fleet.places:
             return False
-        if self._largest is None:
-            self._largest = largest_group(self.fleet.places.values())
-        return count <= self._largest
+        return count <= self.fleet.largest_group()
 
     def place(self, node: FleetNode) -> Place:
         return self.fleet.places.get(node.server_id or 0, NOWHERE)

@@ -297,6 +297,7 @@ def best_for(
         pairs=fleet.pairs,
         places=fleet.places,
         _sets=fleet._sets,
+        _largest=fleet._largest,
     )
     try:
         planner = Planner(then) if memo is None else _PlannerThen(then, memo)

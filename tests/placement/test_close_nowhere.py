@@ -5,8 +5,10 @@ among them (issue 27: 5,000 nodes of 25,000), the answer the same as when it mad
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 from fabric.places import Place
+from placement import facts
 from placement.facts import Fleet
 from placement.locality import largest_group
 from placement.planner import CANDIDATE_LIMIT, Option, Planner, _leading, _option_key, plan_request
@@ -27,6 +29,18 @@ def test_the_largest_group_is_the_most_servers_of_one_leaf_spine_group_or_domain
     assert largest_group([Place(leaf="a"), Place(nvlink="n"), Place(nvlink="n")]) == 2
     assert largest_group([Place(), Place()]) == 0
     assert largest_group([]) == 0
+
+
+def test_the_largest_group_is_worked_out_once_for_the_fleets_of_one_places(monkeypatch):
+    """The fleets made from one (`replace`, `of_kind`, a verdict pass's `best_for`) share the
+    figure; other places are worked out anew."""
+    calls = []
+    monkeypatch.setattr(facts, "largest_group", lambda p: calls.append(1) or largest_group(p))
+    fleet = Fleet(nodes=[], classes={}, pairs={}, places={1: Place(leaf="a"), 2: Place(leaf="a")})
+    made = [fleet, replace(fleet, nodes=[]), fleet.of_kind("slurm"), fleet.with_details({}, {})]
+    assert [f.largest_group() for f in made] == [2, 2, 2, 2] and len(calls) == 1
+    fleet.places = {1: Place(leaf="a")}
+    assert fleet.largest_group() == 1 and len(calls) == 2
 
 
 def _fleet(groups: list[tuple[int, int]], places: dict[int, Place]) -> Fleet:

@@ -8,6 +8,7 @@ import pytest
 
 from fabric.services import fabric_snapshot_ingest
 from fabric.synthetic import synthetic_fabric
+from placement import facts
 from placement.tasks import judge_workloads as judge_task
 from placement.workload_verdicts import judge_workloads
 from tests.reports import make_report
@@ -164,3 +165,13 @@ def test_a_pass_costs_as_many_queries_judging_2_workloads_as_12(tree):
     twelve = judged_with_queries()
     assert (two[0], twelve[0]) == (2, 10)  # two of the twelve ended: not running
     assert twelve[1] == two[1]
+
+
+def test_a_pass_works_out_the_largest_group_of_the_fabric_once(tree, monkeypatch):
+    calls = []
+    real = facts.largest_group
+    monkeypatch.setattr(facts, "largest_group", lambda places: calls.append(1) or real(places))
+    workload("1", {tree[0]: ALL, tree[4]: ALL}, started=1)  # two leaves each: both planned
+    workload("2", {tree[1]: ALL, tree[8]: ALL}, started=2)
+    assert judge_workloads().judged == 2
+    assert len(calls) == 1
