@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -166,7 +167,9 @@ def agent_enroll(
         AgentToken.objects.filter(pk__in=[t.pk for t in bound]).update(
             identity=None, revoked_at=Coalesce(F("revoked_at"), now)
         )
-        heartbeat_forget(*(t.key_hash for t in bound))
+        # Forgotten once revoked for all to see: before the commit, a heartbeat in this
+        # process could remember the old token again; a rollback forgets nothing.
+        transaction.on_commit(partial(heartbeat_forget, *(t.key_hash for t in bound)))
         agent_token, agent_key = agent_token_create(name=f"enrolled: {identity.hostname}"[:200])
         try:
             with transaction.atomic():

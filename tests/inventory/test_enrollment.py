@@ -11,11 +11,13 @@ from django.core.management import call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from agent.schema import report_digest
 from inventory.models import AgentToken, Enrollment, EnrollmentToken, Server
 from inventory.services import (
     agent_token_create,
     enrollment_token_create,
     enrollment_token_revoke,
+    heartbeat_memory_enable,
     user_token_create,
 )
 from inventory.services.tokens import token_digest
@@ -161,6 +163,29 @@ def test_reenrollment_is_refused_then_allowed_and_revokes_the_old_token(client, 
     report = make_report("dgx-01", system_uuid=identity()["system_uuid"])
     assert post_report(report, first["token"]).status_code == 401
     assert post_report(report, second.json()["token"]).status_code == 202
+
+
+def test_a_reenrollment_forgets_the_old_tokens_remembered_heartbeat_once_committed(
+    client, post_report, settings, django_capture_on_commit_callbacks
+):
+    """With the web process's memory on (config/wsgi.py), the old token's remembered hit is
+    forgotten when the re-enrollment commits, not before: its next heartbeat is then refused."""
+    settings.ATLAS_HEARTBEAT_CACHE_S = 5
+    heartbeat_memory_enable(flusher=False)
+    _token, key = enrollment_token_create(uses=2, allow_reenroll=True)
+    old = enroll(client, key).json()["token"]
+    report = make_report("dgx-01", system_uuid=identity()["system_uuid"])
+    assert post_report(report, old).status_code == 202
+    digest = {"HTTP_X_ATLAS_REPORT_DIGEST": f"sha256:{report_digest(report)}"}
+    assert post_report(b"", old, **digest).status_code == 200  # remembered from here on
+    with django_capture_on_commit_callbacks() as on_commit:
+        assert enroll(client, key).status_code == 201
+    assert post_report(b"", old, **digest).status_code == 200  # the memory, until the commit
+    for callback in on_commit:
+        callback()
+    answer = post_report(b"", old, **digest)
+    assert answer.status_code == 401
+    assert answer.json() == {"detail": "Unknown or revoked agent token."}
 
 
 def test_staff_create_list_and_revoke_tokens_and_the_key_shows_once(staff, user):
