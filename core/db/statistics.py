@@ -45,12 +45,17 @@ def _analyze(table: str) -> None:
     `ANALYZE`. The vacuum also marks the new rows' pages all-visible, so the lists' exact
     counts and the dropdowns' index walks (core/db/distinct.py) read indexes alone, never the
     heap: at 130k nodes a nodes page's COUNT(*) fell from 60-90 ms to 20-40 ms (bench/lists.py).
-    Fresh pages are cheap to vacuum; pages already all-visible are skipped."""
+    Fresh pages are cheap to vacuum; pages already all-visible are skipped. SKIP_LOCKED
+    (PostgreSQL 12+): a table another session holds (another apply's vacuum, a migration) is
+    skipped with a warning from the server, not waited for; autovacuum will catch up."""
     name = connection.ops.quote_name(table)
-    sql = f"ANALYZE {name}" if connection.in_atomic_block else f"VACUUM (ANALYZE) {name}"
+    if connection.in_atomic_block:
+        sql = f"ANALYZE {name}"
+    else:
+        sql = f"VACUUM (ANALYZE, SKIP_LOCKED) {name}"
     try:
         with connection.cursor() as cursor:
             cursor.execute(sql)
     except DatabaseError:
         # Statistics are an optimisation: the apply committed; autovacuum will catch up.
-        log.warning("ANALYZE %s failed", table, exc_info=True)
+        log.warning("VACUUM/ANALYZE %s failed", table, exc_info=True)
