@@ -10,7 +10,7 @@ from .enrollment import (
     parse_duration,
 )
 from .heartbeat import heartbeat_flush, heartbeat_seen
-from .heartbeat_memory import heartbeat_forget, heartbeat_memory_disable, heartbeat_memory_enable
+from .heartbeat_memory import heartbeat_memory_disable, heartbeat_memory_enable
 from .ingest import (
     DigestRejected,
     ReceiveResult,
@@ -52,7 +52,6 @@ __all__ = [
     "heartbeat_by_digest",
     "heartbeat_digest",
     "heartbeat_flush",
-    "heartbeat_forget",
     "heartbeat_memory_disable",
     "heartbeat_memory_enable",
     "heartbeat_receive",

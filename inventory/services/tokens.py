@@ -142,7 +142,7 @@ def agent_token_unbind(*, token: AgentToken) -> None:
     token.identity = None
     token.server = None
     token.save(update_fields=["identity", "server"])
-    _forget(token)
+    heartbeat_forget(token.key_hash)
 
 
 def agent_token_revoke(*, token: AgentToken) -> None:
@@ -150,11 +150,6 @@ def agent_token_revoke(*, token: AgentToken) -> None:
     ATLAS_HEARTBEAT_CACHE_S (the heartbeats they answer from memory: heartbeat.py)."""
     token.revoked_at = timezone.now()
     token.save(update_fields=["revoked_at"])
-    _forget(token)
-
-
-def _forget(token: AgentToken) -> None:
-
     heartbeat_forget(token.key_hash)
 
 
