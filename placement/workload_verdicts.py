@@ -235,20 +235,23 @@ class _PassMemo:
                 found.append(seen[1])
         return found
 
-    def options_of(self, m: int, filters: Filters) -> dict[int, tuple[Offer, Option | BlockedNode]]:
-        """The options worked out for m GPUs under the filters, by `id` of the offer (the
-        offer is held beside its option)."""
-        return self._options.setdefault((m, filters), {})
+    def option(self, offer: Offer, m: int, filters: Filters, fleet: Fleet) -> Option | BlockedNode:
+        """`option_for` once per offer (the memo's own, from `offers`) for m GPUs under the
+        filters; `fleet` gives the GPU sets, the same for every fleet of the pass."""
+        known = self._options.setdefault((m, filters), {})
+        found = known.get(id(offer))
+        if found is None:
+            found = known[id(offer)] = (offer, option_for(offer, m, fleet, filters))
+        return found[1]
 
 
 class _PlannerThen(Planner):
     """The planner on the fleet as of one start, its offers and options from the pass's memo
-    (the same answers `Planner` works out, node by node, for a fleet without twins)."""
+    (the same answers `Planner` works out, node by node: the pass's fleet has no twins)."""
 
     def __init__(self, fleet: Fleet, memo: _PassMemo) -> None:
         super().__init__(fleet)
         self._memo = memo
-        self._last: tuple[int, Filters | None, dict] = (0, None, {})
 
     def offers(self, filters: Filters) -> list[Offer | BlockedNode]:
         if filters not in self._offers:
@@ -256,16 +259,7 @@ class _PlannerThen(Planner):
         return self._offers[filters]
 
     def option(self, offer: Offer, m: int, filters: Filters) -> Option | BlockedNode:
-        if offer.node.twins or offer.node.twin_of is not None:
-            return super().option(offer, m, filters)
-        last_m, last_filters, known = self._last
-        if m != last_m or filters is not last_filters:  # a plan asks one (m, filters) a node
-            known = self._memo.options_of(m, filters)
-            self._last = (m, filters, known)
-        found = known.get(id(offer))
-        if found is None:
-            found = known[id(offer)] = (offer, option_for(offer, m, self.fleet, filters))
-        return found[1]
+        return self._memo.option(offer, m, filters, self.fleet)
 
 
 def best_for(
