@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, TypedDict, cast
+from typing import TYPE_CHECKING, TypedDict
 
+from django.apps import apps
 from django.conf import settings
 from django.db.models import (
     Case,
@@ -43,7 +44,6 @@ from .models import (
 )
 
 if TYPE_CHECKING:
-    from django.db.models import Model
     from django_stubs_ext import WithAnnotations
 
 
@@ -277,10 +277,10 @@ def rack_names() -> list[str]:
 
 
 def bound_cluster_names() -> list[str]:
-    """The clusters servers are bound to, for a filter's dropdown (by the reverse relation's
-    name: the clusters app is a layer above)."""
-    node = Server._meta.get_field("nodes").related_model
-    cluster = cast("type[Model]", node._meta.get_field("cluster").related_model)
+    """The clusters servers are bound to, for a filter's dropdown (the models looked up by
+    name: the clusters app is a layer above, never imported)."""
+    node = apps.get_model("clusters", "Node")
+    cluster = apps.get_model("clusters", "Cluster")
     # One probe of the bound nodes' index per cluster, not a join of every bound node.
     bound = node._default_manager.filter(cluster=OuterRef("pk"), server__isnull=False)
     names = cluster._default_manager.filter(Exists(bound)).order_by("name")
