@@ -127,10 +127,9 @@ class FleetThen:
 
     def __init__(self, nodes: Sequence[FleetNode], history: Sequence[AllocationRow]) -> None:
         self._base = {n.id: n for n in nodes}
-        self._order: dict[str | None, list[int]] = defaultdict(list)
+        self._order: dict[str, list[int]] = defaultdict(list)
         for n in nodes:
             self._order[n.cluster].append(n.id)
-            self._order[None].append(n.id)
         # an allocation that ends before (or as) it starts is held at no moment
         held = [
             a for a in history if a.node_id is not None and (a.until is None or a.until > a.since)
@@ -141,7 +140,6 @@ class FleetThen:
         self._busy: dict[int, Counter[int]] = defaultdict(Counter)
         self._counted: dict[int, int] = defaultdict(int)
         self._now: dict[int, FleetNode] = {n.id: _as_of(n, Counter(), 0) for n in nodes}
-        self._free = {i: n.whole_free for i, n in self._now.items()}
         self._moment: Any = None
 
     def _count(self, a: AllocationRow, step: int) -> None:
@@ -170,22 +168,13 @@ class FleetThen:
         for node_id in touched:
             base = self._base.get(node_id)
             if base is not None:
-                node = self._now[node_id] = _as_of(
+                self._now[node_id] = _as_of(
                     base, self._busy[node_id], self._counted.get(node_id, 0)
                 )
-                self._free[node_id] = node.whole_free
 
-    def at(
-        self,
-        moment: Any,
-        *,
-        cluster: str | None,
-        own: Sequence[AllocationRow],
-        least_free: int = 0,
-    ) -> list[FleetNode]:
-        """The nodes (of `cluster`; None: all) as of `moment`, without the GPUs that `own`
-        (one workload's allocations, open and closed) held then; with `least_free`, only
-        those with at least as many GPUs free (`FleetNode.whole_free`)."""
+    def at(self, moment: Any, *, cluster: str, own: Sequence[AllocationRow]) -> list[FleetNode]:
+        """The nodes of `cluster` as of `moment`, without the GPUs that `own` (one workload's
+        allocations, open and closed) held then."""
         self._advance(moment)
         mine: dict[int, list[AllocationRow]] = defaultdict(list)
         for a in own:
@@ -204,15 +193,8 @@ class FleetThen:
                 else:
                     busy[a.gpu_index] -= 1
             apart[node_id] = _as_of(self._base[node_id], busy, counted)
-        now, free, found = self._now, self._free, []
-        for i in self._order.get(cluster, []):
-            node = apart.get(i)
-            if node is None:
-                if free[i] >= least_free:
-                    found.append(now[i])
-            elif node.whole_free >= least_free:
-                found.append(node)
-        return found
+        now = self._now
+        return [apart[i] if i in apart else now[i] for i in self._order.get(cluster, [])]
 
 
 class _PassMemo:
@@ -445,9 +427,7 @@ def judge_workloads(*, limit: int = JUDGE_LIMIT, force: bool = False) -> JudgeRe
             planned.append((w, spread, per_node, digest))
     planned.sort(key=lambda item: item[0].started_at)
     for w, spread, per_node, digest in planned:
-        nodes_then = then.at(
-            w.started_at, cluster=w.cluster, own=own.get(w.id, ()), least_free=min(per_node)
-        )
+        nodes_then = then.at(w.started_at, cluster=w.cluster, own=own.get(w.id, ()))
         models = spread.models or tuple(w.gpu_models)
         best = best_for(fleet, nodes_then, w.cluster, per_node, models, memo)
         records[w.id] = _record(spread, per_node, best, digest)
