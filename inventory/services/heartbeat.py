@@ -114,7 +114,7 @@ def heartbeat_flush() -> int:
 
 def _write_seen(items: list[tuple[int, datetime]]) -> None:
     if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
+        with _cursor() as cursor:  # bound on the server: two arrays, not 2 x 1000 quoted values
             cursor.execute(_flush_sql(), [[i for i, _ in items], [s for _, s in items]])
         return
     seen = Case(
