@@ -8,11 +8,12 @@ import pytest
 
 from fabric.services import fabric_snapshot_ingest
 from fabric.synthetic import synthetic_fabric
-from placement import facts
+from placement import facts, workload_verdicts
 from placement.tasks import judge_workloads as judge_task
 from placement.workload_verdicts import judge_workloads
 from tests.reports import make_report
 from tests.workloads.factory import workload
+from workloads.choices import WorkloadState
 from workloads.models import Workload
 
 from .fleets import pcie_report, slurm_fleet
@@ -143,7 +144,9 @@ def test_a_pair_across_sockets_while_a_pcie_switch_pair_was_free_is_poorly_place
     assert Workload.objects.get(scheduler_id="1").verdict == "good"
 
 
-def test_a_pass_costs_as_many_queries_judging_2_workloads_as_12(tree):
+def test_a_pass_costs_as_many_queries_judging_2_workloads_as_12_and_its_memo_changes_no_verdict(
+    tree, monkeypatch
+):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -151,6 +154,10 @@ def test_a_pass_costs_as_many_queries_judging_2_workloads_as_12(tree):
         with CaptureQueriesContext(connection) as seen:
             judged = judge_workloads(force=True).judged
         return judged, len(seen.captured_queries)
+
+    def verdicts() -> dict[str, tuple[str, dict]]:
+        running = Workload.objects.filter(state=WorkloadState.RUNNING)
+        return {w.scheduler_id: (w.verdict, w.locality) for w in running}
 
     # two leaves each: the planner is asked for every one of them
     workload("1", {tree[0]: [0, 1], tree[4]: [0, 1]}, started=1)
@@ -165,6 +172,15 @@ def test_a_pass_costs_as_many_queries_judging_2_workloads_as_12(tree):
     twelve = judged_with_queries()
     assert (two[0], twelve[0]) == (2, 10)  # two of the twelve ended: not running
     assert twelve[1] == two[1]
+    memoised = verdicts()
+    # each on two leaves while a leaf had two nodes with its GPUs free, but 2 on one node
+    poorly = {str(i): "poorly_placed" for i in (1, *range(3, 11))}
+    assert {k: verdict for k, (verdict, _) in memoised.items()} == {**poorly, "2": "good"}
+    # the same pass with a planner of its own for each workload, no memo: the same verdicts
+    plain = workload_verdicts.best_for
+    monkeypatch.setattr(workload_verdicts, "best_for", lambda *args: plain(*args[:5]))
+    assert judge_workloads(force=True).judged == 10
+    assert verdicts() == memoised
 
 
 def test_a_pass_works_out_the_largest_group_of_the_fabric_once(tree, monkeypatch):
