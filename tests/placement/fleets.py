@@ -6,9 +6,15 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from clusters.models import Node
 from clusters.reconcile import reconcile_all
 from clusters.services import snapshot_ingest
+from fabric.services import fabric_snapshot_ingest
+from fabric.synthetic import synthetic_fabric
+from inventory.models import Server
 from placement.facts import Fleet, FleetGpu, FleetNode, share_servers
+from placement.models import LeafPlacement
+from placement.tasks import refresh_placement_summaries
 from tests.nodes import k8s_node, k8s_node_list, scontrol_node, scontrol_text
 from tests.reports import apply_reports, make_report
 
@@ -59,6 +65,23 @@ def k8s_fleet(
     snapshot_ingest(cluster_name=cluster, raw=k8s_node_list(*items))
     reconcile_all()
     return servers
+
+
+def fresh_fabric_fleet(servers: int, prefix: str) -> list[str]:
+    """A fleet in place of any before it: `servers` Slurm nodes (`{prefix}001`, ...) with
+    agents, on a synthetic fat tree of 4 servers a leaf and 2 rails named `prefix`, every
+    placement summary built. Returns the hostnames."""
+    LeafPlacement.objects.all().delete()
+    Node.objects.all().delete()
+    Server.objects.all().delete()
+    names = [f"{prefix}{i:03d}" for i in range(1, servers + 1)]
+    slurm_fleet(names, reports=[make_report(h) for h in names])
+    built = synthetic_fabric(
+        servers=servers, rails=2, servers_per_leaf=4, host_format=f"{prefix}{{:03d}}"
+    )
+    fabric_snapshot_ingest(fabric_name=prefix, raw=built.text)
+    refresh_placement_summaries()
+    return names
 
 
 def pods(*placed: tuple[str, int], mig: str | None = None) -> str:

@@ -12,21 +12,15 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from clusters.models import Node
 from fabric.places import Place
-from fabric.services import fabric_snapshot_ingest
-from fabric.synthetic import synthetic_fabric
-from inventory.models import Gpu, Server
+from inventory.models import Gpu
 from placement.facts import Fleet, node_copy
-from placement.models import LeafPlacement
 from placement.planner import Planner, _member_option, chosen_models, plan_request
 from placement.selectors import gpu_actions
 from placement.service import placement_find
-from placement.tasks import refresh_placement_summaries
 from placement.types import PlacementRequest, Ranking
-from tests.reports import make_report
 
-from .fleets import slurm, slurm_fleet
+from .fleets import fresh_fabric_fleet, slurm
 
 
 def test_a_node_copy_is_the_copy_replace_makes():
@@ -71,22 +65,9 @@ def test_twins_on_different_leaves_are_placed_at_their_own_leaves():
     assert plan.locality.hops == 1 and plan.locality.leaves == 1
 
 
-def fleet_of(servers: int, prefix: str) -> None:
-    LeafPlacement.objects.all().delete()
-    Node.objects.all().delete()
-    Server.objects.all().delete()
-    names = [f"{prefix}{i:03d}" for i in range(1, servers + 1)]
-    slurm_fleet(names, reports=[make_report(h) for h in names])
-    built = synthetic_fabric(
-        servers=servers, rails=2, servers_per_leaf=4, host_format=f"{prefix}{{:03d}}"
-    )
-    fabric_snapshot_ingest(fabric_name=prefix, raw=built.text)
-    refresh_placement_summaries()
-
-
 @pytest.mark.django_db
 def test_alike_nodes_on_many_leaves_stand_as_one_and_the_job_stays_on_one_leaf():
-    fleet_of(16, "twin")  # 4 leaves of 4 alike servers
+    fresh_fabric_fleet(16, "twin")  # 4 leaves of 4 alike servers
     with CaptureQueriesContext(connection) as ctx:
         answer = placement_find(cluster="hpc", nodes=2, gpus_per_node=8)
     assert answer.fits and answer.fabric["leaves"] == 1 and answer.fabric["hops"] == 1
@@ -98,7 +79,7 @@ def test_a_question_that_fits_nowhere_costs_the_same_queries_as_the_fleet_grows(
     """Its reason and alternatives (planned on the fabric) included: the count is flat."""
     counts = []
     for servers, prefix in ((4, "small"), (16, "large")):
-        fleet_of(servers, prefix)
+        fresh_fabric_fleet(servers, prefix)
         for ask in ({"nodes": 2, "gpus_per_node": 9}, {"nodes": servers + 1, "gpus_per_node": 8}):
             with CaptureQueriesContext(connection) as ctx:
                 answer = placement_find(cluster="hpc", **ask)
@@ -109,7 +90,7 @@ def test_a_question_that_fits_nowhere_costs_the_same_queries_as_the_fleet_grows(
 
 @pytest.mark.django_db
 def test_gpu_actions_are_the_fleets_and_found_without_a_scope():
-    fleet_of(4, "act")
+    fresh_fabric_fleet(4, "act")
     gpu = Gpu.objects.order_by("id").first()
     Gpu.objects.filter(pk=gpu.pk).update(status="lost")
     found = gpu_actions()

@@ -20,7 +20,7 @@ from placement.tasks import refresh_placement_summaries
 from tests.reports import make_report
 from tests.workloads.factory import workload
 
-from .fleets import slurm_fleet
+from .fleets import fresh_fabric_fleet, slurm_fleet
 
 pytestmark = pytest.mark.django_db
 
@@ -60,16 +60,7 @@ def test_a_multi_node_question_reads_the_leaf_summaries_and_no_cable():
 def test_the_query_count_is_flat_as_the_fleet_grows():
     counts = []
     for servers, cluster in ((4, "small"), (16, "large")):
-        LeafPlacement.objects.all().delete()
-        Node.objects.all().delete()
-        Server.objects.all().delete()
-        names = [f"{cluster}{i:03d}" for i in range(1, servers + 1)]
-        slurm_fleet(names, reports=[make_report(h) for h in names])
-        built = synthetic_fabric(
-            servers=servers, rails=2, servers_per_leaf=4, host_format=f"{cluster}{{:03d}}"
-        )
-        fabric_snapshot_ingest(fabric_name=cluster, raw=built.text)
-        refresh_placement_summaries()
+        fresh_fabric_fleet(servers, cluster)
         answer, sql = question()
         assert answer.fits and not reads_cables(sql)
         counts.append(len(sql))
