@@ -16,7 +16,7 @@ from fabric.places import Place
 from inventory.models import Gpu
 from placement.facts import Fleet, node_copy
 from placement.planner import Planner, _member_option, chosen_models, plan_request
-from placement.selectors import gpu_actions
+from placement.selectors import fleet_load, gpu_actions
 from placement.service import placement_find
 from placement.types import PlacementRequest, Ranking
 
@@ -68,6 +68,8 @@ def test_twins_on_different_leaves_are_placed_at_their_own_leaves():
 @pytest.mark.django_db
 def test_alike_nodes_on_many_leaves_stand_as_one_and_the_job_stays_on_one_leaf():
     fresh_fabric_fleet(16, "twin")  # 4 leaves of 4 alike servers
+    stand_ins = fleet_load().nodes
+    assert [n.weight for n in stand_ins] == [16]  # one node stands for all 16
     with CaptureQueriesContext(connection) as ctx:
         answer = placement_find(cluster="hpc", nodes=2, gpus_per_node=8)
     assert answer.fits and answer.fabric["leaves"] == 1 and answer.fabric["hops"] == 1
@@ -77,15 +79,19 @@ def test_alike_nodes_on_many_leaves_stand_as_one_and_the_job_stays_on_one_leaf()
 @pytest.mark.django_db
 def test_a_question_that_fits_nowhere_costs_the_same_queries_as_the_fleet_grows():
     """Its reason and alternatives (planned on the fabric) included: the count is flat."""
-    counts = []
+    counts: dict[int, dict[str, int]] = {}
     for servers, prefix in ((4, "small"), (16, "large")):
         fresh_fabric_fleet(servers, prefix)
-        for ask in ({"nodes": 2, "gpus_per_node": 9}, {"nodes": servers + 1, "gpus_per_node": 8}):
+        asks = {
+            "more GPUs a node than any has": {"nodes": 2, "gpus_per_node": 9},
+            "more nodes than the fleet has": {"nodes": servers + 1, "gpus_per_node": 8},
+        }
+        for label, ask in asks.items():
             with CaptureQueriesContext(connection) as ctx:
                 answer = placement_find(cluster="hpc", **ask)
-            assert not answer.fits and answer.reason
-            counts.append((tuple(ask), len(ctx.captured_queries)))
-    assert counts[:2] == counts[2:]
+            assert not answer.fits and answer.reason, label
+            counts.setdefault(servers, {})[label] = len(ctx.captured_queries)
+    assert counts[4] == counts[16]
 
 
 @pytest.mark.django_db
