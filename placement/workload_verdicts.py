@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from inventory.choices import link_rank
@@ -36,7 +36,7 @@ from workloads.choices import Verdict
 from workloads.locality import HeldNode, Spread, link_words, locality_record, workload_spread
 from workloads.services.locality import workload_locality_write
 
-from .facts import Fleet, FleetNode
+from .facts import Fleet, FleetNode, node_copy
 from .gpu_sets import NO_PAIRS_RANK
 from .locality import NOWHERE, Place
 from .planner import ClusterPlan, Offer, Option, Planner, node_offer, option_for, plan_request
@@ -106,7 +106,7 @@ def _as_of(node: FleetNode, busy: Counter[int], counted: int) -> FleetNode:
     """The node with the GPUs `busy` (index -> allocations holding it) and `counted` (held,
     index unknown) in use, nothing used by another scheduler."""
     indexes = {i for i, n in busy.items() if n > 0}
-    return replace(
+    return node_copy(
         node,
         busy_indexes=None if counted else indexes,
         whole_used=len(indexes) + counted,
@@ -418,10 +418,8 @@ def judge_workloads(*, limit: int = JUDGE_LIMIT, force: bool = False) -> JudgeRe
             )
             continue
         per_node = [len(n.gpus) for n in nodes]
-        if _as_wired_as_can_be(spread, {a.server_id for a in held}, fleet):
-            # no set of its shape does better: the planner is not asked
-            records[w.id] = _record(spread, per_node, None, digest)
-        elif w.started_at is None:
+        if w.started_at is None or _as_wired_as_can_be(spread, {a.server_id for a in held}, fleet):
+            # no fleet as of its start, or no set of its shape does better: no planning
             records[w.id] = _record(spread, per_node, None, digest)
         else:
             planned.append((w, spread, per_node, digest))
