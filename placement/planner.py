@@ -418,7 +418,7 @@ class Planner:
         """Each option for itself and the twins of its node (the first `limit` of each),
         best first: twins rank alike, so ties fall to the names as they did node by node.
         With a `limit`, only the options whose members can be among the first `limit`
-        (`_leading`) are made members of."""
+        (`_leading`) are made members of. `options` come best first (`_option_key`)."""
         if limit is not None:
             options = _leading(options, limit)
         members = [
@@ -660,14 +660,14 @@ def _member_option(option: Option, node: FleetNode) -> Option:
 
 
 def _leading(options: list[Option], limit: int) -> list[Option]:
-    """The options (nodes standing for their twins) whose members can be among the first
-    `limit` of all members ranked: by their rank but the name, until they stand for `limit`
-    nodes, and those ranked alike with the last (their members interleave by name)."""
-    ordered = sorted(options, key=_option_key)
+    """The options (nodes standing for their twins, best first: sorted by `_option_key`)
+    whose members can be among the first `limit` of all members ranked: by their rank but the
+    name, until they stand for `limit` nodes, and those ranked alike with the last (their
+    members interleave by name)."""
     kept: list[Option] = []
     nodes = 0
     last: tuple | None = None
-    for option in ordered:
+    for option in options:
         key = (_troubled(option.node), option.rank[:-1])
         if last is not None and key != last:
             break
