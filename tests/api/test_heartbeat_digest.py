@@ -17,21 +17,18 @@ from agent.schema import report_digest
 from inventory.models import Report, Server
 from inventory.services import agent_token_state, heartbeat_receive
 from tests.health.fleet import xid
+from tests.heartbeats import UNKNOWN
 from tests.reports import make_report
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def post_digest(client):
-    def post(digest: str, key: str, body: bytes = b""):
-        return client.post(
-            "/api/v1/reports/",
-            data=body,
-            content_type="application/json",
-            HTTP_AUTHORIZATION=f"Token {key}",
-            HTTP_X_ATLAS_REPORT_DIGEST=digest,
-        )
+def post_digest(post_heartbeat):
+    """A heartbeat with this X-Atlas-Report-Digest header, sent as it is."""
+
+    def post(header: str, key: str, body: bytes = b""):
+        return post_heartbeat(key, header=header, body=body)
 
     return post
 
@@ -106,19 +103,13 @@ def test_a_digest_with_an_unknown_token_is_401(applied, post_digest):
 
 @pytest.mark.parametrize("digest", [True, False])
 def test_an_unknown_key_is_refused_as_drf_would_after_the_heartbeat_and_one_lookup(
-    applied, post_digest, client, django_assert_num_queries, digest
+    applied, post_heartbeat, django_assert_num_queries, digest
 ):
-    header = {"HTTP_X_ATLAS_REPORT_DIGEST": f"sha256:{report_digest(applied)}"} if digest else {}
+    named = report_digest(applied) if digest else None
     with django_assert_num_queries(2):  # the heartbeat's statement missed; the token's state
-        response = client.post(
-            "/api/v1/reports/",
-            json.dumps(applied),
-            "application/json",
-            HTTP_AUTHORIZATION="Token caa_not-a-token",
-            **header,
-        )
+        response = post_heartbeat("caa_not-a-token", digest=named, body=json.dumps(applied))
     assert response.status_code == 401 and response["WWW-Authenticate"] == "Token"
-    assert response.json() == {"detail": "Unknown or revoked agent token."}
+    assert response.json() == UNKNOWN
 
 
 def test_a_digest_with_a_changed_report_in_the_body_receives_the_report(

@@ -6,140 +6,95 @@ PostgreSQL."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agent.schema import report_digest
-from inventory.models import AgentToken, Report, Server
-from inventory.services import agent_token_create, heartbeat_seen
+from inventory.models import AgentToken, Report
 from inventory.services import heartbeat as heartbeat_module
+from inventory.services import heartbeat_seen
 from inventory.services.tokens import agent_token_revoke
+from tests.heartbeats import LONG_AGO, SEND_REPORT, UNKNOWN, seen, unchanged
 from tests.reports import make_report
 
 pytestmark = pytest.mark.django_db
-
-LONG_AGO = datetime(2000, 1, 1, tzinfo=UTC)
-UNKNOWN = {"detail": "Unknown or revoked agent token."}
-SEND_REPORT = {"detail": "the report changed: send it in full", "status": "send-report"}
-
-
-@pytest.fixture
-def post(client):
-    def post(key: str, *, digest: str | None = None, body: bytes = b""):
-        headers = {"HTTP_AUTHORIZATION": f"Token {key}"}
-        if digest is not None:
-            headers["HTTP_X_ATLAS_REPORT_DIGEST"] = f"sha256:{digest}"
-        return client.post("/api/v1/reports/", body, "application/json", **headers)
-
-    return post
-
-
-@pytest.fixture
-def reporting(post_report):
-    """A server of its own for each name, its first report applied; (key, report, server)."""
-
-    def reporting(name: str):
-        _, key = agent_token_create(name=name)
-        report = make_report(name)
-        assert post_report(report, key).json()["status"] == "pending"
-        server = Server.objects.get(hostname=name)
-        assert server.last_report_hash == report_digest(report)
-        Server.objects.filter(pk=server.pk).update(last_seen=LONG_AGO)
-        return key, report, server
-
-    return reporting
-
-
-def _seen(server: Server) -> datetime | None:
-    return Server.objects.get(pk=server.pk).last_seen
-
-
-def _unchanged(server: Server) -> dict:
-    return {"id": server.last_report_id, "status": "unchanged", "server": server.pk}
 
 
 def _statements(ctx: CaptureQueriesContext) -> list[str]:
     return [q["sql"] for q in ctx.captured_queries]
 
 
-def test_an_unchanged_digest_is_one_statement_that_marks_the_server_seen(reporting, post):
+def test_an_unchanged_digest_is_one_statement_that_marks_the_server_seen(reporting, post_heartbeat):
     key, report, server = reporting("dgx-01")
     with CaptureQueriesContext(connection) as ctx:
-        answer = post(key, digest=report_digest(report))
+        answer = post_heartbeat(key, digest=report_digest(report))
     assert answer.status_code == 200, answer.content
-    assert answer.json() == _unchanged(server)
+    assert answer.json() == unchanged(server)
     (sql,) = _statements(ctx)
     assert sql.startswith("UPDATE") and "RETURNING" in sql
-    assert _seen(server) > LONG_AGO
+    assert seen(server) > LONG_AGO
     assert Report.objects.count() == 1
 
 
-def test_an_unchanged_full_report_is_one_statement_and_no_stored_report(reporting, post):
+def test_an_unchanged_full_report_is_one_statement_and_no_stored_report(reporting, post_heartbeat):
     key, report, server = reporting("dgx-02")
     body = json.dumps({**report, "collected_at": "2031-01-01T00:00:00Z"}).encode()
     with CaptureQueriesContext(connection) as ctx:
-        answer = post(key, body=body)
+        answer = post_heartbeat(key, body=body)
     assert answer.status_code == 202, answer.content
-    assert answer.json() == _unchanged(server)
+    assert answer.json() == unchanged(server)
     assert len(_statements(ctx)) == 1
-    assert _seen(server) > LONG_AGO
+    assert seen(server) > LONG_AGO
     assert Report.objects.count() == 1
 
 
-def test_a_changed_digest_asks_for_the_report_after_a_second_query(reporting, post):
+def test_a_changed_digest_asks_for_the_report_after_a_second_query(reporting, post_heartbeat):
     key, _, server = reporting("dgx-03")
     with CaptureQueriesContext(connection) as ctx:
-        answer = post(key, digest=report_digest(make_report("dgx-03", gpus=4)))
+        answer = post_heartbeat(key, digest=report_digest(make_report("dgx-03", gpus=4)))
     assert answer.status_code == 409 and answer.json() == SEND_REPORT
     assert len(_statements(ctx)) == 2
-    assert _seen(server) == LONG_AGO
+    assert seen(server) == LONG_AGO
 
 
 @pytest.mark.parametrize("by_digest", [True, False])
-def test_a_revoked_token_is_401_and_its_server_not_seen(reporting, post, by_digest):
+def test_a_revoked_token_is_401_and_its_server_not_seen(reporting, post_heartbeat, by_digest):
     key, report, server = reporting("dgx-04")
     agent_token_revoke(token=AgentToken.objects.get(server=server))
     if by_digest:
-        answer = post(key, digest=report_digest(report))
+        answer = post_heartbeat(key, digest=report_digest(report))
     else:
-        answer = post(key, body=json.dumps(report).encode())
+        answer = post_heartbeat(key, body=json.dumps(report).encode())
     assert answer.status_code == 401 and answer.json() == UNKNOWN
     assert answer["WWW-Authenticate"] == "Token"
-    assert _seen(server) == LONG_AGO
+    assert seen(server) == LONG_AGO
 
 
-def test_a_token_touches_only_its_own_server(reporting, post):
+def test_a_token_touches_only_its_own_server(reporting, post_heartbeat):
     """NodeRestriction's rule: another server's digest is not this token's heartbeat."""
     key_a, _, server_a = reporting("dgx-05")
     _, report_b, server_b = reporting("dgx-06")
-    answer = post(key_a, digest=report_digest(report_b))
+    answer = post_heartbeat(key_a, digest=report_digest(report_b))
     assert answer.status_code == 409 and answer.json() == SEND_REPORT
-    assert _seen(server_a) == LONG_AGO and _seen(server_b) == LONG_AGO
+    assert seen(server_a) == LONG_AGO and seen(server_b) == LONG_AGO
 
 
-def test_a_token_whose_binding_was_cleared_is_asked_for_the_report(reporting, post):
+def test_a_token_whose_binding_was_cleared_is_asked_for_the_report(reporting, post_heartbeat):
     key, report, server = reporting("dgx-07")
     AgentToken.objects.filter(server=server).update(identity=None)  # server kept: still no hit
-    answer = post(key, digest=report_digest(report))
+    answer = post_heartbeat(key, digest=report_digest(report))
     assert answer.status_code == 409 and answer.json() == SEND_REPORT
-    assert _seen(server) == LONG_AGO
+    assert seen(server) == LONG_AGO
 
 
 def test_a_malformed_digest_is_still_400_for_a_known_token_and_401_for_an_unknown(
-    reporting, client
+    reporting, post_heartbeat
 ):
     key, _, _ = reporting("dgx-08")
     for token, expected in ((key, 400), ("caa_not-a-token", 401)):
-        answer = client.post(
-            "/api/v1/reports/",
-            b"",
-            "application/json",
-            HTTP_AUTHORIZATION=f"Token {token}",
-            HTTP_X_ATLAS_REPORT_DIGEST="sha256:xyz",
-        )
+        answer = post_heartbeat(token, header="sha256:xyz")
         assert answer.status_code == expected, answer.content
 
 
@@ -151,7 +106,9 @@ def test_heartbeat_seen_misses_without_a_query_for_an_unusable_key(reporting):
     assert not ctx.captured_queries
 
 
-def test_a_sqlite_without_returning_answers_alike_in_two_statements(reporting, post, monkeypatch):
+def test_a_sqlite_without_returning_answers_alike_in_two_statements(
+    reporting, post_heartbeat, monkeypatch
+):
     if connection.vendor != "sqlite":
         pytest.skip("the fallback is SQLite's")
     key, report, server = reporting("dgx-10")
@@ -159,10 +116,10 @@ def test_a_sqlite_without_returning_answers_alike_in_two_statements(reporting, p
     heartbeat_module._seen_by_digest_sql.cache_clear()
     try:
         with CaptureQueriesContext(connection) as ctx:
-            answer = post(key, digest=report_digest(report))
+            answer = post_heartbeat(key, digest=report_digest(report))
     finally:
         monkeypatch.undo()
         heartbeat_module._seen_by_digest_sql.cache_clear()
     assert answer.status_code == 200 and answer.json()["status"] == "unchanged"
     assert [sql.split()[0] for sql in _statements(ctx)] == ["SELECT", "UPDATE"]
-    assert _seen(server) > LONG_AGO
+    assert seen(server) > LONG_AGO

@@ -17,10 +17,10 @@ from inventory.services import (
     agent_token_create,
     enrollment_token_create,
     enrollment_token_revoke,
-    heartbeat_memory_enable,
     user_token_create,
 )
 from inventory.services.tokens import token_digest
+from tests.heartbeats import UNKNOWN, digest_header, remember_heartbeats
 from tests.reports import make_report
 
 pytestmark = pytest.mark.django_db
@@ -170,13 +170,12 @@ def test_a_reenrollment_forgets_the_old_tokens_remembered_heartbeat_once_committ
 ):
     """With the web process's memory on (config/wsgi.py), the old token's remembered hit is
     forgotten when the re-enrollment commits, not before: its next heartbeat is then refused."""
-    settings.ATLAS_HEARTBEAT_CACHE_S = 5
-    heartbeat_memory_enable(flusher=False)
+    remember_heartbeats(settings)
     _token, key = enrollment_token_create(uses=2, allow_reenroll=True)
     old = enroll(client, key).json()["token"]
     report = make_report("dgx-01", system_uuid=identity()["system_uuid"])
     assert post_report(report, old).status_code == 202
-    digest = {"HTTP_X_ATLAS_REPORT_DIGEST": f"sha256:{report_digest(report)}"}
+    digest = digest_header(report_digest(report))
     assert post_report(b"", old, **digest).status_code == 200  # remembered from here on
     with django_capture_on_commit_callbacks() as on_commit:
         assert enroll(client, key).status_code == 201
@@ -185,7 +184,7 @@ def test_a_reenrollment_forgets_the_old_tokens_remembered_heartbeat_once_committ
         callback()
     answer = post_report(b"", old, **digest)
     assert answer.status_code == 401
-    assert answer.json() == {"detail": "Unknown or revoked agent token."}
+    assert answer.json() == UNKNOWN
 
 
 def test_staff_create_list_and_revoke_tokens_and_the_key_shows_once(staff, user):
