@@ -48,6 +48,27 @@ def pytest_configure(config) -> None:
     from django.conf import settings
 
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    _flush_by_delete()
+
+
+def _flush_by_delete() -> None:
+    """A transactional test's teardown empties the tables with DELETE on PostgreSQL, not
+    Django's TRUNCATE: TRUNCATE of the 55 tables takes 0.6-2 s (each table's files made anew),
+    DELETE of a test's few rows 25 ms, and the suite has over a hundred such teardowns.
+    The same effect: no sequence is reset either way unless asked (then TRUNCATE, as Django
+    does); the foreign keys are deferred, and `flush` runs its statements in one transaction."""
+    from django.db.backends.postgresql.operations import DatabaseOperations
+
+    truncate = DatabaseOperations.sql_flush
+
+    def sql_flush(self, style, tables, *, reset_sequences=False, allow_cascade=False):
+        if reset_sequences or not tables:
+            return truncate(
+                self, style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade
+            )
+        return [f"DELETE FROM {self.quote_name(table)};" for table in tables]
+
+    DatabaseOperations.sql_flush = sql_flush
 
 
 @pytest.fixture(autouse=True)
