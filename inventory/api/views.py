@@ -172,10 +172,14 @@ def _accepted(result) -> dict:
 
 def _json(code: int, data: dict) -> HttpResponse:
     """What DRF's JSONRenderer would write (compact), without DRF; `data` kept on the
-    response as DRF's Response keeps it (the /metrics answer counter reads its status)."""
-    response = HttpResponse(
-        json.dumps(data, separators=(",", ":")), status=code, content_type="application/json"
-    )
+    response as DRF's Response keeps it (the /metrics answer counter reads its status).
+
+    With its Content-Length, which CommonMiddleware adds to the view's answers but a heartbeat
+    answered ahead of it would go without: gunicorn then sends it chunked, a third write per
+    answer (headers, the chunk, the last chunk) and more for the agent to parse."""
+    body = json.dumps(data, separators=(",", ":")).encode()
+    response = HttpResponse(body, status=code, content_type="application/json")
+    response["Content-Length"] = str(len(body))
     response.data = data  # type: ignore[attr-defined]
     return response
 

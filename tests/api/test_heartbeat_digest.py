@@ -58,6 +58,8 @@ def test_an_unchanged_digest_is_200_in_one_statement(applied, agent_token, post_
         "status": "unchanged",
         "server": server.pk,
     }
+    # sized, as the view's answers are (CommonMiddleware): gunicorn would send it chunked
+    assert response["Content-Length"] == str(len(response.content))
     sql = [q["sql"] for q in ctx.captured_queries]
     assert len(sql) == 1 and sql[0].startswith("UPDATE") and "RETURNING" in sql[0], sql
     assert Server.objects.get().last_seen is not None
@@ -110,6 +112,7 @@ def test_an_unknown_key_is_refused_as_drf_would_after_the_heartbeat_and_one_look
         response = post_heartbeat("caa_not-a-token", digest=named, body=json.dumps(applied))
     assert response.status_code == 401 and response["WWW-Authenticate"] == "Token"
     assert response.json() == UNKNOWN
+    assert response["Content-Length"] == str(len(response.content))
 
 
 def test_a_digest_with_a_changed_report_in_the_body_receives_the_report(
