@@ -13,6 +13,11 @@ from the database costs), and a plain in-memory scan of the same data already in
     BENCH_ALLOCATIONS=1 .venv/bin/python bench/placement.py   # running workloads hold the busy GPUs
     BENCH_FABRIC=0 .venv/bin/python bench/placement.py        # without the fabric
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/atlas .venv/bin/python bench/placement.py
+    BENCH_DB=/tmp/place-25000.sqlite3 .venv/bin/python bench/placement.py   # reuse a build
+
+`BENCH_DB` (SQLite only): the built database (fleet, fabric, summaries) is saved to that
+file, or restored from it when it exists, so runs after the first skip the build (the file
+does not record N or the options: one file per size and `BENCH_ALLOCATIONS`/`BENCH_FABRIC`).
 
 Placement and failure domains read the per-server summaries (`topology.ServerPlacement`),
 backfilled after the build (its time is printed); the floors read the tables themselves.
@@ -46,6 +51,7 @@ GPUS = 8
 RACK = 40
 ALLOCATIONS = os.environ.get("BENCH_ALLOCATIONS", "") not in ("", "0")
 FABRIC = os.environ.get("BENCH_FABRIC", "1") not in ("", "0")
+SAVED = os.environ.get("BENCH_DB", "")
 LAYOUT = {  # bench/fabric.py's: 8 rails, 32 servers a leaf, 8 units a pod, 16 spines a pod
     "rails": 8,
     "servers_per_leaf": 32,
@@ -435,6 +441,30 @@ def fabric_questions(fetch, placement_rows, measure_fn) -> None:
         )
 
 
+def save(path: str) -> None:
+    """The built database into `path` (SQLite's VACUUM INTO), for `BENCH_DB`."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM INTO %s", [path])
+    print(f"  saved to {path}")
+
+
+def restore(path: str) -> None:
+    """The database saved by `save` copied into the run's (SQLite's backup API, its
+    statistics with it)."""
+    import sqlite3
+
+    from django.db import connection
+
+    connection.ensure_connection()
+    source = sqlite3.connect(path)
+    try:
+        source.backup(connection.connection)
+    finally:
+        source.close()
+
+
 def measure(label: str, fn, floor_fetch, floor_scan) -> None:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
@@ -539,23 +569,32 @@ def main() -> None:
 
     del domain_sql
     with bench_database() as (vendor, _):
-        start = time.perf_counter()
-        build(SIZE)
-        built = time.perf_counter() - start
-        print(
-            f"{vendor}: {SIZE:,} servers, {SIZE * GPUS:,} GPUs, {SIZE:,} nodes "
-            f"(built in {built:.0f} s); median of {REPEAT}; load average {machine_load()}"
-        )
-        if FABRIC:
-            load_fabric(SIZE)
-        from placement.summaries import placement_summaries_refresh
+        if SAVED and os.path.exists(SAVED):
+            restore(SAVED)
+            print(
+                f"{vendor}: {SIZE:,} servers restored from {SAVED}; median of {REPEAT};"
+                f" load average {machine_load()}"
+            )
+        else:
+            start = time.perf_counter()
+            build(SIZE)
+            built = time.perf_counter() - start
+            print(
+                f"{vendor}: {SIZE:,} servers, {SIZE * GPUS:,} GPUs, {SIZE:,} nodes "
+                f"(built in {built:.0f} s); median of {REPEAT}; load average {machine_load()}"
+            )
+            if FABRIC:
+                load_fabric(SIZE)
+            from placement.summaries import placement_summaries_refresh
 
-        start = time.perf_counter()
-        summaries = placement_summaries_refresh()
-        print(
-            f"  placement summaries backfilled: {summaries:,} in "
-            f"{time.perf_counter() - start:.1f} s"
-        )
+            start = time.perf_counter()
+            summaries = placement_summaries_refresh()
+            print(
+                f"  placement summaries backfilled: {summaries:,} in "
+                f"{time.perf_counter() - start:.1f} s"
+            )
+            if SAVED:
+                save(SAVED)
         fits = measure(
             "placement: Slurm --gpus=16, all clusters",
             lambda: placement_find(gpus=16),

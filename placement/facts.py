@@ -8,7 +8,7 @@ import itertools
 from collections import defaultdict
 from dataclasses import dataclass, field, fields, replace
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .gpu_sets import FleetGpu, GpuSet, SetRank, best_gpu_set
 from .locality import Place, largest_group
@@ -126,15 +126,43 @@ def node_copy(node: FleetNode, **changes: Any) -> FleetNode:
     return new
 
 
-@dataclass(slots=True)
-class HeldOnNode:
-    """What running workloads hold on one node (`selectors.held_gpus`): GPU indices, GPUs
-    known by count alone, and GPUs per workload id where read (`selectors.held_workloads`
-    reads them for the nodes an answer names; empty otherwise)."""
+MASK_BITS = 62
+"""GPU indexes below this are bits of `HeldOnNode.mask` (a signed 64-bit integer in the
+database); any above (none on real hardware) are listed in `HeldOnNode.beyond`."""
 
-    indexes: set[int]
+
+def mask_indexes(mask: int) -> set[int]:
+    """The indexes whose bits are set in `mask` (bit i: GPU index i)."""
+    found: set[int] = set()
+    index = 0
+    while mask:
+        if mask & 1:
+            found.add(index)
+        mask >>= 1
+        index += 1
+    return found
+
+
+class HeldOnNode(NamedTuple):
+    """What running workloads hold on one node (`selectors.held_gpus`): the GPU indexes held,
+    as bits (`mask`, with `beyond` for any index of `MASK_BITS` or more), and GPUs known by
+    count alone. A tuple: nodes holding alike are alike (`selectors.group_nodes` keys on it),
+    and its set of indexes is made only for the node standing for its twins."""
+
+    mask: int
     uncounted: int
-    workloads: dict[int, int]
+    beyond: frozenset[int] = frozenset()
+
+    @property
+    def indexes(self) -> set[int]:
+        """The GPU indexes held."""
+        found = mask_indexes(self.mask)
+        return found | self.beyond if self.beyond else found
+
+    @property
+    def held(self) -> int:
+        """GPUs held: the indexes held and those held by count alone."""
+        return self.mask.bit_count() + len(self.beyond) + self.uncounted
 
 
 @dataclass

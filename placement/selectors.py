@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from django.db import connection
 from django.db.models import (
     Aggregate,
+    BigIntegerField,
     Case,
     Count,
     ExpressionWrapper,
@@ -28,6 +29,7 @@ from django.db.models import (
     Min,
     Q,
     QuerySet,
+    Sum,
     TextField,
     Value,
     When,
@@ -45,7 +47,16 @@ from inventory.choices import GpuStatus
 from inventory.health import UNHEALTHY, gpu_problem_code, problem_of_code
 from inventory.models import Gpu, Link, MigDevice
 
-from .facts import Fleet, FleetGpu, FleetMig, FleetNode, HeldOnNode, node_copy, share_servers
+from .facts import (
+    MASK_BITS,
+    Fleet,
+    FleetGpu,
+    FleetMig,
+    FleetNode,
+    HeldOnNode,
+    node_copy,
+    share_servers,
+)
 from .leaves import LeafSummary, leaf_summaries, places_from
 from .locality import Place
 
@@ -358,7 +369,7 @@ def group_nodes(
                 criticals.of(row[0], server_id)  # type: ignore[union-attr]
                 if row[0] in by_node or server_id in by_server
                 else 0,
-                _held_key(held.get(row[0])),
+                held.get(row[0]),
             )
             if more
             else None,
@@ -393,22 +404,18 @@ def group_nodes(
             )
         )
         if told and told[2] is not None:
-            _hold(nodes[-1], *told[2])
+            _hold(nodes[-1], told[2])
         if isinstance(shape, str):
             shapes[row[0]] = shape
     nodes.sort(key=lambda n: (n.cluster, n.name))
     return NodeGroups(nodes, shapes, fresh)
 
 
-def _held_key(on: HeldOnNode | None) -> tuple[frozenset[int], int] | None:
-    return None if on is None else (frozenset(on.indexes), on.uncounted)
-
-
-def _hold(node: FleetNode, indexes: frozenset[int], uncounted: int) -> None:
+def _hold(node: FleetNode, on: HeldOnNode) -> None:
     """The node's busy GPUs are those running workloads hold (`held_gpus`): exactly their
     indices, never fewer in use than its scheduler says (a listing not yet applied)."""
-    node.busy_indexes = None if uncounted else set(indexes)
-    node.whole_used = max(len(indexes) + uncounted, node.whole_used or 0)
+    node.busy_indexes = None if on.uncounted else on.indexes
+    node.whole_used = max(on.held, node.whole_used or 0)
 
 
 def _regroup_shared(
@@ -996,6 +1003,13 @@ class _IndexList(Aggregate):
         )
 
 
+class _Bit(Func):
+    """`1 << value` as a 64-bit integer."""
+
+    template = "(CAST(1 AS BIGINT) << %(expressions)s)"
+    output_field = BigIntegerField()
+
+
 def _open_allocations(scope: QuerySet[Node] | None) -> QuerySet:
     """The whole-GPU allocations held now (`until` null) on nodes (in `scope`)."""
     from workloads.models import Allocation
@@ -1010,27 +1024,42 @@ def _open_allocations(scope: QuerySet[Node] | None) -> QuerySet:
 
 def held_gpus(scope: QuerySet[Node] | None = None) -> dict[int, HeldOnNode]:
     """Node id -> the GPUs running workloads hold there now (`workloads.Allocation`, `until`
-    null): the indices (the GPU row's index where joined, else the scheduler's) and how many
-    are held by count alone. One query, one row per node holding GPUs (the database groups
-    the allocations: at 25,000 servers a row per held GPU was 194,220 rows per question);
-    which workloads hold them is read for the few nodes an answer names (`held_workloads`).
-    MIG devices are left out (a GPU in MIG mode is no whole GPU to offer)."""
-    held: dict[int, HeldOnNode] = {}
-    # the rows as the database gives them (`_rows`: ids, a text, a count need no converter)
-    for node_id, indexes, uncounted in _rows(
+    null): the indices (the GPU row's index where joined, else the scheduler's) as the bits of
+    one integer (`HeldOnNode.mask`: the database sums each index's bit once) and how many are
+    held by count alone. One query, one row per node holding GPUs (the database groups the
+    allocations: at 25,000 servers a row per held GPU was 194,220 rows per question, and a
+    text of the indexes per node, parsed into a set, cost more than the query); which
+    workloads hold them is read for the few nodes an answer names (`held_workloads`). MIG
+    devices are left out (a GPU in MIG mode is no whole GPU to offer)."""
+    rows = _rows(  # as the database gives them (`_rows`: ids, integers need no converter)
         _open_allocations(scope)
         .annotate(held_index=Coalesce("gpu__index", "index", output_field=IntegerField()))
+        .annotate(
+            held_bit=Case(
+                When(held_index__lt=MASK_BITS, then=_Bit("held_index")),
+                output_field=BigIntegerField(),
+            ),
+            held_beyond=Case(
+                When(held_index__gte=MASK_BITS, then=F("held_index")),
+                output_field=IntegerField(),
+            ),
+        )
         .values("node_id")
         .annotate(
-            indexes=_IndexList("held_index"),
+            mask=Sum("held_bit", distinct=True),
             uncounted=Count("id", filter=Q(held_index__isnull=True)),
+            beyond=_IndexList("held_beyond"),
         )
-        .values_list("node_id", "indexes", "uncounted")
-    ):
-        held[node_id] = HeldOnNode(
-            {int(i) for i in indexes.split(",")} if indexes else set(), uncounted, {}
+        .values_list("node_id", "mask", "uncounted", "beyond")
+    )
+    return {
+        node_id: HeldOnNode(
+            int(mask or 0),  # PostgreSQL sums to a numeric
+            uncounted,
+            frozenset(int(i) for i in beyond.split(",")) if beyond else frozenset(),
         )
-    return held
+        for node_id, mask, uncounted, beyond in rows
+    }
 
 
 def held_workloads(node_ids: Iterable[int]) -> dict[int, dict[int, int]]:
