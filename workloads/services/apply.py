@@ -91,7 +91,7 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 
 def _plain(value: Any) -> Any:
     """`dataclasses.asdict` without its deep copies: the same dicts and lists, so the same
-        JSON. `_canonical` writes the rest itself: only its fallback (dicts such as `requested`,
+    JSON. `_canonical` writes the rest itself: only its fallback (dicts such as `requested`,
     floats, enum members) comes here."""
     cls = type(value)
     if cls in _SCALARS:
