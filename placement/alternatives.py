@@ -139,6 +139,30 @@ def _first_fit(
     return fallback
 
 
+def may_fit_elsewhere(
+    request: PlacementRequest, free: dict[tuple[str, str], dict[int, int]]
+) -> bool:
+    """Whether the request, asked in another cluster (`free`: `selectors.free_elsewhere`), may
+    fit there: False only where no answer of `plan_request` can (so "the same request in"
+    those clusters is no alternative, and their nodes need not be read).
+
+    A Kubernetes node gives a request at most its scheduler's allocatable GPUs less those it
+    says are used (`planner.node_offer`: never more, whatever its GPUs, the workloads holding
+    them or another scheduler on its server), and a pod runs on one node. A Slurm node's
+    GPUs are its GRES, not those columns; a MIG request counts devices, and a request naming a
+    model looks for that model's alternatives over the whole fleet: each of those may fit."""
+    if request.mig_profile or request.model:
+        return True
+    for (name, kind), nodes in free.items():
+        if kind != ClusterKind.KUBERNETES:
+            return True
+        shape = request_shape(replace(request, cluster=name), kind)
+        per_node = shape.per_node or shape.total
+        if sum(n for figure, n in nodes.items() if figure >= per_node) >= (shape.count or 1):
+            return True
+    return False
+
+
 def fleet_models(fleet: Fleet) -> list[str]:
     """GPU models present, one spelling each (NVML names before scheduler labels)."""
     names: dict[str, str] = {}

@@ -441,6 +441,29 @@ def _regroup_shared(
     return kept
 
 
+def free_elsewhere(other_than: str) -> dict[tuple[str, str], dict[int, int]]:
+    """(cluster name, kind) -> {whole GPUs free by its scheduler's columns: nodes} of every
+    cluster but `other_than`, counting its ready and schedulable nodes (any other frees 0):
+    what `alternatives.may_fit_elsewhere` bounds those clusters' answers with. One query, a
+    row per cluster and figure, whatever the fleet."""
+    eligible = Q(ready=True, schedulable=True)
+    free = ExpressionWrapper(
+        F("gpu_allocatable") - Coalesce("gpu_used", Value(0)), output_field=IntegerField()
+    )
+    found: dict[tuple[str, str], dict[int, int]] = {}
+    for name, kind, figure, nodes in (
+        Node.objects.filter(gone_at__isnull=True)
+        .exclude(cluster__name=other_than)
+        .annotate(free=Case(When(eligible, then=free), default=Value(0)))
+        .order_by()
+        .values("cluster__name", "cluster__kind", "free")
+        .annotate(nodes=Count("id"))
+        .values_list("cluster__name", "cluster__kind", "free", "nodes")
+    ):
+        found.setdefault((name, kind), {})[figure] = nodes
+    return found
+
+
 def fresh_summaries(servers: Any) -> QuerySet:
     """The summaries (`placement.ServerPlacement`) of `servers` (a `server_id` values query)
     built from their server's current report: a stale or missing one reads the rows instead."""

@@ -23,7 +23,7 @@ from clusters.selectors import cluster_kind
 from health.selectors import needing_action_share
 from workloads.describe import workload_label
 
-from .alternatives import mig_elsewhere, placement_alternatives
+from .alternatives import may_fit_elsewhere, mig_elsewhere, placement_alternatives
 from .capacity import capacity_compare
 from .facts import Fleet, HeldOnNode, fleet_merge
 from .fragmentation import ClusterFragmentation, NodeFree, fragmentation
@@ -54,6 +54,7 @@ from .selectors import (
     fleet_counts,
     fleet_load,
     fleet_places,
+    free_elsewhere,
     gpu_actions,
     held_gpus,
     held_workloads,
@@ -236,12 +237,18 @@ def _alternatives_fleet(
     request: PlacementRequest, fleet: Fleet, places: dict[int, Place] | None, shared: FleetReads
 ) -> Fleet:
     """The fleet the alternatives are planned on: the request's, merged with every other
-    cluster's (read here, a fixed number of queries) when it named one."""
+    cluster's when it named one. Those are read (a fixed number of queries) only when the
+    request may fit in one of them (`may_fit_elsewhere`, one query: their nodes' free GPUs by
+    their schedulers' figures); else their nodes are left out, as the same request there
+    would be no alternative."""
     if request.cluster:
-        others = fleet_load(
-            other_than=request.cluster, with_mig=bool(request.mig_profile), **shared._asdict()
-        )
-        fleet = fleet_merge(fleet, others, request.cluster)
+        if may_fit_elsewhere(request, free_elsewhere(request.cluster)):
+            others = fleet_load(
+                other_than=request.cluster, with_mig=bool(request.mig_profile), **shared._asdict()
+            )
+            fleet = fleet_merge(fleet, others, request.cluster)
+        else:  # the request's fleet holds the nodes of others on its servers: not them
+            fleet = replace(fleet, nodes=[n for n in fleet.nodes if n.cluster == request.cluster])
     fleet.places = places or {}
     return fleet
 
