@@ -150,7 +150,8 @@ def may_fit_elsewhere(
     says are used (`planner.node_offer`: never more, whatever its GPUs, the workloads holding
     them or another scheduler on its server), and a pod runs on one node. A Slurm node's
     GPUs are its GRES, not those columns; a MIG request counts devices, and a request naming a
-    model looks for that model's alternatives over the whole fleet: each of those may fit."""
+    model looks for that model's alternatives over the whole fleet: each of those may fit.
+    A cluster without nodes counted (`{}`) holds nothing."""
     if request.mig_profile or request.model:
         return True
     for (name, kind), nodes in free.items():

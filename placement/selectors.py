@@ -444,23 +444,32 @@ def _regroup_shared(
 def free_elsewhere(other_than: str) -> dict[tuple[str, str], dict[int, int]]:
     """(cluster name, kind) -> {whole GPUs free by its scheduler's columns: nodes} of every
     cluster but `other_than`, counting its ready and schedulable nodes (any other frees 0):
-    what `alternatives.may_fit_elsewhere` bounds those clusters' answers with. One query, a
-    row per cluster and figure, whatever the fleet."""
+    what `alternatives.may_fit_elsewhere` bounds those clusters' answers with. Two queries
+    (the clusters, then a row per cluster and figure, whatever the fleet); one where a
+    cluster is not Kubernetes: its nodes are not counted (empty), as every other cluster is
+    read then."""
+    clusters = {
+        pk: (name, kind)
+        for pk, name, kind in Cluster.objects.exclude(name=other_than).values_list(
+            "pk", "name", "kind"
+        )
+    }
+    found: dict[tuple[str, str], dict[int, int]] = {c: {} for c in clusters.values()}
+    if any(kind != ClusterKind.KUBERNETES for _, kind in clusters.values()):
+        return found
     eligible = Q(ready=True, schedulable=True)
     free = ExpressionWrapper(
         F("gpu_allocatable") - Coalesce("gpu_used", Value(0)), output_field=IntegerField()
     )
-    found: dict[tuple[str, str], dict[int, int]] = {}
-    for name, kind, figure, nodes in (
-        Node.objects.filter(gone_at__isnull=True)
-        .exclude(cluster__name=other_than)
+    for cluster_id, figure, nodes in (
+        Node.objects.filter(gone_at__isnull=True, cluster_id__in=list(clusters))
         .annotate(free=Case(When(eligible, then=free), default=Value(0)))
         .order_by()
-        .values("cluster__name", "cluster__kind", "free")
+        .values("cluster_id", "free")
         .annotate(nodes=Count("id"))
-        .values_list("cluster__name", "cluster__kind", "free", "nodes")
+        .values_list("cluster_id", "free", "nodes")
     ):
-        found.setdefault((name, kind), {})[figure] = nodes
+        found[clusters[cluster_id]][figure] = nodes
     return found
 
 

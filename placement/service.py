@@ -242,7 +242,8 @@ def _alternatives_fleet(
     their schedulers' figures); else their nodes are left out, as the same request there
     would be no alternative."""
     if request.cluster:
-        if may_fit_elsewhere(request, free_elsewhere(request.cluster)):
+        counted = not (request.mig_profile or request.model)  # else read whatever the counts
+        if not counted or may_fit_elsewhere(request, free_elsewhere(request.cluster)):
             others = fleet_load(
                 other_than=request.cluster, with_mig=bool(request.mig_profile), **shared._asdict()
             )

@@ -37,7 +37,7 @@ def test_a_kubernetes_cluster_may_hold_pods_of_no_more_than_its_nodes_free():
 
 def test_slurm_mig_and_model_requests_are_always_read():
     none_free = {PROD: {0: 10}}
-    assert may_fit_elsewhere(ask(gpus=9), {**none_free, ("hpc2", "slurm"): {0: 1}})
+    assert may_fit_elsewhere(ask(gpus=9), {**none_free, ("hpc2", "slurm"): {}})
     assert may_fit_elsewhere(ask(gpus=9, mig_profile="1g.10gb"), none_free)
     assert may_fit_elsewhere(ask(gpus=9, model="H100"), none_free)
 
@@ -57,9 +57,14 @@ def prod_and_hpc() -> None:
 
 
 @pytest.mark.django_db
-def test_free_elsewhere_counts_the_ready_schedulable_nodes_by_their_free_gpus():
+def test_free_elsewhere_counts_the_ready_schedulable_nodes_by_their_free_gpus(
+    django_assert_num_queries,
+):
     prod_and_hpc()
-    assert free_elsewhere("hpc") == {PROD: {8: 3, 4: 1, 0: 2}}
+    with django_assert_num_queries(2):
+        assert free_elsewhere("hpc") == {PROD: {8: 3, 4: 1, 0: 2}}
+    with django_assert_num_queries(1):  # hpc is Slurm: every other cluster is read
+        assert free_elsewhere("prod") == {("hpc", "slurm"): {}}
 
 
 ASKS = [
