@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fabric.places import Place
 
@@ -47,18 +47,19 @@ def leaf_summaries(places: Mapping[int, Place]) -> list[LeafSummary]:
 
 def places_from(leaves: Iterable[LeafSummary], domains: Mapping[int, str]) -> dict[int, Place]:
     """Every server's place from the leaf summaries and the NVLink domains (server id ->
-    domain): the same places as reading the cables gives (`selectors.fleet_places`)."""
+    domain): the same places as reading the cables gives (`selectors.fleet_places`). The
+    servers of one summary outside any NVLink domain share one `Place` (it is frozen): a
+    place made per server was most of the time of reading 25,000 servers' places."""
     places: dict[int, Place] = {}
     for summary in leaves:
-        for server_id in summary.servers:
-            places[server_id] = Place(
-                leaf=summary.leaf,
-                spine=summary.spine,
-                nvlink=domains.get(server_id),
-                leaf_name=summary.leaf_name,
-                spine_name=summary.spine_name,
-            )
+        shared = Place(
+            leaf=summary.leaf,
+            spine=summary.spine,
+            leaf_name=summary.leaf_name,
+            spine_name=summary.spine_name,
+        )
+        places.update(dict.fromkeys(summary.servers, shared))
     for server_id, domain in domains.items():
-        if server_id not in places:
-            places[server_id] = Place(nvlink=domain)
+        found = places.get(server_id)
+        places[server_id] = Place(nvlink=domain) if found is None else replace(found, nvlink=domain)
     return places

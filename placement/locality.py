@@ -142,9 +142,13 @@ def largest_group(places: Iterable[Place]) -> int:
     """The most servers one leaf, one spine group or one NVLink domain holds: a job on more
     nodes than that is close nowhere (`choose_local` would take the first as ranked)."""
     places = list(places)
+    alike = Counter(map(id, places))  # servers share places (`leaves.places_from`)
+    distinct = {id(p): p for p in places}
     largest = 0
     for attribute, _words, _hops in LEVELS:
-        counts = Counter(getattr(p, attribute) for p in places)
+        counts: Counter[str | None] = Counter()
+        for key, n in alike.items():
+            counts[getattr(distinct[key], attribute)] += n
         counts.pop(None, None)
         largest = max(largest, max(counts.values(), default=0))
     return largest

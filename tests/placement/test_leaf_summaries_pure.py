@@ -59,3 +59,18 @@ def test_a_multi_node_answer_on_the_summaries_is_the_one_on_the_cables_places():
         answers.append(([o.node.name for o in plan.chosen], plan.locality))
     assert answers[0] == answers[1]
     assert answers[0][0] == ["gpu003", "gpu005"] and answers[0][1].hops == 1
+
+
+def test_the_servers_of_a_leaf_share_one_place_and_are_counted_each():
+    from placement.locality import largest_group
+
+    summaries = [
+        LeafSummary("f:g1", "leaf group 1", "spine:1", "spines from s1", (1, 2, 3)),
+        LeafSummary("f:g2", "leaf group 2", "spine:1", "spines from s1", (4, 5)),
+    ]
+    places = places_from(summaries, {2: "c/1", 9: "c/1"})
+    assert places[1] is places[3] and places[2] is not places[1]
+    assert places[2] == Place("f:g1", "spine:1", "c/1", "leaf group 1", "spines from s1")
+    assert places[9] == Place(nvlink="c/1")
+    assert largest_group(places.values()) == 5  # the spine group; the domain holds 2
+    assert largest_group([places[1], places[4], places[9]]) == 2
