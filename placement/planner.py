@@ -483,11 +483,15 @@ class Planner:
     def _near(self, options: list[Option], count: int) -> tuple[list[Option], Locality]:
         """`count` of the ranked options, close on the fabric (`locality.choose_local`); nodes
         with a critical finding join only when the others are too few."""
-        calm = [o for o in options if not _troubled(o.node)]
-        if self._may_be_close(count) and len(calm) >= count:
-            return choose_local(calm, count, lambda o: self.place(o.node))
+        if self._may_be_close(count):
+            calm = [o for o in options if not _troubled(o.node)]
+            if len(calm) >= count:
+                return choose_local(calm, count, lambda o: self.place(o.node))
         chosen = options[:count]
-        return chosen, locality_of([self.place(o.node) for o in chosen], count)
+        places = self.fleet.places  # `place`, inline: 5,000 nodes chosen are 5,000 calls
+        return chosen, locality_of(
+            [places.get(o.node.server_id or 0, NOWHERE) for o in chosen], count
+        )
 
     def _capacity(self, offer: Offer, filters: Filters) -> int:
         """The most GPUs one node can give under the filters (NVLink or NUMA may cap it)."""
@@ -760,15 +764,9 @@ def chosen_models(options: Iterable[Option]) -> list[str]:
     """The GPU models of the options' nodes. Twins share their stand-in's GPU list (and
     product list), so each list is looked at once: thousands of nodes chosen on a fabric are
     a few lists."""
-    names: set[str] = set()
-    seen: set[int] = set()
-    for option in options:
-        node = option.node
-        key = id(node.gpus) if node.gpus else id(node.products)
-        if key not in seen:  # the lists outlive the loop: the options hold them
-            seen.add(key)
-            names.update(node_models(node))
-    return sorted(names)
+    # one node per list (the lists outlive the dict: the options hold them)
+    distinct = {id(o.node.gpus or o.node.products): o.node for o in options}
+    return sorted({name for node in distinct.values() for name in node_models(node)})
 
 
 def plan_one_model(
