@@ -89,6 +89,7 @@ def placement_alternatives(
     ]
     found: list[Alternative] = []
     seen: set[tuple] = set()
+    planner = planner.avoiding(excluded) if excluded else planner
     for group in groups:
         alternative = _first_fit(planner, group, excluded)
         if alternative is None:
@@ -114,7 +115,7 @@ def _first_fit(
             (
                 p
                 for p in plan_request(planner, attempt)
-                if p.fits and not any(o.node.id in excluded for o in p.chosen)
+                if p.fits and not p.avoided and not any(o.node.id in excluded for o in p.chosen)
             ),
             key=lambda p: (any(o.node.critical_findings for o in p.chosen), p.rank()),
         )

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
+from copy import copy
 from dataclasses import dataclass, replace
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 
 from clusters.choices import ClusterKind
 from inventory.gpu_models import gpu_model_matches, gpu_models_agree
@@ -354,6 +356,10 @@ class ClusterPlan:
     """How close the nodes chosen are on the network, and why they were chosen."""
     mig_profile: str | None = None
     """The MIG profile planned: the request's, or for `1g` the cluster's profile chosen."""
+    avoided: bool = False
+    """It takes a node the planner avoids (`Planner.avoiding`): its `chosen` are the options
+    of the nodes standing for them, each once per member taken (their count, GPUs, rank and
+    models as the plan's), not the members, and it has no spare nor locality."""
 
     @property
     def models(self) -> list[str]:
@@ -392,6 +398,16 @@ class Planner:
         self._members: dict[int, list[FleetNode]] = {}
         self._options: dict[tuple[int, int, Filters], Option | BlockedNode] = {}
         self._stand_in = {n.id: n for n in fleet.nodes if n.twins}
+        self.avoid: AbstractSet[int] = frozenset()
+
+    def avoiding(self, avoid: AbstractSet[int]) -> Planner:
+        """The planner (its offers and options shared) whose plans on more nodes than any
+        leaf, spine group or NVLink domain holds say they take a node of `avoid` (node ids)
+        without making the members of the options they rank (`ClusterPlan.avoided`): the
+        alternatives reject such a plan, and 5,000 members a try are most of their cost."""
+        planner = copy(self)
+        planner.avoid = avoid
+        return planner
 
     def members(self, node: FleetNode, limit: int | None) -> list[FleetNode]:
         """The node and its twins as nodes of their own, the first `limit` (None: all)."""
@@ -461,6 +477,10 @@ class Planner:
             # the chosen and the candidates are among the first of each kind of node; on a
             # fabric, any node may be the closest
             limit = None if self._may_be_close(count) else count + CANDIDATE_LIMIT
+            if limit is not None and self.avoid:
+                taken = self._avoided(options, count, limit)
+                if taken is not None:
+                    return ClusterPlan(cluster, kind, shape, taken, [], blocked, None, avoided=True)
             ranked = self._option_members(options, limit)
             chosen, locality = self._near(ranked, count)
             taken = {id(o) for o in chosen}
@@ -468,6 +488,38 @@ class Planner:
             return ClusterPlan(cluster, kind, shape, chosen, spare, blocked, None, locality)
         reason = self._fixed_reason(kind, shape, filters, options, live, blocked)
         return ClusterPlan(cluster, kind, shape, options, [], blocked, reason)
+
+    def _avoided(self, options: list[Option], count: int, limit: int) -> list[Option] | None:
+        """The first `count` members of the ranked `options` (as `_option_members` with
+        `limit` ranks them) when one of them is avoided, else None, with no member made: each
+        option stands for its members, repeated once per member taken (of a run cut short,
+        the members first by name)."""
+        avoid = self.avoid
+        chosen: list[Option] = []
+        hit = False
+        left = count
+        for run in _runs(_leading(options, limit)):
+            size = sum(min(limit, o.node.weight) for o in run)
+            if size <= left:
+                for option in run:
+                    node = option.node
+                    hit = (
+                        hit
+                        or node.id in avoid
+                        or not avoid.isdisjoint(twin[0] for twin in node.twins[: limit - 1])
+                    )
+                    chosen += [option] * min(limit, node.weight)
+                left -= size
+            else:  # its members by name (ranked alike but for it), as `_option_members`
+                named = [(twin[1], twin[0], o) for o in run for twin in o.node.identities[:limit]]
+                named.sort(key=_NAME)
+                first = named[:left]
+                hit = hit or not avoid.isdisjoint(node_id for _, node_id, _ in first)
+                chosen += [o for _, _, o in first]
+                left = 0
+            if not left:
+                break
+        return chosen if hit else None
 
     def _may_be_close(self, count: int) -> bool:
         """Whether `count` nodes could share a leaf, a spine group or an NVLink domain: on a
@@ -686,6 +738,7 @@ def _leading(options: list[Option], limit: int) -> list[Option]:
     return kept
 
 
+_NAME = itemgetter(0)
 _RANK = attrgetter("rank")
 """The sort key of the options of one run (`_runs`): `_option_key` less what the run shares,
 at C speed (a question on 5,000 nodes sorts their members)."""
