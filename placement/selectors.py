@@ -1065,10 +1065,62 @@ def held_gpus(scope: QuerySet[Node] | None = None) -> dict[int, HeldOnNode]:
     allocations: at 25,000 servers a row per held GPU was 194,220 rows per question, and a
     text of the indexes per node, parsed into a set, cost more than the query); which
     workloads hold them is read for the few nodes an answer names (`held_workloads`). MIG
-    devices are left out (a GPU in MIG mode is no whole GPU to offer)."""
-    rows = _rows(  # as the database gives them (`_rows`: ids, integers need no converter)
+    devices are left out (a GPU in MIG mode is no whole GPU to offer).
+
+    Read as one sum a node (`_held_packed`: its rows counted above the bits of their indexes,
+    no DISTINCT, no other aggregate: 44 -> 35 ms at 25,000 servers on SQLite); only the nodes
+    whose sum does not tell them exactly (an index held twice, one of `PACKED_BITS` or more,
+    GPUs held by count alone) are read again, exactly (`_held_exact`)."""
+    held: dict[int, HeldOnNode] = {}
+    again: list[int] = []
+    low = (1 << PACKED_BITS) - 1
+    for node_id, packed, count in _rows(_held_packed(scope)):
+        packed = int(packed)  # PostgreSQL sums to a numeric
+        mask = packed & low
+        if packed >> PACKED_BITS == count == mask.bit_count():  # each row a distinct index
+            held[node_id] = HeldOnNode(mask, 0)
+        else:
+            again.append(node_id)
+    if again:
+        exact = _open_allocations(scope)
+        if len(again) <= IN_LIST_LIMIT:
+            exact = exact.filter(node_id__in=again)
+        held.update(_held_exact(exact))
+    return held
+
+
+PACKED_BITS = 32
+"""A held index below this is a bit of `_held_packed`'s sum, the rows counted above them (a
+signed 64-bit sum never overflows: 2**31 rows a node)."""
+
+
+def _held_packed(scope: QuerySet[Node] | None) -> QuerySet:
+    """Node id -> the sum over its open allocations of (1 << 32) + (1 << index) (0 for a row
+    without an index below `PACKED_BITS`), and its rows: where the sum's upper half, its rows
+    and its lower half's bits agree, each row held another index, the bits."""
+    return (
         _open_allocations(scope)
         .annotate(held_index=Coalesce("gpu__index", "index", output_field=IntegerField()))
+        .annotate(
+            packed=Case(
+                When(held_index__lt=PACKED_BITS, then=_Bit("held_index") + (1 << PACKED_BITS)),
+                default=Value(0),
+                output_field=BigIntegerField(),
+            )
+        )
+        .values("node_id")
+        .annotate(total=Sum("packed"), rows=Count("id"))
+        .values_list("node_id", "total", "rows")
+    )
+
+
+def _held_exact(allocations: QuerySet) -> dict[int, HeldOnNode]:
+    """`held_gpus` of the nodes of `allocations` (`_open_allocations`), exactly: each index's
+    bit summed once, the GPUs held by count alone, the indexes past the bits."""
+    rows = _rows(  # as the database gives them (`_rows`: ids, integers need no converter)
+        allocations.annotate(
+            held_index=Coalesce("gpu__index", "index", output_field=IntegerField())
+        )
         .annotate(
             held_bit=Case(
                 When(held_index__lt=MASK_BITS, then=_Bit("held_index")),
