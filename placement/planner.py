@@ -478,9 +478,11 @@ class Planner:
             # fabric, any node may be the closest
             limit = None if self._may_be_close(count) else count + CANDIDATE_LIMIT
             if limit is not None and self.avoid:
-                taken = self._avoided(options, count, limit)
-                if taken is not None:
-                    return ClusterPlan(cluster, kind, shape, taken, [], blocked, None, avoided=True)
+                avoided = self._avoided(options, count, limit)
+                if avoided is not None:
+                    return ClusterPlan(
+                        cluster, kind, shape, avoided, [], blocked, None, avoided=True
+                    )
             ranked = self._option_members(options, limit)
             chosen, locality = self._near(ranked, count)
             taken = {id(o) for o in chosen}
