@@ -4,7 +4,11 @@ through the database, or the planner's plain objects in memory (`node`, `nvlink_
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from typing import Any
+
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from clusters.models import Node
 from clusters.reconcile import reconcile_all
@@ -229,3 +233,10 @@ def nvlink_fleet(*nodes: FleetNode) -> Fleet:
 
 def slurm(name: str, server: int, **kw: Any) -> FleetNode:
     return node(name, server, cluster="hpc", kind="slurm", **kw)
+
+
+def with_queries(read: Callable[[], Any]) -> tuple[Any, int]:
+    """What `read()` returns and how many queries it took."""
+    with CaptureQueriesContext(connection) as ctx:
+        found = read()
+    return found, len(ctx.captured_queries)

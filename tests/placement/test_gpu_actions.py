@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from findings.choices import FindingType, Severity
@@ -17,6 +16,8 @@ from inventory.models import Gpu
 from placement import selectors
 from placement.selectors import gpu_actions
 from tests.reports import apply_reports, make_report
+
+from .fleets import with_queries
 
 pytestmark = pytest.mark.django_db
 
@@ -50,9 +51,7 @@ def _expected() -> dict[int, tuple[int, str, int]]:
 
 
 def _read() -> tuple[dict, int]:
-    with CaptureQueriesContext(connection) as ctx:
-        found = gpu_actions()
-    return found, len(ctx.captured_queries)
+    return with_queries(gpu_actions)
 
 
 @pytest.mark.parametrize("servers", [2, 6])

@@ -5,23 +5,19 @@ distinct indexes below `PACKED_BITS`, two otherwise, whatever the number of node
 from __future__ import annotations
 
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
 from placement.facts import MASK_BITS
 from placement.selectors import PACKED_BITS, _held_exact, _open_allocations, held_gpus
 from tests.workloads.factory import workload
 from workloads.models import Allocation
 
-from .fleets import slurm_fleet
+from .fleets import slurm_fleet, with_queries
 
 pytestmark = pytest.mark.django_db
 
 
 def read() -> tuple[dict, int]:
-    with CaptureQueriesContext(connection) as ctx:
-        held = held_gpus()
-    return held, len(ctx.captured_queries)
+    return with_queries(held_gpus)
 
 
 @pytest.mark.parametrize("nodes", [2, 6])
