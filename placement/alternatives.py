@@ -140,6 +140,13 @@ def _first_fit(
     return fallback
 
 
+def counts_decide(request: PlacementRequest) -> bool:
+    """Whether the other clusters' free GPU counts can tell that the request fits none of
+    them (`may_fit_elsewhere`): not for a MIG request (it counts devices) nor one naming a
+    model (its alternatives range over the whole fleet)."""
+    return not (request.mig_profile or request.model)
+
+
 def may_fit_elsewhere(
     request: PlacementRequest, free: dict[tuple[str, str], dict[int, int]]
 ) -> bool:
@@ -153,7 +160,7 @@ def may_fit_elsewhere(
     GPUs are its GRES, not those columns; a MIG request counts devices, and a request naming a
     model looks for that model's alternatives over the whole fleet: each of those may fit.
     A cluster without nodes counted (`{}`) holds nothing."""
-    if request.mig_profile or request.model:
+    if not counts_decide(request):
         return True
     for (name, kind), nodes in free.items():
         if kind != ClusterKind.KUBERNETES:

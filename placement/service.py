@@ -23,7 +23,12 @@ from clusters.selectors import cluster_kind
 from health.selectors import needing_action_share
 from workloads.describe import workload_label
 
-from .alternatives import may_fit_elsewhere, mig_elsewhere, placement_alternatives
+from .alternatives import (
+    counts_decide,
+    may_fit_elsewhere,
+    mig_elsewhere,
+    placement_alternatives,
+)
 from .capacity import capacity_compare
 from .facts import Fleet, HeldOnNode, fleet_merge
 from .fragmentation import ClusterFragmentation, NodeFree, fragmentation
@@ -242,8 +247,9 @@ def _alternatives_fleet(
     their schedulers' figures); else their nodes are left out, as the same request there
     would be no alternative."""
     if request.cluster:
-        counted = not (request.mig_profile or request.model)  # else read whatever the counts
-        if not counted or may_fit_elsewhere(request, free_elsewhere(request.cluster)):
+        if not counts_decide(request) or may_fit_elsewhere(
+            request, free_elsewhere(request.cluster)
+        ):
             others = fleet_load(
                 other_than=request.cluster, with_mig=bool(request.mig_profile), **shared._asdict()
             )
