@@ -54,9 +54,10 @@ def pytest_configure(config) -> None:
 def _flush_by_delete() -> None:
     """A transactional test's teardown empties the tables with DELETE on PostgreSQL, not
     Django's TRUNCATE: TRUNCATE of the 55 tables takes 0.6-2 s (each table's files made anew),
-    DELETE of a test's few rows 25 ms, and the suite has over a hundred such teardowns.
-    The same effect: no sequence is reset either way unless asked (then TRUNCATE, as Django
-    does); the foreign keys are deferred, and `flush` runs its statements in one transaction."""
+    DELETE of a test's few rows 25 ms, and the integration, browser and Slurm tiers are full of
+    such teardowns. The same effect: no sequence is reset either way unless asked (then
+    TRUNCATE, as Django does); the foreign keys are deferred, and `flush` runs its statements
+    in one transaction."""
     from django.db.backends.postgresql.operations import DatabaseOperations
 
     truncate = DatabaseOperations.sql_flush
